@@ -1,0 +1,96 @@
+#include "agent/trace_uploader.h"
+
+#include "client/upload_client.h"
+#include "common/runtime.h"
+#include "spdlog/spdlog.h"
+
+namespace fleetprof {
+
+TraceUploader::TraceUploader(TraceUploaderOptions options, std::shared_ptr<grpc::Channel> channel,
+                             prometheus::Registry& registry)
+    : options_(std::move(options)),
+      channel_(std::move(channel)),
+      watcher_(options_.dirs, options_.job, options_.settle_ms),
+      results_(prometheus::BuildCounter()
+                   .Name("fleetprof_agent_trace_uploads_total")
+                   .Help("Trace files from watched folders, by upload result")
+                   .Register(registry)) {
+  for (const char* result : {"ok", "duplicate", "rejected", "retry"}) results_.Add({{"result", result}});
+}
+
+TraceUploader::~TraceUploader() { Stop(); }
+
+absl::Status TraceUploader::Start() {
+  if (absl::Status s = journal_.Open(options_.journal_path); !s.ok()) return s;
+  spdlog::info("watching {} trace folder(s); {} files already uploaded", options_.dirs.size(),
+               journal_.size());
+  thread_ = std::thread([this] { Loop(); });
+  return absl::OkStatus();
+}
+
+void TraceUploader::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void TraceUploader::Loop() {
+  while (true) {
+    std::vector<TraceFile> files = std::move(retry_);
+    retry_.clear();
+    for (auto& file : watcher_.Scan(UnixNanos())) files.push_back(std::move(file));
+    for (const auto& file : files) {
+      {
+        std::lock_guard lock(mu_);
+        if (stopping_) return;
+      }
+      if (!journal_.Contains(file)) UploadOne(file);
+    }
+    std::unique_lock lock(mu_);
+    if (wake_.wait_for(lock, std::chrono::milliseconds(options_.scan_interval_ms),
+                       [&] { return stopping_; })) {
+      return;
+    }
+  }
+}
+
+void TraceUploader::UploadOne(const TraceFile& file) {
+  UploadOptions upload;
+  upload.path = file.path;
+  upload.job = file.job;
+  upload.node = options_.node;
+  upload.upload_id = UploadIdFor(options_.node, file);
+  upload.labels["source"] = "trace_dir";
+  upload.max_attempts = 2;
+  auto response = UploadFile(channel_, upload);
+  if (response.ok()) {
+    const char* result = response->already_existed() ? "duplicate" : "ok";
+    results_.Add({{"result", result}}).Increment();
+    uploaded_++;
+    spdlog::info("uploaded {} job={} profile_id={}{}", file.path, file.job, response->profile_id(),
+                 response->already_existed() ? " (already stored)" : "");
+    if (absl::Status s = journal_.Record(file, response->profile_id()); !s.ok()) {
+      spdlog::error("journal: {}", std::string(s.message()));
+    }
+    return;
+  }
+  const absl::Status& error = response.status();
+  if (absl::IsInvalidArgument(error) || absl::IsResourceExhausted(error) || absl::IsNotFound(error)) {
+    // The file itself is the problem: say so once and do not retry it until it changes.
+    results_.Add({{"result", "rejected"}}).Increment();
+    failed_++;
+    spdlog::warn("server rejected {}: {}", file.path, std::string(error.message()));
+    if (absl::Status s = journal_.Record(file, "rejected"); !s.ok()) {
+      spdlog::error("journal: {}", std::string(s.message()));
+    }
+    return;
+  }
+  results_.Add({{"result", "retry"}}).Increment();
+  spdlog::warn("upload of {} failed, will retry: {}", file.path, std::string(error.message()));
+  retry_.push_back(file);
+}
+
+}  // namespace fleetprof

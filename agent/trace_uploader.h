@@ -1,0 +1,58 @@
+#pragma once
+// Uploads each finished trace file found by the TraceDirWatcher, once: the journal remembers
+// uploads across agent restarts, and a per-file upload id makes the server dedupe too.
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "collectors/trace_dir_watcher.h"
+#include "collectors/upload_journal.h"
+#include "grpcpp/channel.h"
+#include "prometheus/counter.h"
+#include "prometheus/registry.h"
+
+namespace fleetprof {
+
+struct TraceUploaderOptions {
+  std::vector<std::string> dirs;
+  std::string job;
+  std::string node;
+  std::string journal_path;
+  int64_t scan_interval_ms = 1000;
+  int64_t settle_ms = 2000;
+};
+
+class TraceUploader {
+ public:
+  TraceUploader(TraceUploaderOptions options, std::shared_ptr<grpc::Channel> channel,
+                prometheus::Registry& registry);
+  ~TraceUploader();
+
+  absl::Status Start();
+  void Stop();
+  int64_t uploaded() const { return uploaded_.load(); }
+  int64_t failed() const { return failed_.load(); }
+
+ private:
+  void Loop();
+  void UploadOne(const TraceFile& file);
+
+  TraceUploaderOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  TraceDirWatcher watcher_;
+  UploadJournal journal_;
+  std::vector<TraceFile> retry_;  // files the server could not take yet (unreachable)
+  prometheus::Family<prometheus::Counter>& results_;
+  std::atomic<int64_t> uploaded_{0};
+  std::atomic<int64_t> failed_{0};
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace fleetprof

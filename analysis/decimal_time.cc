@@ -1,0 +1,125 @@
+#include "analysis/decimal_time.h"
+
+#include <cstddef>
+#include <limits>
+
+namespace fleetprof::analysis {
+namespace {
+
+constexpr uint64_t kMaxMagnitude = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+
+inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// value = value * 10 + digit, false on passing kMaxMagnitude.
+inline bool PushDigit(uint64_t* value, char digit) {
+  if (*value > (kMaxMagnitude - static_cast<uint64_t>(digit - '0')) / 10) return false;
+  *value = *value * 10 + static_cast<uint64_t>(digit - '0');
+  return true;
+}
+
+struct NumberParts {
+  bool negative = false;
+  std::string_view int_digits;
+  std::string_view frac_digits;
+  bool has_exponent = false;
+  int64_t exponent = 0;  // saturated at +-100000
+};
+
+bool SplitNumber(std::string_view text, NumberParts* parts) {
+  size_t i = 0;
+  const size_t n = text.size();
+  if (i < n && text[i] == '-') {
+    parts->negative = true;
+    ++i;
+  }
+  size_t start = i;
+  while (i < n && IsDigit(text[i])) ++i;
+  if (i == start) return false;
+  parts->int_digits = text.substr(start, i - start);
+  if (i < n && text[i] == '.') {
+    start = ++i;
+    while (i < n && IsDigit(text[i])) ++i;
+    if (i == start) return false;
+    parts->frac_digits = text.substr(start, i - start);
+  }
+  if (i < n && (text[i] == 'e' || text[i] == 'E')) {
+    parts->has_exponent = true;
+    ++i;
+    bool negative_exponent = false;
+    if (i < n && (text[i] == '+' || text[i] == '-')) negative_exponent = text[i++] == '-';
+    start = i;
+    int64_t exponent = 0;
+    while (i < n && IsDigit(text[i])) {
+      if (exponent < 100000) exponent = exponent * 10 + (text[i] - '0');
+      ++i;
+    }
+    if (i == start) return false;
+    parts->exponent = negative_exponent ? -exponent : exponent;
+  }
+  return i == n;
+}
+
+// The general case: digits D scaled by 10^scale, truncated toward zero.
+DecimalParse ScaleDigits(const NumberParts& parts, int64_t scale, uint64_t* magnitude) {
+  // Concatenated digits, leading zeros dropped; a view pair avoids copying.
+  std::string_view a = parts.int_digits;
+  std::string_view b = parts.frac_digits;
+  while (!a.empty() && a.front() == '0') a.remove_prefix(1);
+  if (a.empty()) {
+    while (!b.empty() && b.front() == '0') b.remove_prefix(1);
+  }
+  const int64_t total = static_cast<int64_t>(a.size() + b.size());
+  int64_t keep = total + (scale < 0 ? scale : 0);
+  *magnitude = 0;
+  if (total == 0 || keep <= 0) return DecimalParse::kOk;
+  // Without leading zeros, more than 19 digits cannot fit int64; 19 are checked exactly.
+  if (keep > 19 || (scale > 0 && keep + scale > 19)) return DecimalParse::kOutOfRange;
+  for (int64_t i = 0; i < keep; ++i) {
+    char c = i < static_cast<int64_t>(a.size()) ? a[i] : b[i - a.size()];
+    if (!PushDigit(magnitude, c)) return DecimalParse::kOutOfRange;
+  }
+  for (int64_t i = 0; i < scale; ++i) {
+    if (!PushDigit(magnitude, '0')) return DecimalParse::kOutOfRange;
+  }
+  return DecimalParse::kOk;
+}
+
+}  // namespace
+
+DecimalParse ParseMicrosAsNanos(std::string_view text, int64_t* ns) {
+  NumberParts parts;
+  if (!SplitNumber(text, &parts)) return DecimalParse::kNotANumber;
+  uint64_t magnitude = 0;
+  if (!parts.has_exponent) {
+    // Fast path, the form Kineto writes: integer part, then three fraction digits at most
+    // matter (ns); the rest is truncated.
+    for (char c : parts.int_digits) {
+      if (!PushDigit(&magnitude, c)) return DecimalParse::kOutOfRange;
+    }
+    for (int i = 0; i < 3; ++i) {
+      char c = i < static_cast<int>(parts.frac_digits.size()) ? parts.frac_digits[i] : '0';
+      if (!PushDigit(&magnitude, c)) return DecimalParse::kOutOfRange;
+    }
+  } else {
+    int64_t scale = parts.exponent + 3 - static_cast<int64_t>(parts.frac_digits.size());
+    DecimalParse result = ScaleDigits(parts, scale, &magnitude);
+    if (result != DecimalParse::kOk) return result;
+  }
+  *ns = parts.negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
+  return DecimalParse::kOk;
+}
+
+bool ParseJsonInt64(std::string_view text, int64_t* value) {
+  NumberParts parts;
+  if (!SplitNumber(text, &parts) || !parts.frac_digits.empty() || parts.has_exponent) {
+    return false;
+  }
+  uint64_t magnitude = 0;
+  for (char c : parts.int_digits) {
+    if (!PushDigit(&magnitude, c)) return false;
+  }
+  *value = parts.negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
+  return true;
+}
+
+}  // namespace fleetprof::analysis

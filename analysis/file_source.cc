@@ -1,0 +1,113 @@
+// ByteSource over a file descriptor and over an in-memory string.
+
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "analysis/byte_source.h"
+
+namespace fleetprof::analysis {
+namespace {
+
+// Small reads are served from one 1 MiB block so that a caller asking for a few bytes at a
+// time (the protobuf reader's varints) does not turn into a syscall per read.
+constexpr size_t kFileBlockBytes = 1 << 20;
+
+class FileSource : public ByteSource {
+ public:
+  FileSource(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
+  ~FileSource() override { ::close(fd_); }
+
+  absl::StatusOr<size_t> Read(char* buf, size_t n) override {
+    if (n == 0) return 0;
+    if (block_pos_ < block_end_) {
+      size_t take = std::min(n, block_end_ - block_pos_);
+      std::memcpy(buf, block_.get() + block_pos_, take);
+      block_pos_ += take;
+      return take;
+    }
+    // Large reads go straight into the caller's buffer: no copy.
+    if (n >= kFileBlockBytes / 4) return ReadFd(buf, n);
+    if (block_ == nullptr) block_ = std::make_unique<char[]>(kFileBlockBytes);
+    absl::StatusOr<size_t> got = ReadFd(block_.get(), kFileBlockBytes);
+    if (!got.ok() || *got == 0) return got;
+    block_pos_ = 0;
+    block_end_ = *got;
+    return Read(buf, n);
+  }
+
+  const std::string& name() const override { return name_; }
+
+ private:
+  absl::StatusOr<size_t> ReadFd(char* buf, size_t n) {
+    for (;;) {
+      ssize_t got = ::read(fd_, buf, n);
+      if (got >= 0) {
+        offset_ += static_cast<size_t>(got);
+        return static_cast<size_t>(got);
+      }
+      if (errno == EINTR) continue;
+      return absl::DataLossError(
+          absl::StrCat(name_, ": read failed at byte ", offset_, ": ", std::strerror(errno)));
+    }
+  }
+
+  int fd_;
+  std::string name_;
+  size_t offset_ = 0;
+  std::unique_ptr<char[]> block_;
+  size_t block_pos_ = 0;
+  size_t block_end_ = 0;
+};
+
+class StringSource : public ByteSource {
+ public:
+  StringSource(std::string name, std::string data, size_t max_chunk)
+      : name_(std::move(name)), data_(std::move(data)), max_chunk_(std::max<size_t>(1, max_chunk)) {}
+
+  absl::StatusOr<size_t> Read(char* buf, size_t n) override {
+    size_t take = std::min({n, max_chunk_, data_.size() - pos_});
+    std::memcpy(buf, data_.data() + pos_, take);
+    pos_ += take;
+    return take;
+  }
+
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::string name_;
+  std::string data_;
+  size_t max_chunk_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ByteSource>> OpenFileSource(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    std::string message = absl::StrCat(path, ": cannot open: ", std::strerror(err));
+    if (err == ENOENT) return absl::NotFoundError(message);
+    if (err == EACCES) return absl::PermissionDeniedError(message);
+    return absl::UnavailableError(message);
+  }
+  // Sequential hint: the kernel reads ahead more aggressively.
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  return std::make_unique<FileSource>(fd, path);
+}
+
+std::unique_ptr<ByteSource> OpenStringSource(std::string name, std::string data,
+                                             size_t max_chunk) {
+  return std::make_unique<StringSource>(std::move(name), std::move(data), max_chunk);
+}
+
+}  // namespace fleetprof::analysis

@@ -1,0 +1,265 @@
+#include "analysis/gunzip_source.h"
+
+#include <isa-l/igzip_lib.h>
+
+#include <algorithm>
+#include <cstring>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace fleetprof::analysis {
+namespace {
+
+const char* IsalErrorText(int ret) {
+  switch (ret) {
+    case ISAL_INVALID_BLOCK: return "invalid deflate block";
+    case ISAL_INVALID_SYMBOL: return "invalid deflate symbol";
+    case ISAL_INVALID_LOOKBACK: return "invalid back-reference distance";
+    case ISAL_INVALID_WRAPPER: return "invalid gzip header";
+    case ISAL_UNSUPPORTED_METHOD: return "unsupported compression method";
+    case ISAL_INCORRECT_CHECKSUM: return "CRC-32 mismatch";
+    case ISAL_NEED_DICT: return "preset dictionary required";
+    default: return "inflate error";
+  }
+}
+
+// Passes bytes through unchanged, after handing back the ones sniffed for the magic.
+class PassThroughSource : public ByteSource {
+ public:
+  PassThroughSource(std::unique_ptr<ByteSource> inner, std::string prefix)
+      : inner_(std::move(inner)), prefix_(std::move(prefix)) {}
+
+  absl::StatusOr<size_t> Read(char* buf, size_t n) override {
+    if (prefix_pos_ < prefix_.size()) {
+      size_t take = std::min(n, prefix_.size() - prefix_pos_);
+      std::memcpy(buf, prefix_.data() + prefix_pos_, take);
+      prefix_pos_ += take;
+      return take;
+    }
+    return inner_->Read(buf, n);
+  }
+  const std::string& name() const override { return inner_->name(); }
+
+ private:
+  std::unique_ptr<ByteSource> inner_;
+  std::string prefix_;
+  size_t prefix_pos_ = 0;
+};
+
+// Defers the sniffing to the first Read, because MaybeGunzip cannot return a Status.
+class SniffingSource : public ByteSource {
+ public:
+  explicit SniffingSource(std::unique_ptr<ByteSource> inner)
+      : inner_(std::move(inner)), name_(inner_->name()) {}
+
+  absl::StatusOr<size_t> Read(char* buf, size_t n) override {
+    if (resolved_ == nullptr) {
+      std::string prefix;
+      char head[2];
+      while (prefix.size() < 2) {
+        absl::StatusOr<size_t> got = inner_->Read(head, 2 - prefix.size());
+        if (!got.ok()) return got.status();
+        if (*got == 0) break;
+        prefix.append(head, *got);
+      }
+      bool gzip = prefix.size() == 2 && static_cast<unsigned char>(prefix[0]) == 0x1f &&
+                  static_cast<unsigned char>(prefix[1]) == 0x8b;
+      if (gzip) {
+        resolved_ = std::make_unique<GunzipSource>(std::move(inner_), std::move(prefix));
+      } else {
+        resolved_ = std::make_unique<PassThroughSource>(std::move(inner_), std::move(prefix));
+      }
+    }
+    return resolved_->Read(buf, n);
+  }
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::unique_ptr<ByteSource> inner_;
+  std::string name_;
+  std::unique_ptr<ByteSource> resolved_;
+};
+
+}  // namespace
+
+std::unique_ptr<ByteSource> MaybeGunzip(std::unique_ptr<ByteSource> inner) {
+  return std::make_unique<SniffingSource>(std::move(inner));
+}
+
+GunzipSource::GunzipSource(std::unique_ptr<ByteSource> inner, std::string prefix)
+    : inner_(std::move(inner)), name_(inner_->name()), prefix_(std::move(prefix)) {
+  for (int i = 0; i < kOutBuffers; ++i) {
+    out_buffers_.push_back(std::make_unique<char[]>(kOutBufferBytes));
+    free_.push_back(out_buffers_.back().get());
+  }
+  try {
+    worker_ = std::thread([this] { RunInflate(); });
+  } catch (const std::system_error& e) {
+    finished_ = true;
+    end_status_ = absl::ResourceExhaustedError(
+        absl::StrCat(name_, ": cannot start the inflate thread: ", e.what()));
+  }
+}
+
+GunzipSource::~GunzipSource() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
+  }
+  free_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+absl::StatusOr<size_t> GunzipSource::Read(char* buf, size_t n) {
+  if (!sticky_error_.ok()) return sticky_error_;
+  while (current_pos_ == current_.size) {
+    if (done_) return 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (current_.data != nullptr) {
+      free_.push_back(current_.data);
+      free_cv_.notify_one();
+      current_ = Chunk{};
+      current_pos_ = 0;
+    }
+    ready_cv_.wait(lock, [this] { return !ready_.empty() || finished_; });
+    if (!ready_.empty()) {
+      current_ = ready_.front();
+      ready_.pop_front();
+      continue;
+    }
+    done_ = true;
+    if (!end_status_.ok()) {
+      sticky_error_ = end_status_;
+      return sticky_error_;
+    }
+    return 0;
+  }
+  size_t take = std::min(n, current_.size - current_pos_);
+  std::memcpy(buf, current_.data + current_pos_, take);
+  current_pos_ += take;
+  return take;
+}
+
+char* GunzipSource::AcquireFree() {
+  std::unique_lock<std::mutex> lock(mu_);
+  free_cv_.wait(lock, [this] { return !free_.empty() || cancelled_; });
+  if (cancelled_) return nullptr;
+  char* buffer = free_.back();
+  free_.pop_back();
+  return buffer;
+}
+
+void GunzipSource::Publish(Chunk chunk) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_.push_back(chunk);
+  }
+  ready_cv_.notify_one();
+}
+
+void GunzipSource::PublishEnd(absl::Status status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    finished_ = true;
+    end_status_ = std::move(status);
+  }
+  ready_cv_.notify_one();
+}
+
+void GunzipSource::RunInflate() { PublishEnd(Inflate()); }
+
+// Inflates every gzip member of inner_ in turn. Offsets in errors count compressed bytes
+// from the start of the file, the only position a user can check with other tools.
+absl::Status GunzipSource::Inflate() {
+  auto state = std::make_unique<inflate_state>();
+  isal_inflate_init(state.get());
+  state->crc_flag = ISAL_GZIP;
+  auto in = std::make_unique<unsigned char[]>(kInBufferBytes);
+
+  uint64_t read_total = 0;  // compressed bytes handed to ISA-L so far
+  bool inner_eof = false;
+  bool member_done = false;
+  bool zero_padding = false;  // tar/tape padding after the last member is tolerated
+
+  // Start from the sniffed prefix.
+  std::memcpy(in.get(), prefix_.data(), prefix_.size());
+  state->next_in = in.get();
+  state->avail_in = static_cast<uint32_t>(prefix_.size());
+  read_total = prefix_.size();
+
+  char* out = nullptr;
+  size_t out_len = 0;
+  auto flush = [&] {
+    if (out != nullptr && out_len > 0) {
+      Publish(Chunk{out, out_len});
+      out = nullptr;
+    }
+  };
+  auto consumed = [&] { return read_total - state->avail_in; };
+
+  for (;;) {
+    if (out == nullptr) {
+      out = AcquireFree();
+      if (out == nullptr) return absl::CancelledError("reader closed");
+      out_len = 0;
+    }
+    if (state->avail_in == 0 && !inner_eof) {
+      absl::StatusOr<size_t> got = inner_->Read(reinterpret_cast<char*>(in.get()), kInBufferBytes);
+      if (!got.ok()) {
+        flush();
+        return got.status();
+      }
+      if (*got == 0) {
+        inner_eof = true;
+      } else {
+        state->next_in = in.get();
+        state->avail_in = static_cast<uint32_t>(*got);
+        read_total += *got;
+      }
+    }
+    if (member_done) {
+      if (state->avail_in == 0) {
+        if (!inner_eof) continue;
+        flush();
+        return absl::OkStatus();
+      }
+      unsigned char next = *state->next_in;
+      if (next == 0) {
+        zero_padding = true;
+        ++state->next_in;
+        --state->avail_in;
+        continue;
+      }
+      if (zero_padding || next != 0x1f) {
+        flush();
+        return absl::DataLossError(absl::StrCat(
+            name_, ": trailing data after gzip stream at compressed byte ", consumed()));
+      }
+      isal_inflate_reset(state.get());
+      state->crc_flag = ISAL_GZIP;
+      member_done = false;
+    }
+    state->next_out = reinterpret_cast<uint8_t*>(out + out_len);
+    state->avail_out = static_cast<uint32_t>(kOutBufferBytes - out_len);
+    int ret = isal_inflate(state.get());
+    out_len = kOutBufferBytes - state->avail_out;
+    if (ret < 0) {
+      flush();
+      return absl::DataLossError(absl::StrCat(name_, ": corrupt gzip stream at compressed byte ",
+                                              consumed(), ": ", IsalErrorText(ret)));
+    }
+    if (state->block_state == ISAL_BLOCK_FINISH) {
+      member_done = true;
+    } else if (state->avail_in == 0 && inner_eof && state->avail_out > 0) {
+      // ISA-L had room to write and nothing more to read, yet the member is unfinished.
+      flush();
+      return absl::DataLossError(
+          absl::StrCat(name_, ": truncated gzip stream at compressed byte ", read_total));
+    }
+    if (out_len == kOutBufferBytes) flush();
+  }
+}
+
+}  // namespace fleetprof::analysis

@@ -1,0 +1,70 @@
+#pragma once
+// Gzip inflation for MaybeGunzip (byte_source.h), as a two-stage pipeline: a worker thread
+// inflates with ISA-L into a few fixed buffers while the caller's thread parses the previous
+// ones, so a .json.gz costs about max(inflate, parse) rather than their sum.
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "analysis/byte_source.h"
+
+namespace fleetprof::analysis {
+
+class GunzipSource : public ByteSource {
+ public:
+  // `prefix` holds bytes already read from `inner` (the sniffed magic); they are inflated
+  // first. Starts the worker thread immediately.
+  GunzipSource(std::unique_ptr<ByteSource> inner, std::string prefix);
+  ~GunzipSource() override;
+
+  absl::StatusOr<size_t> Read(char* buf, size_t n) override;
+  const std::string& name() const override { return name_; }
+
+ private:
+  static constexpr size_t kOutBufferBytes = 256 << 10;
+  static constexpr int kOutBuffers = 4;
+  static constexpr size_t kInBufferBytes = 256 << 10;
+
+  struct Chunk {
+    char* data = nullptr;  // one of out_buffers_, or null for end/error
+    size_t size = 0;
+  };
+
+  void RunInflate();
+  absl::Status Inflate();
+  // Worker side: waits for a free output buffer; null when the reader went away.
+  char* AcquireFree();
+  void Publish(Chunk chunk);
+  void PublishEnd(absl::Status status);
+
+  std::unique_ptr<ByteSource> inner_;
+  std::string name_;
+  std::string prefix_;
+  std::vector<std::unique_ptr<char[]>> out_buffers_;
+
+  std::mutex mu_;
+  std::condition_variable ready_cv_;  // a chunk or the end was published
+  std::condition_variable free_cv_;   // a buffer came back, or cancelled_
+  std::deque<Chunk> ready_;           // guarded by mu_
+  std::vector<char*> free_;           // guarded by mu_
+  bool finished_ = false;             // guarded by mu_: no more chunks after ready_
+  absl::Status end_status_;           // guarded by mu_
+  bool cancelled_ = false;            // guarded by mu_
+
+  // Reader side, touched only by the caller's thread.
+  Chunk current_;
+  size_t current_pos_ = 0;
+  bool done_ = false;
+  absl::Status sticky_error_;
+
+  std::thread worker_;
+};
+
+}  // namespace fleetprof::analysis

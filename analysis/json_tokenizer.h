@@ -1,0 +1,93 @@
+#pragma once
+// A pull tokenizer for JSON over a ByteSource, with a fixed-size refillable buffer: it never
+// holds more of the text than one buffer, whatever the file or string size. Tokens that
+// cross a refill are carried over. Strings the caller does not keep are skipped without
+// copying; kept strings are truncated to a caller-given cap.
+//
+// Errors latch: every method returns false once an error happened, and status() says why
+// ("FILE: unexpected end of input at byte N, expected …"). Byte offsets count from the start
+// of the (decompressed) stream.
+//
+// Skipped values are checked for balanced brackets and terminated strings only, and may
+// nest at most kMaxSkipDepth levels (a deeper value is an error, never a stack overflow:
+// nothing here recurses).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "analysis/byte_source.h"
+
+namespace fleetprof::analysis {
+
+class JsonTokenizer {
+ public:
+  static constexpr int kMaxSkipDepth = 64;
+  static constexpr size_t kDefaultBufferBytes = 1 << 20;
+  // Object keys longer than this are truncated (no key fleetprof reads comes close).
+  static constexpr size_t kMaxKeyBytes = 4096;
+
+  explicit JsonTokenizer(ByteSource& source, size_t buffer_bytes = kDefaultBufferBytes);
+
+  bool ok() const { return status_.ok(); }
+  const absl::Status& status() const { return status_; }
+  // Byte offset of the next unread byte.
+  uint64_t Offset() const { return base_offset_ + static_cast<uint64_t>(pos_ - buf_.get()); }
+
+  // Skips whitespace; sets *c to the next byte without consuming it. At the end of input
+  // fails with "expected <expected>".
+  bool Peek(char* c, const char* expected);
+  // True when only whitespace remains. REQUIRES: ok().
+  bool AtEnd();
+
+  // Consumes '{' / '['. Then call NextMember / NextElement until *done.
+  bool BeginObject();
+  bool BeginArray();
+  // Moves to the next member of the object being read, consuming the separator, and reads
+  // its key (a view valid until the next call) and the ':'. *done at '}'.
+  bool NextMember(bool* done, std::string_view* key);
+  // Moves to the next array element, consuming the separator. *done at ']'.
+  bool NextElement(bool* done);
+
+  // Reads a string value (unescaped, UTF-8). The view points into the buffer or into
+  // `scratch` and lives until the next call. Content past `cap` bytes is dropped and
+  // *truncated set (may be null).
+  bool ReadString(std::string_view* out, std::string* scratch, size_t cap, bool* truncated);
+  bool SkipString();
+  // Reads a bare token: a number, true, false, null, or NaN/Infinity as Python writes them.
+  // The view lives until the next call.
+  bool ReadScalar(std::string_view* out);
+  // Skips one value of any type.
+  bool SkipValue();
+
+  // Records an error at the current offset; always returns false.
+  bool Fail(std::string_view what);
+  bool FailUnexpected(char found, const char* expected);
+
+ private:
+  // Moves the unread bytes [pos_, end_) to the buffer start and reads more. False at end of
+  // input (status unchanged) or on a read error (status set).
+  bool Refill();
+  bool FailEof(const char* expected);
+  // Skips whitespace, refilling; false at end of input (no error set).
+  bool SkipSpace();
+  bool ReadStringSlow(const char* p, std::string* out, size_t cap, bool* truncated, bool keep);
+  bool ReadEscape(std::string* out, size_t cap, bool* truncated, bool keep);
+  bool SkipContainer();
+
+  ByteSource& source_;
+  size_t capacity_;
+  std::unique_ptr<char[]> buf_;
+  char* pos_;
+  char* end_;
+  uint64_t base_offset_ = 0;  // stream offset of buf_[0]
+  bool eof_ = false;
+  absl::Status status_;
+  bool after_open_ = false;  // just consumed '{' or '[': no separator expected
+  std::string key_scratch_;
+};
+
+}  // namespace fleetprof::analysis

@@ -1,0 +1,99 @@
+#pragma once
+// The result of analysing one trace: every number fleetprof reports about a profile.
+// Definitions: ../shared/spec/ANALYSIS.md. All times are integer nanoseconds in the
+// trace's own clock.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace fleetprof::analysis {
+
+using Nanos = int64_t;
+
+enum class TraceFormat { kUnknown, kKinetoJson, kXSpace };
+// "kineto_json" / "xspace" / "unknown": the names the API and CLI use.
+const char* TraceFormatName(TraceFormat format);
+TraceFormat TraceFormatFromName(const std::string& name);
+
+enum class ActivityKind { kCompute, kCommunication, kMemory };
+// "compute" / "communication" / "memory".
+const char* ActivityKindName(ActivityKind kind);
+bool ActivityKindFromName(const std::string& name, ActivityKind* kind);
+
+// Temporal breakdown of one device.
+struct DeviceSummary {
+  std::string device;
+  int64_t events = 0;
+  Nanos start_ns = 0;
+  Nanos end_ns = 0;
+  Nanos span_ns = 0;
+  Nanos busy_ns = 0;
+  Nanos idle_ns = 0;
+  Nanos compute_ns = 0;
+  Nanos communication_ns = 0;
+  Nanos memory_ns = 0;
+};
+
+// Device activity grouped by exact name, merged across devices.
+struct KernelSummary {
+  std::string name;
+  ActivityKind kind = ActivityKind::kCompute;
+  int64_t count = 0;
+  Nanos total_ns = 0;
+  Nanos min_ns = 0;
+  Nanos max_ns = 0;
+};
+
+// Host events grouped by name: the key_averages() view.
+struct OpSummary {
+  std::string name;
+  int64_t count = 0;
+  Nanos total_ns = 0;
+  Nanos self_ns = 0;
+  Nanos device_self_ns = 0;
+  Nanos device_total_ns = 0;
+};
+
+// One training step (ProfilerStep#N or an XSpace step).
+struct StepSummary {
+  int64_t step = 0;
+  Nanos start_ns = 0;
+  Nanos end_ns = 0;
+  Nanos duration_ns = 0;
+  Nanos device_busy_ns = 0;  // union of all device activity inside the step, all devices
+  Nanos device_idle_ns = 0;  // duration - device_busy (per the union above)
+};
+
+// Memory use of one device over the trace.
+struct MemorySample {
+  Nanos ts_ns = 0;
+  int64_t allocated_bytes = 0;
+};
+struct MemorySummary {
+  std::string device;
+  int64_t samples = 0;
+  int64_t peak_bytes = 0;
+  Nanos peak_ns = 0;
+  // At most kMaxMemoryTimelinePoints points, keeping the peak.
+  std::vector<MemorySample> timeline;
+};
+inline constexpr int kMaxMemoryTimelinePoints = 512;
+
+struct TraceSummary {
+  TraceFormat format = TraceFormat::kUnknown;
+  Nanos start_ns = 0;  // earliest start of any analysed event
+  Nanos end_ns = 0;    // latest end of any analysed event
+  int64_t events = 0;          // events read (all phases)
+  int64_t skipped_events = 0;  // malformed events skipped, see the reader's documentation
+  std::vector<DeviceSummary> devices;  // sorted by device name
+  std::vector<KernelSummary> kernels;  // total_ns desc, then name
+  std::vector<OpSummary> ops;          // self_ns desc, then name
+  std::vector<StepSummary> steps;      // by step number
+  std::vector<MemorySummary> memory;   // by device
+  // Facts found in the trace, e.g. "rank", "world_size" (Kineto distributedInfo), "hostname".
+  std::map<std::string, std::string> metadata;
+};
+
+}  // namespace fleetprof::analysis

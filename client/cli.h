@@ -1,0 +1,45 @@
+#pragma once
+// The fleetprof CLI's commands. Each returns the process exit status and prints errors as
+// one line on stderr; with --json, stdout carries exactly one JSON object.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/trace_summary.h"
+
+namespace fleetprof::cli {
+
+struct CliOptions {
+  std::string server = "127.0.0.1:7070";
+  bool json = false;
+  std::string job;
+  std::string node;
+  std::string format;
+  std::string upload_id;
+  std::vector<std::string> labels;  // "key=value"
+  int64_t limit = 0;                // rows in tables; 0 = default (30) for tables, all for JSON
+  int64_t timeout_s = 30;
+  std::vector<std::string> args;  // positional arguments after the command word
+};
+
+int RunUpload(const CliOptions& options);
+int RunProfiles(const CliOptions& options);
+int RunOps(const CliOptions& options);
+int RunKernels(const CliOptions& options);
+int RunBreakdown(const CliOptions& options);
+int RunAgents(const CliOptions& options);
+int RunAnalyze(const CliOptions& options);
+
+// Prints "fleetprof: <message>" to stderr and returns 1.
+int Fail(const std::string& message);
+// Splits "k=v" labels; false (with the message set) on a malformed one.
+bool ParseLabels(const std::vector<std::string>& labels, std::map<std::string, std::string>* out,
+                 std::string* error);
+
+// Human tables of a summary's sections; `limit` rows at most (0 = 30).
+std::string DevicesTable(const std::vector<analysis::DeviceSummary>& devices);
+std::string KernelsTable(const std::vector<analysis::KernelSummary>& kernels, int64_t limit);
+std::string OpsTable(const std::vector<analysis::OpSummary>& ops, int64_t limit);
+
+}  // namespace fleetprof::cli

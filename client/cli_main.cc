@@ -1,0 +1,91 @@
+// fleetprof: the command-line client. `fleetprof COMMAND [ARGS] [--flags]`; flags may stand
+// before or after the command and its arguments.
+
+#include <cstdlib>
+#include <iostream>
+
+#include "client/cli.h"
+#include "common/flags.h"
+
+namespace fleetprof::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "fleetprof: query and feed a fleetprof-server, or analyse a trace offline.\n"
+    "\n"
+    "Usage: fleetprof COMMAND [ARGS] [--server HOST:PORT] [--json]\n"
+    "\n"
+    "Commands:\n"
+    "  analyze FILE                       analyse a trace file locally (no server)\n"
+    "  upload FILE --job J [--node N] [--label k=v]...\n"
+    "                                     store a trace on the server; prints its profile id\n"
+    "  profiles [--job J] [--label k=v]   list stored profiles, newest first\n"
+    "  ops PROFILE                        op breakdown (the key_averages() view)\n"
+    "  kernels PROFILE                    kernel breakdown, merged across devices\n"
+    "  breakdown PROFILE                  per-device busy/idle/compute/communication/memory time\n"
+    "  agents                             node agents and the targets they see\n"
+    "\n"
+    "Traces: PyTorch/Kineto JSON (.json, .json.gz) and XSpace (.xplane.pb).\n"
+    "The server address can also come from $FLEETPROF_SERVER.";
+
+int Dispatch(const std::string& command, const CliOptions& options) {
+  if (command == "analyze") return RunAnalyze(options);
+  if (command == "upload") return RunUpload(options);
+  if (command == "profiles") return RunProfiles(options);
+  if (command == "ops") return RunOps(options);
+  if (command == "kernels") return RunKernels(options);
+  if (command == "breakdown") return RunBreakdown(options);
+  if (command == "agents") return RunAgents(options);
+  return Fail("unknown command '" + command + "' (see fleetprof --help)");
+}
+
+}  // namespace
+
+int Fail(const std::string& message) {
+  std::cerr << "fleetprof: " << message << "\n";
+  return 1;
+}
+
+bool ParseLabels(const std::vector<std::string>& labels, std::map<std::string, std::string>* out,
+                 std::string* error) {
+  for (const auto& label : labels) {
+    size_t eq = label.find('=');
+    if (eq == 0 || eq == std::string::npos) {
+      *error = "--label wants key=value, got '" + label + "'";
+      return false;
+    }
+    (*out)[label.substr(0, eq)] = label.substr(eq + 1);
+  }
+  return true;
+}
+
+}  // namespace fleetprof::cli
+
+int main(int argc, char** argv) {
+  using fleetprof::cli::CliOptions;
+  CliOptions options;
+  if (const char* env = std::getenv("FLEETPROF_SERVER"); env != nullptr && *env != '\0') {
+    options.server = env;
+  }
+  fleetprof::FlagSet flags(fleetprof::cli::kUsage);
+  flags.AddString("server", &options.server, "fleetprof-server gRPC address");
+  flags.AddBool("json", &options.json, "print one JSON object instead of a table");
+  flags.AddString("job", &options.job, "job name (upload: the profile's job; profiles: filter)");
+  flags.AddString("node", &options.node, "node name for upload (default: this host)");
+  flags.AddString("format", &options.format, "upload format: kineto_json or xspace (default: detect)");
+  flags.AddString("upload_id", &options.upload_id,
+                  "upload id; the same id twice stores the file once (default: random)");
+  flags.AddRepeated("label", &options.labels, "key=value label (upload: attach; profiles: filter)");
+  flags.AddInt("limit", &options.limit, "rows to print in tables (0: 30)");
+  flags.AddInt("timeout_s", &options.timeout_s, "deadline of each query, seconds");
+  if (absl::Status s = flags.Parse(argc, argv); !s.ok()) {
+    return fleetprof::cli::Fail(std::string(s.message()));
+  }
+  if (flags.help_requested() || flags.positional().empty()) {
+    std::cout << flags.HelpText();
+    return flags.help_requested() ? 0 : 2;
+  }
+  const std::string command = flags.positional()[0];
+  options.args.assign(flags.positional().begin() + 1, flags.positional().end());
+  return fleetprof::cli::Dispatch(command, options);
+}

@@ -1,0 +1,58 @@
+// Human-readable tables of analysis results, shared by `analyze` and the query commands.
+
+#include "absl/strings/str_cat.h"
+#include "client/cli.h"
+#include "client/table_printer.h"
+
+namespace fleetprof::cli {
+namespace {
+
+constexpr int64_t kDefaultRows = 30;
+constexpr size_t kNameWidth = 70;
+
+std::string MoreRows(size_t shown, size_t total) {
+  if (shown >= total) return "";
+  return absl::StrCat("(", total - shown, " more rows; --limit N or --json for all)\n");
+}
+
+}  // namespace
+
+std::string DevicesTable(const std::vector<analysis::DeviceSummary>& devices) {
+  TablePrinter table({"DEVICE", ">EVENTS", ">SPAN", ">BUSY", ">BUSY%", ">IDLE", ">COMPUTE",
+                      ">COMMUNICATION", ">MEMORY"});
+  for (const auto& d : devices) {
+    table.AddRow({d.device, absl::StrCat(d.events), FormatNanos(d.span_ns), FormatNanos(d.busy_ns),
+                  FormatPercent(d.busy_ns, d.span_ns), FormatNanos(d.idle_ns),
+                  FormatNanos(d.compute_ns), FormatNanos(d.communication_ns),
+                  FormatNanos(d.memory_ns)});
+  }
+  return table.Render();
+}
+
+std::string KernelsTable(const std::vector<analysis::KernelSummary>& kernels, int64_t limit) {
+  int64_t all = 0;
+  for (const auto& k : kernels) all += k.total_ns;
+  TablePrinter table({"KERNEL", "KIND", ">COUNT", ">TOTAL", ">%", ">MIN", ">MAX"});
+  const size_t rows = std::min<size_t>(kernels.size(), limit > 0 ? limit : kDefaultRows);
+  for (size_t i = 0; i < rows; ++i) {
+    const auto& k = kernels[i];
+    table.AddRow({Ellipsize(k.name, kNameWidth), analysis::ActivityKindName(k.kind),
+                  absl::StrCat(k.count), FormatNanos(k.total_ns), FormatPercent(k.total_ns, all),
+                  FormatNanos(k.min_ns), FormatNanos(k.max_ns)});
+  }
+  return table.Render() + MoreRows(rows, kernels.size());
+}
+
+std::string OpsTable(const std::vector<analysis::OpSummary>& ops, int64_t limit) {
+  TablePrinter table({"OP", ">COUNT", ">TOTAL", ">SELF", ">DEVICE SELF", ">DEVICE TOTAL"});
+  const size_t rows = std::min<size_t>(ops.size(), limit > 0 ? limit : kDefaultRows);
+  for (size_t i = 0; i < rows; ++i) {
+    const auto& o = ops[i];
+    table.AddRow({Ellipsize(o.name, kNameWidth), absl::StrCat(o.count), FormatNanos(o.total_ns),
+                  FormatNanos(o.self_ns), FormatNanos(o.device_self_ns),
+                  FormatNanos(o.device_total_ns)});
+  }
+  return table.Render() + MoreRows(rows, ops.size());
+}
+
+}  // namespace fleetprof::cli

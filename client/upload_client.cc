@@ -1,0 +1,118 @@
+#include "client/upload_client.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/runtime.h"
+#include "grpcpp/grpcpp.h"
+
+namespace fleetprof {
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& s, absl::string_view what) {
+  std::string message = s.error_message();
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    message = absl::StrCat("server unreachable (", message, ")");
+  }
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      what.empty() ? message : absl::StrCat(what, ": ", message));
+}
+
+bool Retryable(grpc::StatusCode code) {
+  return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::ABORTED ||
+         code == grpc::StatusCode::DEADLINE_EXCEEDED || code == grpc::StatusCode::FAILED_PRECONDITION;
+}
+
+std::string BaseName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// One attempt: sends the file from `offset` on one stream.
+grpc::Status SendOnce(v1::IngestService::Stub& stub, const UploadOptions& options,
+                      const std::string& upload_id, int64_t offset, int64_t size,
+                      v1::UploadResponse* response) {
+  std::ifstream file(options.path, std::ios::binary);
+  if (!file) return grpc::Status(grpc::StatusCode::NOT_FOUND, "cannot open " + options.path);
+  file.seekg(offset);
+  grpc::ClientContext context;
+  auto writer = stub.Upload(&context, response);
+  v1::UploadRequest request;
+  v1::UploadMetadata* metadata = request.mutable_metadata();
+  metadata->set_upload_id(upload_id);
+  metadata->set_job(options.job);
+  metadata->set_node(options.node);
+  metadata->set_format(options.format);
+  metadata->set_file_name(BaseName(options.path));
+  metadata->set_resume_offset(offset);
+  metadata->set_total_bytes(size);
+  for (const auto& [key, value] : options.labels) (*metadata->mutable_labels())[key] = value;
+  bool open = writer->Write(request);
+  std::string buffer(static_cast<size_t>(options.chunk_bytes), '\0');
+  int64_t sent = offset;
+  while (open && sent < size) {
+    file.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    std::streamsize got = file.gcount();
+    if (got <= 0) break;
+    request.Clear();
+    request.set_chunk(buffer.data(), static_cast<size_t>(got));
+    open = writer->Write(request);
+    sent += got;
+    if (open && options.progress) options.progress(sent, size);
+  }
+  if (open) writer->WritesDone();
+  return writer->Finish();
+}
+
+}  // namespace
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  args.SetMaxSendMessageSize(8 << 20);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+absl::StatusOr<v1::UploadResponse> UploadFile(const std::shared_ptr<grpc::Channel>& channel,
+                                              const UploadOptions& options) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(options.path, ec);
+  if (ec) return absl::NotFoundError(absl::StrCat("cannot read ", options.path, ": ", ec.message()));
+  const std::string upload_id =
+      options.upload_id.empty() ? absl::StrCat("cli-", RandomHex(12)) : options.upload_id;
+  auto stub = v1::IngestService::NewStub(channel);
+
+  grpc::Status last;
+  for (int attempt = 1; attempt <= options.max_attempts; ++attempt) {
+    if (attempt > 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200 << std::min(attempt, 6)));
+    }
+    // Ask where the server stands: committed already, or how many bytes it holds.
+    grpc::ClientContext state_context;
+    state_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::GetUploadStateRequest state_request;
+    state_request.set_upload_id(upload_id);
+    v1::UploadState state;
+    last = stub->GetUploadState(&state_context, state_request, &state);
+    if (!last.ok()) {
+      if (Retryable(last.error_code())) continue;
+      return FromGrpc(last, "upload");
+    }
+    v1::UploadResponse response;
+    if (state.state() == v1::UploadState::COMMITTED) {
+      response.set_profile_id(state.profile_id());
+      response.set_already_existed(true);
+      return response;
+    }
+    int64_t offset = state.state() == v1::UploadState::PARTIAL ? state.received_bytes() : 0;
+    last = SendOnce(*stub, options, upload_id, offset, static_cast<int64_t>(size), &response);
+    if (last.ok()) return response;
+    if (!Retryable(last.error_code())) return FromGrpc(last, "");
+  }
+  return FromGrpc(last, absl::StrCat("upload failed after ", options.max_attempts, " attempts"));
+}
+
+}  // namespace fleetprof

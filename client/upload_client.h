@@ -1,0 +1,38 @@
+#pragma once
+// Uploads one trace file to fleetprof-server, resuming after interruptions. Shared by the
+// CLI (`fleetprof upload`) and the agent's trace-folder watcher.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "fleetprof/v1/ingest.grpc.pb.h"
+#include "grpcpp/channel.h"
+
+namespace fleetprof {
+
+struct UploadOptions {
+  std::string path;
+  std::string job;
+  std::string node;
+  std::string format;     // empty: the server detects it
+  std::string upload_id;  // empty: a new random id (no idempotence across invocations)
+  std::map<std::string, std::string> labels;
+  int max_attempts = 5;
+  int64_t chunk_bytes = 1 << 20;
+  // Called after each chunk with bytes sent so far and the file size.
+  std::function<void(int64_t sent, int64_t total)> progress;
+};
+
+// Sends the file; on UNAVAILABLE or an interrupted stream asks the server how much it holds
+// and resumes from there. Returns the server's answer (already_existed set when the upload_id
+// had been committed before).
+absl::StatusOr<v1::UploadResponse> UploadFile(const std::shared_ptr<grpc::Channel>& channel,
+                                              const UploadOptions& options);
+
+// A channel to `address` with fleetprof's message size limits.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+
+}  // namespace fleetprof

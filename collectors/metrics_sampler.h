@@ -1,0 +1,76 @@
+#pragma once
+// Samples NVML and procfs on a background thread every `interval` and publishes the results
+// into a Prometheus registry, so a scrape only serializes what is already there and never
+// waits on NVML (whose calls can take tens of milliseconds, or hang on a failing GPU).
+//
+// Typical use in the agent:
+//   auto registry = std::make_shared<prometheus::Registry>();
+//   prometheus::Exposer exposer(metrics_addr);   // prometheus-cpp pull, serves /metrics
+//   exposer.RegisterCollectable(registry);
+//   MetricsSampler sampler({.node = node, .nvml_library = nvml_library}, registry);
+//   sampler.Start();
+//   ...
+//   sampler.Stop();
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "collectors/device_metrics_exporter.h"
+#include "collectors/host_collector.h"
+#include "collectors/nvml_collector.h"
+#include "prometheus/registry.h"
+
+namespace fleetprof {
+
+class MetricsSampler {
+ public:
+  struct Options {
+    std::string node;                                // value of every series' node label
+    std::string nvml_library = "libnvidia-ml.so.1";  // empty: no device metrics
+    std::string proc_root = "/proc";
+    std::chrono::milliseconds interval{10000};
+  };
+
+  // Registers the metric families in `registry`; starts nothing yet.
+  MetricsSampler(Options options, std::shared_ptr<prometheus::Registry> registry);
+  // Stops the thread if it runs.
+  ~MetricsSampler();
+  MetricsSampler(const MetricsSampler&) = delete;
+  MetricsSampler& operator=(const MetricsSampler&) = delete;
+
+  // Starts the sampling thread and returns at once. The thread loads NVML (a missing library
+  // or driver only turns the nvml collector off), samples right away, then every interval.
+  // FailedPrecondition if already started.
+  absl::Status Start();
+
+  // Wakes the thread and joins it; a round in progress finishes first. Idempotent.
+  void Stop();
+
+  // Rounds published so far; lets tests and health checks see that sampling progresses.
+  uint64_t rounds() const { return rounds_.load(); }
+
+ private:
+  void Run();
+  void SampleOnce();
+
+  Options options_;
+  DeviceMetricsExporter exporter_;
+  NvmlCollector nvml_;
+  HostCollector host_;
+  bool nvml_started_ = false;  // only touched by the sampling thread
+  std::atomic<uint64_t> rounds_{0};
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;  // guarded by mutex_
+  std::thread thread_;
+};
+
+}  // namespace fleetprof

@@ -1,0 +1,81 @@
+#include "collectors/process_jobs.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace fleetprof {
+
+absl::StatusOr<std::string> ReadProcFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    std::string message = absl::StrCat(path, ": ", std::strerror(err));
+    if (err == ENOENT || err == ESRCH) return absl::NotFoundError(message);
+    if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(message);
+    return absl::UnavailableError(message);
+  }
+  std::string contents;
+  char buffer[8192];
+  while (true) {
+    ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n > 0) {
+      contents.append(buffer, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    int err = errno;
+    ::close(fd);
+    // A process that exits while we read makes read() fail with ESRCH.
+    if (n < 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(err)));
+    return contents;
+  }
+}
+
+std::optional<std::string> FindJobInEnviron(std::string_view environ) {
+  const std::string prefix = absl::StrCat(kJobEnvironmentVariable, "=");
+  for (std::string_view entry : absl::StrSplit(environ, '\0')) {
+    if (entry.size() > prefix.size() && entry.substr(0, prefix.size()) == prefix) {
+      return std::string(entry.substr(prefix.size()));
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> ReadProcessJob(const std::string& proc_root, int pid) {
+  absl::StatusOr<std::string> environ =
+      ReadProcFile(absl::StrCat(proc_root, "/", pid, "/environ"));
+  if (!environ.ok()) return std::nullopt;
+  return FindJobInEnviron(*environ);
+}
+
+ProcessJobCache::ProcessJobCache(std::string proc_root) : proc_root_(std::move(proc_root)) {}
+
+std::optional<std::string> ProcessJobCache::JobOf(int pid, uint64_t start_ticks,
+                                                  std::string_view command) {
+  auto it = entries_.find(pid);
+  if (it == entries_.end() || it->second.start_ticks != start_ticks ||
+      it->second.command != command) {
+    Entry entry;
+    entry.start_ticks = start_ticks;
+    entry.command = std::string(command);
+    entry.job = ReadProcessJob(proc_root_, pid);
+    it = entries_.insert_or_assign(pid, std::move(entry)).first;
+  }
+  it->second.seen_in_scan = scan_;
+  return it->second.job;
+}
+
+void ProcessJobCache::Sweep() {
+  std::erase_if(entries_, [this](const auto& item) { return item.second.seen_in_scan != scan_; });
+  ++scan_;
+}
+
+}  // namespace fleetprof

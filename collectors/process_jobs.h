@@ -1,0 +1,62 @@
+#pragma once
+// Which job a process belongs to. Jobs announce themselves through FLEETPROF_JOB in the
+// environment they were started with, which Linux exposes as /proc/<pid>/environ (DESIGN.md,
+// "How agents find jobs"). The proc root is a parameter so tests can use a fake tree.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "absl/status/statusor.h"
+
+namespace fleetprof {
+
+inline constexpr std::string_view kJobEnvironmentVariable = "FLEETPROF_JOB";
+// Job label for processes that carry no FLEETPROF_JOB (or whose environ we cannot read).
+inline constexpr std::string_view kUnassignedJob = "unassigned";
+
+// Reads a whole procfs file. procfs reports size 0 for most files, so this reads to EOF
+// instead of trusting stat(). NotFound when the file (or its process) is gone.
+absl::StatusOr<std::string> ReadProcFile(const std::string& path);
+
+// Returns the value of FLEETPROF_JOB in a NUL-separated environ block, or nullopt when it is
+// absent or empty.
+std::optional<std::string> FindJobInEnviron(std::string_view environ);
+
+// Returns FLEETPROF_JOB of process `pid` under `proc_root` (normally "/proc"). A process that
+// exited, or whose environ we may not read (another user, no CAP_SYS_PTRACE), has no job.
+std::optional<std::string> ReadProcessJob(const std::string& proc_root, int pid);
+
+// Remembers each process's job between scans so a full scan of /proc does not re-read every
+// environ (they can be tens of KiB) each interval. Entries are keyed by pid, start time and
+// command name: a recycled pid has a new start time, and a launcher that exec's the job
+// (`env FLEETPROF_JOB=x python ...`, or a shell that exports then exec's) keeps its pid and
+// start time but changes its command name, so both are read afresh. Not thread-safe.
+class ProcessJobCache {
+ public:
+  explicit ProcessJobCache(std::string proc_root);
+
+  // Returns the job of the process, reading environ only when the process is new to us.
+  std::optional<std::string> JobOf(int pid, uint64_t start_ticks, std::string_view command);
+
+  // Forgets processes not asked about since the previous Sweep(); call once per scan.
+  void Sweep();
+
+  size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    uint64_t start_ticks = 0;
+    std::string command;
+    std::optional<std::string> job;
+    uint64_t seen_in_scan = 0;
+  };
+
+  std::string proc_root_;
+  std::unordered_map<int, Entry> entries_;
+  uint64_t scan_ = 0;
+};
+
+}  // namespace fleetprof

@@ -1,0 +1,27 @@
+#pragma once
+// Small process-level facilities shared by the daemons and the CLI: clocks, ids, logging
+// set-up, shutdown signals.
+
+#include <cstdint>
+#include <string>
+
+namespace fleetprof {
+
+// Wall clock, unix nanoseconds.
+int64_t UnixNanos();
+// A random lowercase hex string of `bytes` random bytes (2*bytes characters).
+std::string RandomHex(int bytes);
+// This machine's host name ("localhost" if it cannot be read).
+std::string HostName();
+
+// Sets spdlog's default logger: one line per record with time, level and `component`, to stderr.
+// `level` is one of trace, debug, info, warn, error.
+void SetUpLogging(const std::string& component, const std::string& level);
+
+// Blocks SIGINT/SIGTERM in the calling thread (call first in main, before threads start,
+// so every thread inherits the mask) and returns; WaitForShutdownSignal() then waits for one.
+void BlockShutdownSignals();
+// Waits until SIGINT or SIGTERM arrives; returns the signal number.
+int WaitForShutdownSignal();
+
+}  // namespace fleetprof

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages fleetprof builds and tests with. Idempotent: when every
+# package is present it only checks and exits in about a second.
+set -euo pipefail
+
+BUILD_PKGS=(
+  build-essential cmake ninja-build pkg-config ccache git
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev librocksdb-dev prometheus-cpp-dev libspdlog-dev libsimdjson-dev
+  zlib1g-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev libisal-dev
+)
+# Only the tests need these: real PyTorch traces, a Python gRPC peer, a real Prometheus.
+TEST_PKGS=(python3 python3-torch python3-grpcio python3-protobuf prometheus time procps)
+
+want=("${BUILD_PKGS[@]}")
+if [[ "${1:-}" != "--build-only" ]]; then want+=("${TEST_PKGS[@]}"); fi
+
+missing=()
+for p in "${want[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#want[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,71 @@
+#include "server/agent_registry.h"
+
+#include "common/runtime.h"
+#include "spdlog/spdlog.h"
+
+namespace fleetprof {
+
+AgentRegistry::AgentRegistry(ProfileStore* store, ServerMetrics* metrics)
+    : store_(store), metrics_(metrics) {
+  auto stored = store_->ListAgents();
+  if (!stored.ok()) {
+    spdlog::warn("could not load known agents: {}", std::string(stored.status().message()));
+    return;
+  }
+  for (auto& agent : *stored) {
+    agent.set_state("DISCONNECTED");  // nobody is connected to a server that just started
+    agents_[agent.node()] = std::move(agent);
+  }
+}
+
+void AgentRegistry::Persist(const v1::AgentInfo& info) {
+  if (absl::Status s = store_->PutAgent(info); !s.ok()) {
+    spdlog::warn("could not store agent node={}: {}", info.node(), std::string(s.message()));
+  }
+  metrics_->SetConnectedAgents(static_cast<int64_t>(sessions_.size()));
+}
+
+int64_t AgentRegistry::Connected(const v1::AgentHello& hello) {
+  std::lock_guard lock(mu_);
+  v1::AgentInfo& info = agents_[hello.node()];
+  info.set_node(hello.node());
+  info.set_state("CONNECTED");
+  info.set_version(hello.version());
+  info.set_last_seen_ns(UnixNanos());
+  *info.mutable_targets() = hello.targets();
+  int64_t session = next_session_++;
+  sessions_[hello.node()] = session;
+  Persist(info);
+  spdlog::info("agent connected node={} version={} targets={}", hello.node(), hello.version(),
+               hello.targets_size());
+  return session;
+}
+
+void AgentRegistry::Heartbeat(const std::string& node, const v1::AgentHeartbeat& heartbeat) {
+  std::lock_guard lock(mu_);
+  auto it = agents_.find(node);
+  if (it == agents_.end()) return;
+  it->second.set_last_seen_ns(UnixNanos());
+  *it->second.mutable_targets() = heartbeat.targets();
+  // Heartbeats are frequent: keep them in memory; the store gets connect/disconnect.
+}
+
+void AgentRegistry::Disconnected(const std::string& node, int64_t session) {
+  std::lock_guard lock(mu_);
+  auto live = sessions_.find(node);
+  if (live == sessions_.end() || live->second != session) return;
+  sessions_.erase(live);
+  v1::AgentInfo& info = agents_[node];
+  info.set_state("DISCONNECTED");
+  Persist(info);
+  spdlog::info("agent disconnected node={}", node);
+}
+
+std::vector<v1::AgentInfo> AgentRegistry::List() {
+  std::lock_guard lock(mu_);
+  std::vector<v1::AgentInfo> out;
+  for (const auto& [node, info] : agents_) out.push_back(info);
+  return out;
+}
+
+}  // namespace fleetprof

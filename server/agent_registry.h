@@ -1,0 +1,39 @@
+#pragma once
+// Which agents exist, which are connected now, and what targets they see. Connected state
+// lives in memory; every change is also written to the store so `fleetprof agents` lists
+// disconnected nodes after a server restart too.
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fleetprof/v1/agent.pb.h"
+#include "server/server_metrics.h"
+#include "storage/profile_store.h"
+
+namespace fleetprof {
+
+class AgentRegistry {
+ public:
+  AgentRegistry(ProfileStore* store, ServerMetrics* metrics);
+
+  // A Connect stream said hello. Returns a session number for Disconnected.
+  int64_t Connected(const v1::AgentHello& hello);
+  void Heartbeat(const std::string& node, const v1::AgentHeartbeat& heartbeat);
+  // The stream of `session` ended (a newer session of the same node stays connected).
+  void Disconnected(const std::string& node, int64_t session);
+  std::vector<v1::AgentInfo> List();
+
+ private:
+  void Persist(const v1::AgentInfo& info);
+
+  ProfileStore* store_;
+  ServerMetrics* metrics_;
+  std::mutex mu_;
+  std::map<std::string, v1::AgentInfo> agents_;
+  std::map<std::string, int64_t> sessions_;  // node -> live session number
+  int64_t next_session_ = 1;
+};
+
+}  // namespace fleetprof

@@ -1,0 +1,34 @@
+#include "server/agent_service.h"
+
+namespace fleetprof {
+
+grpc::Status AgentServiceImpl::Connect(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* stream) {
+  v1::AgentMessage message;
+  if (!stream->Read(&message) || !message.has_hello()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first message must be a hello");
+  }
+  const std::string node = message.hello().node();
+  if (node.empty() || node.size() > 253) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "hello.node must be 1-253 characters");
+  }
+  const int64_t session = registry_->Connected(message.hello());
+  v1::ServerMessage welcome;
+  welcome.mutable_welcome()->set_node(node);
+  welcome.mutable_welcome()->set_heartbeat_interval_ms(heartbeat_interval_ms_);
+  stream->Write(welcome);
+  while (stream->Read(&message)) {
+    if (message.has_heartbeat()) registry_->Heartbeat(node, message.heartbeat());
+  }
+  registry_->Disconnected(node, session);
+  return context->IsCancelled() ? grpc::Status::CANCELLED : grpc::Status::OK;
+}
+
+grpc::Status AgentServiceImpl::ListAgents(grpc::ServerContext*, const v1::ListAgentsRequest*,
+                                          v1::ListAgentsResponse* response) {
+  for (auto& agent : registry_->List()) *response->add_agents() = std::move(agent);
+  return grpc::Status::OK;
+}
+
+}  // namespace fleetprof

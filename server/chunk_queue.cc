@@ -1,0 +1,79 @@
+#include "server/chunk_queue.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace fleetprof {
+
+ChunkQueue::ChunkQueue(std::string name, size_t capacity_bytes)
+    : name_(std::move(name)), capacity_(capacity_bytes) {}
+
+bool ChunkQueue::Push(std::string chunk) {
+  std::unique_lock lock(mu_);
+  changed_.wait(lock, [&] { return reading_stopped_ || queued_bytes_ < capacity_; });
+  if (reading_stopped_) return false;
+  queued_bytes_ += chunk.size();
+  chunks_.push_back(std::move(chunk));
+  changed_.notify_all();
+  return true;
+}
+
+void ChunkQueue::CloseWriting() {
+  std::lock_guard lock(mu_);
+  writing_closed_ = true;
+  changed_.notify_all();
+}
+
+void ChunkQueue::Fail(absl::Status status) {
+  std::lock_guard lock(mu_);
+  failure_ = std::move(status);
+  writing_closed_ = true;
+  changed_.notify_all();
+}
+
+void ChunkQueue::StopReading() {
+  std::lock_guard lock(mu_);
+  reading_stopped_ = true;
+  chunks_.clear();
+  queued_bytes_ = 0;
+  changed_.notify_all();
+}
+
+absl::StatusOr<size_t> ChunkQueue::Read(char* buf, size_t n) {
+  std::unique_lock lock(mu_);
+  changed_.wait(lock, [&] { return !chunks_.empty() || writing_closed_; });
+  if (!failure_.ok()) return failure_;
+  if (chunks_.empty()) return 0;
+  std::string& front = chunks_.front();
+  size_t take = std::min(n, front.size() - front_pos_);
+  std::memcpy(buf, front.data() + front_pos_, take);
+  front_pos_ += take;
+  if (front_pos_ == front.size()) {
+    queued_bytes_ -= front.size();
+    chunks_.pop_front();
+    front_pos_ = 0;
+    changed_.notify_all();
+  }
+  return take;
+}
+
+absl::StatusOr<size_t> ConcatSource::Read(char* buf, size_t n) {
+  if (first_) {
+    auto got = first_->Read(buf, n);
+    if (!got.ok() || *got > 0) return got;
+    first_.reset();
+  }
+  return second_->Read(buf, n);
+}
+
+absl::StatusOr<size_t> PrefixedSource::Read(char* buf, size_t n) {
+  if (pos_ < prefix_.size()) {
+    size_t take = std::min(n, prefix_.size() - pos_);
+    std::memcpy(buf, prefix_.data() + pos_, take);
+    pos_ += take;
+    return take;
+  }
+  return inner_->Read(buf, n);
+}
+
+}  // namespace fleetprof

@@ -1,0 +1,73 @@
+#pragma once
+// A bounded hand-off of byte chunks from a gRPC handler (producer) to an analysis thread
+// (consumer, through the ByteSource interface). Bounded so that a fast client cannot make
+// the server hold more than `capacity_bytes` of a trace in memory.
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+
+#include "absl/status/status.h"
+#include "analysis/byte_source.h"
+
+namespace fleetprof {
+
+class ChunkQueue : public analysis::ByteSource {
+ public:
+  ChunkQueue(std::string name, size_t capacity_bytes);
+
+  // Producer: queues `chunk`, waiting while the queue is full. Returns false when the
+  // consumer has stopped (see StopReading), so the producer can stop too.
+  bool Push(std::string chunk);
+  // Producer: no more chunks; the consumer sees end of stream after draining.
+  void CloseWriting();
+  // Producer: the stream broke; the consumer's next Read fails with `status`.
+  void Fail(absl::Status status);
+  // Consumer: it will read no more (it failed or finished early); unblocks Push.
+  void StopReading();
+
+  absl::StatusOr<size_t> Read(char* buf, size_t n) override;
+  const std::string& name() const override { return name_; }
+
+ private:
+  const std::string name_;
+  const size_t capacity_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<std::string> chunks_;
+  size_t queued_bytes_ = 0;
+  size_t front_pos_ = 0;
+  bool writing_closed_ = false;
+  bool reading_stopped_ = false;
+  absl::Status failure_;
+};
+
+// Reads `first` to its end, then `second`.
+class ConcatSource : public analysis::ByteSource {
+ public:
+  ConcatSource(std::unique_ptr<analysis::ByteSource> first, analysis::ByteSource* second)
+      : first_(std::move(first)), second_(second) {}
+  absl::StatusOr<size_t> Read(char* buf, size_t n) override;
+  const std::string& name() const override { return second_->name(); }
+
+ private:
+  std::unique_ptr<analysis::ByteSource> first_;
+  analysis::ByteSource* second_;
+};
+
+// Replays `prefix` (bytes already read for format detection), then reads `inner`.
+class PrefixedSource : public analysis::ByteSource {
+ public:
+  PrefixedSource(std::string prefix, analysis::ByteSource* inner)
+      : prefix_(std::move(prefix)), inner_(inner) {}
+  absl::StatusOr<size_t> Read(char* buf, size_t n) override;
+  const std::string& name() const override { return inner_->name(); }
+
+ private:
+  std::string prefix_;
+  size_t pos_ = 0;
+  analysis::ByteSource* inner_;
+};
+
+}  // namespace fleetprof

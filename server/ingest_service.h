@@ -1,0 +1,51 @@
+#pragma once
+// IngestService: receives trace files as chunked client streams, stores the original bytes,
+// analyses them while they stream in, and commits the profile with its summary atomically.
+
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "fleetprof/v1/ingest.grpc.pb.h"
+#include "server/server_metrics.h"
+#include "storage/profile_store.h"
+
+namespace fleetprof {
+
+struct IngestLimits {
+  int64_t max_upload_bytes = int64_t{16} << 30;
+  int64_t max_chunk_bytes = 1 << 20;
+};
+
+class IngestServiceImpl final : public v1::IngestService::Service {
+ public:
+  IngestServiceImpl(ProfileStore* store, ServerMetrics* metrics, IngestLimits limits)
+      : store_(store), metrics_(metrics), limits_(limits) {}
+
+  grpc::Status Upload(grpc::ServerContext* context,
+                      grpc::ServerReader<v1::UploadRequest>* reader,
+                      v1::UploadResponse* response) override;
+  grpc::Status GetUploadState(grpc::ServerContext* context,
+                              const v1::GetUploadStateRequest* request,
+                              v1::UploadState* response) override;
+
+ private:
+  // Receives the chunks after the metadata; commits or explains why not.
+  grpc::Status ReceiveAndCommit(grpc::ServerContext* context,
+                                grpc::ServerReader<v1::UploadRequest>* reader,
+                                v1::UploadRecord record, v1::UploadResponse* response);
+  // Only one stream per upload_id at a time.
+  bool ClaimUploadId(const std::string& id);
+  void ReleaseUploadId(const std::string& id);
+
+  ProfileStore* store_;
+  ServerMetrics* metrics_;
+  IngestLimits limits_;
+  std::mutex active_mu_;
+  std::set<std::string> active_uploads_;
+};
+
+// True when `id` is 1..128 characters of [A-Za-z0-9._:-].
+bool IsValidUploadId(const std::string& id);
+
+}  // namespace fleetprof

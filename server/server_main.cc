@@ -1,0 +1,162 @@
+// fleetprof-server: stores every uploaded profile in RocksDB and answers queries over gRPC;
+// serves Prometheus metrics over HTTP.
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/flags.h"
+#include "common/runtime.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "prometheus/exposer.h"
+#include "server/agent_registry.h"
+#include "server/agent_service.h"
+#include "server/ingest_service.h"
+#include "server/query_service.h"
+#include "server/server_metrics.h"
+#include "spdlog/spdlog.h"
+#include "storage/profile_store.h"
+
+namespace fleetprof {
+namespace {
+
+struct ServerFlags {
+  std::string grpc_addr = "127.0.0.1:7070";
+  std::string http_addr = "127.0.0.1:7071";
+  std::string data_dir = "./var/server";
+  std::string ready_file;
+  std::string log_level = "info";
+  int64_t max_upload_mb = 16384;
+  int64_t heartbeat_ms = 2000;
+  int64_t stale_upload_hours = 24;
+};
+
+constexpr char kUsage[] =
+    "fleetprof-server: stores trace profiles in RocksDB and serves queries.\n"
+    "Usage: fleetprof-server [--grpc_addr=HOST:PORT] [--http_addr=HOST:PORT] [--data_dir=DIR]\n"
+    "Port 0 picks a free port; the chosen addresses are logged and written to --ready_file.";
+
+// Replaces the port of "host:port" with `port`.
+std::string WithPort(const std::string& addr, int port) {
+  size_t colon = addr.rfind(':');
+  return absl::StrCat(addr.substr(0, colon), ":", port);
+}
+
+int Run(const ServerFlags& flags) {
+  std::error_code ec;
+  std::filesystem::create_directories(flags.data_dir, ec);
+  auto store = ProfileStore::Open(flags.data_dir);
+  if (!store.ok()) {
+    spdlog::error("cannot open the data directory {}: {}", flags.data_dir, std::string(store.status().message()));
+    return 1;
+  }
+  if (auto cleaned = (*store)->CleanStaleUploads(UnixNanos() - flags.stale_upload_hours * 3600'000'000'000);
+      cleaned.ok() && *cleaned > 0) {
+    spdlog::info("removed {} interrupted uploads older than {} h", *cleaned, flags.stale_upload_hours);
+  }
+
+  ServerMetrics metrics;
+  metrics.SetStoredProfiles((*store)->CountProfiles(), (*store)->DiskBytes());
+  AgentRegistry registry(store->get(), &metrics);
+  IngestLimits limits;
+  limits.max_upload_bytes = flags.max_upload_mb << 20;
+  IngestServiceImpl ingest(store->get(), &metrics, limits);
+  QueryServiceImpl query(store->get(), &metrics);
+  AgentServiceImpl agents(&registry, flags.heartbeat_ms);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int grpc_port = 0;
+  builder.AddListeningPort(flags.grpc_addr, grpc::InsecureServerCredentials(), &grpc_port);
+  builder.SetMaxReceiveMessageSize(4 << 20);  // 1 MiB chunks plus framing
+  builder.RegisterService(&ingest);
+  builder.RegisterService(&query);
+  builder.RegisterService(&agents);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || grpc_port == 0) {
+    spdlog::error("cannot listen for gRPC on {}", flags.grpc_addr);
+    return 1;
+  }
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(flags.http_addr);
+  } catch (const std::exception& e) {
+    spdlog::error("cannot listen for HTTP on {}: {}", flags.http_addr, e.what());
+    server->Shutdown();
+    return 1;
+  }
+  exposer->RegisterCollectable(metrics.registry());
+  const std::string grpc_addr = WithPort(flags.grpc_addr, grpc_port);
+  const std::string http_addr = WithPort(flags.http_addr, exposer->GetListeningPorts().at(0));
+  server->GetHealthCheckService()->SetServingStatus(true);
+
+  spdlog::info("fleetprof-server ready grpc={} http={} metrics=http://{}/metrics data_dir={}",
+               grpc_addr, http_addr, http_addr, flags.data_dir);
+  if (!flags.ready_file.empty()) {
+    std::ofstream(flags.ready_file + ".tmp")
+        << "{\"grpc\":\"" << grpc_addr << "\",\"http\":\"" << http_addr << "\"}\n";
+    std::filesystem::rename(flags.ready_file + ".tmp", flags.ready_file, ec);
+  }
+
+  std::atomic<bool> stopping{false};
+  std::thread gauges([&] {
+    while (!stopping.load()) {
+      metrics.SetStoredProfiles((*store)->CountProfiles(), (*store)->DiskBytes());
+      for (int i = 0; i < 50 && !stopping.load(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+  });
+
+  int sig = WaitForShutdownSignal();
+  spdlog::info("signal {} received: draining", sig);
+  server->GetHealthCheckService()->SetServingStatus(false);
+  // In-flight uploads get a few seconds to finish; agent streams are cut at the deadline.
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  server->Wait();
+  stopping = true;
+  gauges.join();
+  if (absl::Status s = (*store)->Flush(); !s.ok()) spdlog::warn("flush failed: {}", std::string(s.message()));
+  spdlog::info("fleetprof-server stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace fleetprof
+
+int main(int argc, char** argv) {
+  fleetprof::BlockShutdownSignals();
+  fleetprof::ServerFlags flags;
+  fleetprof::FlagSet set(fleetprof::kUsage);
+  set.AddString("grpc_addr", &flags.grpc_addr, "gRPC listen address (ingest, query, agents)");
+  set.AddString("http_addr", &flags.http_addr, "HTTP listen address (/metrics)");
+  set.AddString("data_dir", &flags.data_dir, "RocksDB folder");
+  set.AddString("ready_file", &flags.ready_file,
+                "write {\"grpc\":…,\"http\":…} here once listening (for scripts and tests)");
+  set.AddString("log_level", &flags.log_level, "trace, debug, info, warn or error");
+  set.AddInt("max_upload_mb", &flags.max_upload_mb, "largest accepted trace file, MiB");
+  set.AddInt("heartbeat_ms", &flags.heartbeat_ms, "heartbeat interval asked of agents");
+  set.AddInt("stale_upload_hours", &flags.stale_upload_hours,
+             "interrupted uploads older than this are deleted at start");
+  if (absl::Status s = set.Parse(argc, argv); !s.ok()) {
+    std::cerr << "fleetprof-server: " << s.message() << "\n";
+    return 2;
+  }
+  if (set.help_requested()) {
+    std::cout << set.HelpText();
+    return 0;
+  }
+  if (!set.positional().empty()) {
+    std::cerr << "fleetprof-server: unexpected argument '" << set.positional()[0] << "'\n";
+    return 2;
+  }
+  fleetprof::SetUpLogging("server", flags.log_level);
+  return fleetprof::Run(flags);
+}

@@ -1,0 +1,74 @@
+#include "server/server_metrics.h"
+
+namespace fleetprof {
+namespace {
+
+const prometheus::Histogram::BucketBoundaries& SecondsBuckets() {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {
+      0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60};
+  return kBuckets;
+}
+
+}  // namespace
+
+ServerMetrics::ServerMetrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      uploads_(prometheus::BuildCounter()
+                   .Name("fleetprof_server_uploads_total")
+                   .Help("Trace uploads by result")
+                   .Register(*registry_)),
+      ingested_bytes_(prometheus::BuildCounter()
+                          .Name("fleetprof_server_ingested_bytes_total")
+                          .Help("Bytes of trace files received")
+                          .Register(*registry_)
+                          .Add({})),
+      ingest_seconds_(prometheus::BuildHistogram()
+                          .Name("fleetprof_server_ingest_duration_seconds")
+                          .Help("Time from the first to the last byte of an upload, analysis included")
+                          .Register(*registry_)
+                          .Add({}, SecondsBuckets())),
+      query_seconds_(prometheus::BuildHistogram()
+                         .Name("fleetprof_server_query_duration_seconds")
+                         .Help("Query latency per RPC")
+                         .Register(*registry_)),
+      connected_agents_(prometheus::BuildGauge()
+                            .Name("fleetprof_server_connected_agents")
+                            .Help("Agents with a live link")
+                            .Register(*registry_)
+                            .Add({})),
+      stored_profiles_(prometheus::BuildGauge()
+                           .Name("fleetprof_server_stored_profiles")
+                           .Help("Profiles in the store (RocksDB estimate)")
+                           .Register(*registry_)
+                           .Add({})),
+      storage_bytes_(prometheus::BuildGauge()
+                         .Name("fleetprof_server_storage_bytes")
+                         .Help("Bytes of RocksDB table files")
+                         .Register(*registry_)
+                         .Add({})) {
+  for (const char* result : {"ok", "duplicate", "invalid", "interrupted", "error"}) {
+    uploads_.Add({{"result", result}});
+  }
+}
+
+void ServerMetrics::RecordUpload(const std::string& result, double seconds) {
+  uploads_.Add({{"result", result}}).Increment();
+  if (result == "ok") ingest_seconds_.Observe(seconds);
+}
+
+void ServerMetrics::AddIngestedBytes(int64_t bytes) {
+  ingested_bytes_.Increment(static_cast<double>(bytes));
+}
+
+void ServerMetrics::RecordQuery(const std::string& rpc, double seconds) {
+  query_seconds_.Add({{"rpc", rpc}}, SecondsBuckets()).Observe(seconds);
+}
+
+void ServerMetrics::SetConnectedAgents(int64_t n) { connected_agents_.Set(static_cast<double>(n)); }
+
+void ServerMetrics::SetStoredProfiles(int64_t profiles, int64_t disk_bytes) {
+  stored_profiles_.Set(static_cast<double>(profiles));
+  storage_bytes_.Set(static_cast<double>(disk_bytes));
+}
+
+}  // namespace fleetprof

@@ -1,0 +1,38 @@
+#pragma once
+// The server's own health metrics, served on --http_addr /metrics.
+
+#include <memory>
+#include <string>
+
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace fleetprof {
+
+class ServerMetrics {
+ public:
+  ServerMetrics();
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+  // result: "ok", "duplicate", "invalid", "interrupted", "error".
+  void RecordUpload(const std::string& result, double seconds);
+  void AddIngestedBytes(int64_t bytes);
+  void RecordQuery(const std::string& rpc, double seconds);
+  void SetConnectedAgents(int64_t n);
+  void SetStoredProfiles(int64_t profiles, int64_t disk_bytes);
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>& uploads_;
+  prometheus::Counter& ingested_bytes_;
+  prometheus::Histogram& ingest_seconds_;
+  prometheus::Family<prometheus::Histogram>& query_seconds_;
+  prometheus::Gauge& connected_agents_;
+  prometheus::Gauge& stored_profiles_;
+  prometheus::Gauge& storage_bytes_;
+};
+
+}  // namespace fleetprof

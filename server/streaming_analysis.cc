@@ -1,0 +1,89 @@
+#include "server/streaming_analysis.h"
+
+#include "absl/strings/str_cat.h"
+#include "analysis/trace_analyzer.h"
+
+namespace fleetprof {
+namespace {
+
+constexpr size_t kQueueBytes = 4 << 20;
+constexpr size_t kSniffBytes = 64;
+
+// Detection needs the first decompressed bytes; they are replayed to the reader after.
+absl::StatusOr<analysis::TraceSummary> AnalyzeStream(const std::string& file_name,
+                                                     const std::string& format_name,
+                                                     std::unique_ptr<analysis::ByteSource> raw) {
+  std::unique_ptr<analysis::ByteSource> plain = analysis::MaybeGunzip(std::move(raw));
+  std::string head(kSniffBytes, '\0');
+  size_t have = 0;
+  while (have < kSniffBytes) {
+    auto got = plain->Read(head.data() + have, kSniffBytes - have);
+    if (!got.ok()) return got.status();
+    if (*got == 0) break;
+    have += *got;
+  }
+  head.resize(have);
+  if (have == 0) return absl::InvalidArgumentError(absl::StrCat(file_name, ": empty upload"));
+  analysis::TraceFormat format = analysis::TraceFormatFromName(format_name);
+  if (format == analysis::TraceFormat::kUnknown) {
+    format = analysis::DetectTraceFormat(file_name, head);
+  }
+  if (format == analysis::TraceFormat::kUnknown) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file_name, ": not a Kineto JSON trace or an XSpace (.xplane.pb); name the format"));
+  }
+  PrefixedSource source(std::move(head), plain.get());
+  return analysis::AnalyzeTrace(source, format);
+}
+
+}  // namespace
+
+StreamingAnalysis::StreamingAnalysis(std::string file_name, std::string format_name,
+                                     std::unique_ptr<analysis::ByteSource> already_stored)
+    : file_name_(std::move(file_name)),
+      format_name_(std::move(format_name)),
+      queue_(file_name_, kQueueBytes),
+      result_(absl::UnknownError("analysis did not finish")) {
+  thread_ = std::thread([this, stored = std::move(already_stored)]() mutable {
+    Run(std::move(stored));
+  });
+}
+
+StreamingAnalysis::~StreamingAnalysis() {
+  if (thread_.joinable()) Cancel();
+}
+
+void StreamingAnalysis::Run(std::unique_ptr<analysis::ByteSource> already_stored) {
+  std::unique_ptr<analysis::ByteSource> raw;
+  if (already_stored) {
+    raw = std::make_unique<ConcatSource>(std::move(already_stored), &queue_);
+  } else {
+    // Non-owning view of the queue so MaybeGunzip can own a source.
+    struct QueueView : analysis::ByteSource {
+      explicit QueueView(ChunkQueue* q) : q(q) {}
+      absl::StatusOr<size_t> Read(char* buf, size_t n) override { return q->Read(buf, n); }
+      const std::string& name() const override { return q->name(); }
+      ChunkQueue* q;
+    };
+    raw = std::make_unique<QueueView>(&queue_);
+  }
+  result_ = AnalyzeStream(file_name_, format_name_, std::move(raw));
+  // Whatever the outcome, the producer must not block on a queue nobody reads.
+  queue_.StopReading();
+}
+
+bool StreamingAnalysis::Push(std::string chunk) { return queue_.Push(std::move(chunk)); }
+
+absl::StatusOr<analysis::TraceSummary> StreamingAnalysis::Finish() {
+  queue_.CloseWriting();
+  if (thread_.joinable()) thread_.join();
+  return std::move(result_);
+}
+
+void StreamingAnalysis::Cancel() {
+  if (!thread_.joinable()) return;
+  queue_.Fail(absl::CancelledError("upload interrupted"));
+  thread_.join();
+}
+
+}  // namespace fleetprof

@@ -1,0 +1,292 @@
+#include "storage/profile_store.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "rocksdb/db.h"
+#include "rocksdb/options.h"
+#include "rocksdb/utilities/options_util.h"
+#include "rocksdb/write_batch.h"
+#include "storage/store_keys.h"
+
+namespace fleetprof {
+namespace {
+
+namespace keys = store_keys;
+
+// Column family order; handles_[i] belongs to kFamilies[i].
+enum Family { kDefault, kProfiles, kSummaries, kIndex, kRaw, kUploads, kAgents, kCaptures };
+const char* const kFamilies[] = {"default", "profiles", "summaries", "index",
+                                 "raw",     "uploads",  "agents",    "captures"};
+constexpr int kFamilyCount = sizeof(kFamilies) / sizeof(kFamilies[0]);
+
+absl::Status ToStatus(const rocksdb::Status& s, absl::string_view what) {
+  if (s.ok()) return absl::OkStatus();
+  if (s.IsNotFound()) return absl::NotFoundError(absl::StrCat(what, ": not found"));
+  return absl::InternalError(absl::StrCat(what, ": rocksdb: ", s.ToString()));
+}
+
+rocksdb::ColumnFamilyOptions FamilyOptions(int family) {
+  rocksdb::ColumnFamilyOptions options;
+  options.compression = rocksdb::kZSTD;
+  // Raw uploads are large and written once: small memtables keep ingest memory flat.
+  options.write_buffer_size = family == kRaw ? 16 << 20 : 8 << 20;
+  options.max_write_buffer_number = 2;
+  return options;
+}
+
+template <typename Message>
+absl::StatusOr<Message> GetMessage(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
+                                   const std::string& key, absl::string_view what) {
+  std::string value;
+  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), cf, key, &value);
+  if (!s.ok()) return ToStatus(s, absl::StrCat(what, " ", key));
+  Message message;
+  if (!message.ParseFromString(value)) {
+    return absl::DataLossError(absl::StrCat(what, " ", key, ": stored record does not parse"));
+  }
+  return message;
+}
+
+// Streams an upload's raw chunks back in offset order.
+class RawChunkSource : public analysis::ByteSource {
+ public:
+  RawChunkSource(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, std::string upload_id)
+      : prefix_(keys::RawPrefix(upload_id)), name_(std::move(upload_id)) {
+    it_.reset(db->NewIterator(rocksdb::ReadOptions(), cf));
+    it_->Seek(prefix_);
+  }
+
+  absl::StatusOr<size_t> Read(char* buf, size_t n) override {
+    while (pos_ >= chunk_.size()) {
+      if (!it_->Valid() || !it_->key().starts_with(prefix_)) {
+        if (!it_->status().ok()) return ToStatus(it_->status(), "raw read");
+        return 0;
+      }
+      chunk_ = it_->value().ToString();
+      pos_ = 0;
+      it_->Next();
+    }
+    size_t take = std::min(n, chunk_.size() - pos_);
+    std::memcpy(buf, chunk_.data() + pos_, take);
+    pos_ += take;
+    return take;
+  }
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::unique_ptr<rocksdb::Iterator> it_;
+  std::string prefix_;
+  std::string name_;
+  std::string chunk_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ProfileStore>> ProfileStore::Open(const std::string& dir) {
+  rocksdb::DBOptions options;
+  options.create_if_missing = true;
+  options.create_missing_column_families = true;
+  options.max_background_jobs = 2;
+  options.keep_log_file_num = 4;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (int i = 0; i < kFamilyCount; ++i) families.emplace_back(kFamilies[i], FamilyOptions(i));
+  std::unique_ptr<ProfileStore> store(new ProfileStore());
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(options, dir, families, &store->handles_, &db);
+  if (!s.ok()) return ToStatus(s, absl::StrCat("open database ", dir));
+  store->db_.reset(db);
+  return store;
+}
+
+ProfileStore::~ProfileStore() {
+  for (auto* handle : handles_) db_->DestroyColumnFamilyHandle(handle);
+  if (db_) db_->Close();
+}
+
+absl::StatusOr<std::optional<v1::UploadRecord>> ProfileStore::GetUpload(
+    const std::string& upload_id) {
+  auto record = GetMessage<v1::UploadRecord>(db_.get(), cf(kUploads), upload_id, "upload");
+  if (absl::IsNotFound(record.status())) return std::optional<v1::UploadRecord>();
+  if (!record.ok()) return record.status();
+  return std::optional<v1::UploadRecord>(*std::move(record));
+}
+
+absl::Status ProfileStore::PutUpload(const std::string& upload_id,
+                                     const v1::UploadRecord& record) {
+  return ToStatus(db_->Put(rocksdb::WriteOptions(), cf(kUploads), upload_id,
+                           record.SerializeAsString()),
+                  "put upload");
+}
+
+absl::Status ProfileStore::AppendRaw(const std::string& upload_id, v1::UploadRecord& record,
+                                     std::string_view bytes) {
+  rocksdb::WriteBatch batch;
+  batch.Put(cf(kRaw), keys::RawKey(upload_id, record.received_bytes()),
+            rocksdb::Slice(bytes.data(), bytes.size()));
+  record.set_received_bytes(record.received_bytes() + static_cast<int64_t>(bytes.size()));
+  batch.Put(cf(kUploads), upload_id, record.SerializeAsString());
+  return ToStatus(db_->Write(rocksdb::WriteOptions(), &batch), "append upload bytes");
+}
+
+std::unique_ptr<analysis::ByteSource> ProfileStore::ReadRaw(const std::string& upload_id) {
+  return std::make_unique<RawChunkSource>(db_.get(), cf(kRaw), upload_id);
+}
+
+absl::Status ProfileStore::AbortUpload(const std::string& upload_id) {
+  rocksdb::WriteBatch batch;
+  std::string begin = keys::RawPrefix(upload_id);
+  std::string end = begin;
+  end.back() = '\1';  // just past every key with the "id\0" prefix
+  batch.DeleteRange(cf(kRaw), begin, end);
+  batch.Delete(cf(kUploads), upload_id);
+  return ToStatus(db_->Write(rocksdb::WriteOptions(), &batch), "abort upload");
+}
+
+absl::StatusOr<int> ProfileStore::CleanStaleUploads(int64_t older_than_ns) {
+  std::vector<std::string> stale;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(kUploads)));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    v1::UploadRecord record;
+    if (!record.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
+    if (record.profile_id().empty() && record.updated_at_ns() < older_than_ns) {
+      stale.push_back(it->key().ToString());
+    }
+  }
+  for (const auto& id : stale) {
+    if (absl::Status s = AbortUpload(id); !s.ok()) return s;
+  }
+  return static_cast<int>(stale.size());
+}
+
+absl::Status ProfileStore::CommitProfile(const v1::ProfileInfo& info,
+                                         const v1::ProfileSummary& summary) {
+  const std::string& id = info.profile_id();
+  const int64_t t = info.ingested_at_ns();
+  rocksdb::WriteBatch batch;
+  batch.Put(cf(kProfiles), id, info.SerializeAsString());
+  batch.Put(cf(kSummaries), id, summary.SerializeAsString());
+  batch.Put(cf(kIndex), keys::AllIndex(t, id), "");
+  batch.Put(cf(kIndex), keys::JobIndex(info.job(), t, id), "");
+  for (const auto& [key, value] : info.labels()) {
+    batch.Put(cf(kIndex), keys::LabelIndex(key, value, t, id), "");
+  }
+  if (!info.upload_id().empty()) {
+    auto record = GetUpload(info.upload_id());
+    if (!record.ok()) return record.status();
+    v1::UploadRecord committed = record->value_or(v1::UploadRecord());
+    committed.set_profile_id(id);
+    committed.set_updated_at_ns(t);
+    batch.Put(cf(kUploads), info.upload_id(), committed.SerializeAsString());
+  }
+  rocksdb::WriteOptions options;
+  options.sync = true;  // a committed profile survives a crash
+  return ToStatus(db_->Write(options, &batch), "commit profile");
+}
+
+absl::StatusOr<v1::ProfileInfo> ProfileStore::GetProfile(const std::string& profile_id) {
+  return GetMessage<v1::ProfileInfo>(db_.get(), cf(kProfiles), profile_id, "profile");
+}
+
+absl::StatusOr<v1::ProfileSummary> ProfileStore::GetSummary(const std::string& profile_id) {
+  return GetMessage<v1::ProfileSummary>(db_.get(), cf(kSummaries), profile_id, "profile");
+}
+
+namespace {
+
+bool Matches(const v1::ProfileInfo& info, const v1::ListProfilesRequest& request) {
+  if (!request.job().empty() && info.job() != request.job()) return false;
+  for (const auto& [key, value] : request.labels()) {
+    auto it = info.labels().find(key);
+    if (it == info.labels().end() || it->second != value) return false;
+  }
+  if (request.start_after_ns() != 0 && info.end_ns() < request.start_after_ns()) return false;
+  if (request.end_before_ns() != 0 && info.start_ns() > request.end_before_ns()) return false;
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<ProfilePage> ProfileStore::ListProfiles(const v1::ListProfilesRequest& request) {
+  // Scan the most selective index; check every other condition on the record itself.
+  std::string prefix(keys::kAllIndexPrefix);
+  if (!request.job().empty()) {
+    prefix = keys::JobIndexPrefix(request.job());
+  } else if (!request.labels().empty()) {
+    const auto& [key, value] = *request.labels().begin();
+    prefix = keys::LabelIndexPrefix(key, value);
+  }
+  int page_size = request.page_size() <= 0 ? 100 : std::min(request.page_size(), 1000);
+  std::string resume;
+  if (!request.page_token().empty() &&
+      (!keys::FromHex(request.page_token(), &resume) || !resume.starts_with(prefix))) {
+    return absl::InvalidArgumentError("page_token does not belong to this query");
+  }
+
+  ProfilePage page;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(kIndex)));
+  it->Seek(resume.empty() ? prefix : resume);
+  if (!resume.empty() && it->Valid() && it->key().ToStringView() == resume) it->Next();
+  for (; it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    std::string id = keys::ProfileIdFromIndexKey(it->key().ToStringView(), prefix.size());
+    auto info = GetProfile(id);
+    if (!info.ok()) continue;  // index entry of a record being written; never half-visible
+    if (!Matches(*info, request)) continue;
+    page.profiles.push_back(*std::move(info));
+    if (static_cast<int>(page.profiles.size()) == page_size) {
+      std::string last = it->key().ToString();
+      it->Next();
+      if (it->Valid() && it->key().starts_with(prefix)) page.next_page_token = keys::ToHex(last);
+      break;
+    }
+  }
+  if (!it->status().ok()) return ToStatus(it->status(), "list profiles");
+  return page;
+}
+
+int64_t ProfileStore::CountProfiles() {
+  uint64_t n = 0;
+  db_->GetIntProperty(cf(kProfiles), "rocksdb.estimate-num-keys", &n);
+  return static_cast<int64_t>(n);
+}
+
+int64_t ProfileStore::DiskBytes() {
+  uint64_t total = 0;
+  for (auto* handle : handles_) {
+    uint64_t n = 0;
+    if (db_->GetIntProperty(handle, "rocksdb.total-sst-files-size", &n)) total += n;
+  }
+  return static_cast<int64_t>(total);
+}
+
+absl::Status ProfileStore::PutAgent(const v1::AgentInfo& agent) {
+  return ToStatus(db_->Put(rocksdb::WriteOptions(), cf(kAgents), agent.node(),
+                           agent.SerializeAsString()),
+                  "put agent");
+}
+
+absl::StatusOr<std::vector<v1::AgentInfo>> ProfileStore::ListAgents() {
+  std::vector<v1::AgentInfo> agents;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(kAgents)));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    v1::AgentInfo agent;
+    if (agent.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      agents.push_back(std::move(agent));
+    }
+  }
+  if (!it->status().ok()) return ToStatus(it->status(), "list agents");
+  return agents;
+}
+
+absl::Status ProfileStore::Flush() {
+  rocksdb::FlushOptions options;
+  for (auto* handle : handles_) {
+    rocksdb::Status s = db_->Flush(options, handle);
+    if (!s.ok()) return ToStatus(s, "flush");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fleetprof

@@ -1,0 +1,91 @@
+#pragma once
+// ProfileStore owns fleetprof's RocksDB layout: no other module knows a key or a column
+// family. One database, one column family per kind of record:
+//   profiles   profile_id                      -> ProfileInfo
+//   summaries  profile_id                      -> ProfileSummary
+//   index      "t/" inv_time id                -> ""   (all profiles, newest ingest first)
+//              "j/" job \0 inv_time id         -> ""
+//              "l/" key=value \0 inv_time id   -> ""
+//   raw        upload_id \0 be64(offset)       -> original bytes (RocksDB compresses them)
+//   uploads    upload_id                       -> UploadRecord (partial or committed)
+//   agents     node                            -> AgentInfo
+//   captures   capture_id                      -> Capture
+// inv_time is big-endian (INT64_MAX - ingested_at_ns), so a forward scan is newest first.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "analysis/byte_source.h"
+#include "fleetprof/v1/agent.pb.h"
+#include "fleetprof/v1/profile.pb.h"
+#include "fleetprof/v1/query.pb.h"
+#include "fleetprof/v1/records.pb.h"
+
+namespace rocksdb {
+class DB;
+class ColumnFamilyHandle;
+}  // namespace rocksdb
+
+namespace fleetprof {
+
+struct ProfilePage {
+  std::vector<v1::ProfileInfo> profiles;
+  std::string next_page_token;
+};
+
+class ProfileStore {
+ public:
+  // Opens (creating if needed) the database under `dir`.
+  static absl::StatusOr<std::unique_ptr<ProfileStore>> Open(const std::string& dir);
+  ~ProfileStore();
+  ProfileStore(const ProfileStore&) = delete;
+  ProfileStore& operator=(const ProfileStore&) = delete;
+
+  // --- uploads ---
+  // The record of `upload_id`, or nullopt if none is stored.
+  absl::StatusOr<std::optional<v1::UploadRecord>> GetUpload(const std::string& upload_id);
+  // Stores the record of a new or resumed upload.
+  absl::Status PutUpload(const std::string& upload_id, const v1::UploadRecord& record);
+  // Appends `bytes` at `offset` of the upload's raw data and advances received_bytes, in one
+  // write. REQUIRES: offset == record.received_bytes.
+  absl::Status AppendRaw(const std::string& upload_id, v1::UploadRecord& record,
+                         std::string_view bytes);
+  // Streams the raw bytes stored for `upload_id`, in order.
+  std::unique_ptr<analysis::ByteSource> ReadRaw(const std::string& upload_id);
+  // Deletes an uncommitted upload's record and raw bytes.
+  absl::Status AbortUpload(const std::string& upload_id);
+  // Aborts partial uploads not touched since `older_than_ns` (unix ns). Returns how many.
+  absl::StatusOr<int> CleanStaleUploads(int64_t older_than_ns);
+
+  // --- profiles ---
+  // Makes a profile visible: info, summary, index entries and the upload's committed state
+  // in one WriteBatch, so a profile is listed only when complete.
+  absl::Status CommitProfile(const v1::ProfileInfo& info, const v1::ProfileSummary& summary);
+  absl::StatusOr<v1::ProfileInfo> GetProfile(const std::string& profile_id);
+  absl::StatusOr<v1::ProfileSummary> GetSummary(const std::string& profile_id);
+  absl::StatusOr<ProfilePage> ListProfiles(const v1::ListProfilesRequest& request);
+  // Number of stored profiles and bytes on disk, for metrics.
+  int64_t CountProfiles();
+  int64_t DiskBytes();
+
+  // --- agents ---
+  absl::Status PutAgent(const v1::AgentInfo& agent);
+  absl::StatusOr<std::vector<v1::AgentInfo>> ListAgents();
+
+  // Flushes memtables to disk (graceful shutdown).
+  absl::Status Flush();
+
+ private:
+  ProfileStore() = default;
+  rocksdb::ColumnFamilyHandle* cf(int index) const { return handles_[index]; }
+
+  std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+};
+
+}  // namespace fleetprof
