@@ -9,13 +9,31 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
 namespace {
+
+// Whitespace-separated words of a procfs line.
+std::vector<std::string_view> Words(std::string_view text) {
+  std::vector<std::string_view> words;
+  size_t pos = 0;
+  while (true) {
+    pos = text.find_first_not_of(" \t\n", pos);
+    if (pos == std::string_view::npos) return words;
+    size_t end = text.find_first_of(" \t\n", pos);
+    words.push_back(text.substr(pos, end - pos));
+    if (end == std::string_view::npos) return words;
+    pos = end;
+  }
+}
+
+template <typename Number>
+bool ParseNumber(std::string_view text, Number* value) {
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), *value);
+  return error == std::errc() && end == text.data() + text.size();
+}
 
 // The fields of /proc/<pid>/stat that we use.
 struct ProcessStat {
@@ -33,17 +51,15 @@ std::optional<ProcessStat> ParseProcessStat(std::string_view text) {
   if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
     return std::nullopt;
   }
-  std::vector<std::string_view> fields =
-      absl::StrSplit(text.substr(close + 1), ' ', absl::SkipEmpty());
+  std::vector<std::string_view> fields = Words(text.substr(close + 1));
   // fields[0] is field 3 (state) in proc(5); utime is 14, stime 15, starttime 22, rss 24.
   constexpr size_t kUtime = 14 - 3, kStime = 15 - 3, kStart = 22 - 3, kRss = 24 - 3;
   if (fields.size() <= kRss) return std::nullopt;
   uint64_t utime = 0, stime = 0;
   int64_t rss = 0;
   ProcessStat stat;
-  if (!absl::SimpleAtoi(fields[kUtime], &utime) || !absl::SimpleAtoi(fields[kStime], &stime) ||
-      !absl::SimpleAtoi(fields[kStart], &stat.start_ticks) ||
-      !absl::SimpleAtoi(fields[kRss], &rss)) {
+  if (!ParseNumber(fields[kUtime], &utime) || !ParseNumber(fields[kStime], &stime) ||
+      !ParseNumber(fields[kStart], &stat.start_ticks) || !ParseNumber(fields[kRss], &rss)) {
     return std::nullopt;
   }
   stat.command = std::string(text.substr(open + 1, close - open - 1));
@@ -55,11 +71,13 @@ std::optional<ProcessStat> ParseProcessStat(std::string_view text) {
 // Values of /proc/meminfo in bytes, keyed by name ("MemTotal").
 std::map<std::string, uint64_t, std::less<>> ParseMeminfo(std::string_view text) {
   std::map<std::string, uint64_t, std::less<>> values;
-  for (std::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
-    std::vector<std::string_view> parts = absl::StrSplit(line, ' ', absl::SkipEmpty());
+  while (!text.empty()) {
+    size_t end = text.find('\n');
+    std::vector<std::string_view> parts = Words(text.substr(0, end));
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
     if (parts.size() < 2 || parts[0].empty() || parts[0].back() != ':') continue;
     uint64_t value = 0;
-    if (!absl::SimpleAtoi(parts[1], &value)) continue;
+    if (!ParseNumber(parts[1], &value)) continue;
     if (parts.size() >= 3 && parts[2] == "kB") value *= 1024;
     values.emplace(std::string(parts[0].substr(0, parts[0].size() - 1)), value);
   }
@@ -89,7 +107,7 @@ HostSample HostCollector::Sample() {
     if (!logged_down_) {
       logged_down_ = true;
       spdlog::warn("host: cannot read procfs ({}); host metrics are off until it can",
-                   (!stat.ok() ? stat.status() : meminfo.status()).message());
+                   std::string((!stat.ok() ? stat.status() : meminfo.status()).message()));
     }
     return sample;
   }
@@ -113,11 +131,11 @@ void HostCollector::SampleCpu(const std::string& stat, HostSample& sample) {
   // "cpu  user nice system idle iowait irq softirq steal guest guest_nice". Guest time is
   // already inside user/nice, so it is not added again.
   std::string_view first_line = std::string_view(stat).substr(0, stat.find('\n'));
-  std::vector<std::string_view> fields = absl::StrSplit(first_line, ' ', absl::SkipEmpty());
+  std::vector<std::string_view> fields = Words(first_line);
   if (fields.size() < 9 || fields[0] != "cpu") return;
   uint64_t ticks[8] = {};
   for (size_t i = 0; i < 8; ++i) {
-    if (!absl::SimpleAtoi(fields[i + 1], &ticks[i])) return;
+    if (!ParseNumber(fields[i + 1], &ticks[i])) return;
   }
   CpuTicks now;
   for (uint64_t value : ticks) now.total += value;

@@ -101,7 +101,7 @@ absl::Status NvmlCollector::TurnOff(absl::Status reason) {
   up_ = false;
   if (!turned_off_) {
     turned_off_ = true;
-    spdlog::warn("nvml: {}; device metrics are off", reason.message());
+    spdlog::warn("nvml: {}; device metrics are off", std::string(reason.message()));
   }
   return reason;
 }
@@ -119,7 +119,8 @@ NvmlSnapshot NvmlCollector::Sample() {
   unsigned int count = 0;
   nvml::Return result = api_.get_count(&count);
   if (TurnsCollectorOff(result)) {
-    TurnOff(absl::UnavailableError(absl::StrCat("driver went away: ", ErrorText(result))));
+    TurnOff(absl::UnavailableError(absl::StrCat("driver went away: ", ErrorText(result))))
+        .IgnoreError();
     return snapshot;
   }
   snapshot.up = true;

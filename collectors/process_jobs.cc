@@ -9,7 +9,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 
 namespace fleetprof {
 
@@ -40,11 +39,15 @@ absl::StatusOr<std::string> ReadProcFile(const std::string& path) {
 }
 
 std::optional<std::string> FindJobInEnviron(std::string_view environ) {
-  const std::string prefix = absl::StrCat(kJobEnvironmentVariable, "=");
-  for (std::string_view entry : absl::StrSplit(environ, '\0')) {
-    if (entry.size() > prefix.size() && entry.substr(0, prefix.size()) == prefix) {
+  const std::string prefix = std::string(kJobEnvironmentVariable) + "=";
+  while (!environ.empty()) {
+    size_t end = environ.find('\0');
+    std::string_view entry = environ.substr(0, end);
+    if (entry.size() > prefix.size() && entry.starts_with(prefix)) {
       return std::string(entry.substr(prefix.size()));
     }
+    if (end == std::string_view::npos) break;
+    environ.remove_prefix(end + 1);
   }
   return std::nullopt;
 }

@@ -1,0 +1,137 @@
+#include "analysis/kineto_event.h"
+
+#include <limits>
+#include <string_view>
+
+namespace fleetprof::analysis {
+namespace {
+
+enum class Category {
+  kKernel,     // device activity, kind from the name
+  kMemory,     // device activity, memcpy/memset
+  kExcluded,   // neither device activity nor host event
+  kRuntime,    // host event that launches device work
+  kHost,       // other known host categories, and events without a cat
+  kUnknownHost,
+};
+
+Category Classify(const KinetoRawEvent& e) {
+  if (!e.has_cat) return Category::kHost;  // legacy profiler: "pid": "CPU functions"
+  std::string_view cat = e.cat;
+  if (cat == "kernel" || cat == "Kernel") return Category::kKernel;
+  if (cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "Memcpy" || cat == "Memset") {
+    return Category::kMemory;
+  }
+  if (cat == "Trace" || cat == "gpu_user_annotation" || cat == "cuda_sync") {
+    return Category::kExcluded;
+  }
+  if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime" ||
+      cat == "privateuse1_runtime" || cat == "privateuse1_driver") {
+    return Category::kRuntime;
+  }
+  if (cat == "cpu_op" || cat == "user_annotation" || cat == "python_function" ||
+      cat == "Operator" || cat == "Python" || cat == "cpu_instant_event" ||
+      cat == "overhead" || cat == "Overhead" || cat == "ac2g" || cat == "fwdbwd" ||
+      cat == "async" || cat == "Memory" || cat == "cpu_mem") {
+    return Category::kHost;
+  }
+  return Category::kUnknownHost;
+}
+
+inline char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+
+}  // namespace
+
+bool IsCollectiveKernelName(std::string_view name) {
+  for (size_t i = 0; i + 4 <= name.size(); ++i) {
+    char c = Lower(name[i]);
+    if ((c == 'n' || c == 'r' || c == 'h') && Lower(name[i + 1]) == 'c' &&
+        Lower(name[i + 2]) == 'c' && Lower(name[i + 3]) == 'l') {
+      return true;
+    }
+  }
+  return false;
+}
+
+void KinetoRawEvent::Reset() {
+  has_ph = has_cat = has_name = has_pid = has_tid = false;
+  bad_type = false;
+  ts = dur = Number::kAbsent;
+  has_device = has_correlation = has_memory_device_id = false;
+  has_total_allocated = has_bytes = false;
+}
+
+void KinetoEventSink::Add(const KinetoRawEvent& e) {
+  if (!e.has_ph) {
+    ++out_->skipped_events;
+    return;
+  }
+  if (e.ph == "X") {
+    AddComplete(e);
+  } else if ((e.ph == "i" || e.ph == "I") && e.has_name && e.name == "[memory]") {
+    AddMemory(e);
+  }
+  // Flows, metadata and other instants are not analysed (ANALYSIS.md).
+}
+
+void KinetoEventSink::AddComplete(const KinetoRawEvent& e) {
+  using Number = KinetoRawEvent::Number;
+  if (e.bad_type || !e.has_name || e.ts != Number::kOk || e.dur != Number::kOk || e.dur_ns < 0 ||
+      e.ts_ns > std::numeric_limits<int64_t>::max() - e.dur_ns) {
+    ++out_->skipped_events;
+    return;
+  }
+  Category category = Classify(e);
+  if (category == Category::kExcluded) return;
+  if (category == Category::kKernel || category == Category::kMemory) {
+    if (!e.has_device && !e.has_pid) {
+      ++out_->skipped_events;  // no device to attribute it to
+      return;
+    }
+    DeviceActivity a;
+    a.start = e.ts_ns;
+    a.dur = e.dur_ns;
+    a.name = out_->names.Intern(e.name);
+    a.device = out_->names.Intern(e.has_device ? e.device : e.pid);
+    if (category == Category::kMemory) {
+      a.kind = ActivityKind::kMemory;
+    } else {
+      a.kind = IsCollectiveKernelName(e.name) ? ActivityKind::kCommunication : ActivityKind::kCompute;
+    }
+    a.correlation = e.correlation;
+    a.has_correlation = e.has_correlation;
+    out_->activity.push_back(a);
+    return;
+  }
+  if (category == Category::kUnknownHost) ++out_->unknown_category_events;
+  // Keys are compared as strings; the separator cannot occur in JSON text unescaped.
+  thread_key_.assign(e.has_pid ? e.pid : std::string_view());
+  thread_key_.push_back('\x1f');
+  thread_key_.append(e.has_tid ? e.tid : std::string_view());
+  HostEvent h;
+  h.start = e.ts_ns;
+  h.dur = e.dur_ns;
+  h.name = out_->names.Intern(e.name);
+  h.thread = out_->names.Intern(thread_key_);
+  h.is_runtime = category == Category::kRuntime;
+  h.correlation = e.correlation;
+  h.has_correlation = e.has_correlation;
+  out_->host.push_back(h);
+}
+
+void KinetoEventSink::AddMemory(const KinetoRawEvent& e) {
+  if (e.bad_type || e.ts != KinetoRawEvent::Number::kOk || !e.has_memory_device_id ||
+      (!e.has_total_allocated && !e.has_bytes)) {
+    ++out_->skipped_events;
+    return;
+  }
+  MemoryEvent m;
+  m.ts = e.ts_ns;
+  m.device = e.memory_device_id < 0 ? out_->names.Intern("cpu")
+                                    : out_->names.Intern(std::to_string(e.memory_device_id));
+  m.is_total = e.has_total_allocated;
+  m.bytes = e.has_total_allocated ? e.total_allocated : e.bytes;
+  out_->memory.push_back(m);
+}
+
+}  // namespace fleetprof::analysis

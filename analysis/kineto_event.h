@@ -1,0 +1,59 @@
+#pragma once
+// What one Chrome-trace event means for the analyses (ANALYSIS.md, Chrome-trace JSON): the
+// reader fills a KinetoRawEvent per event, and KinetoEventSink turns it into compact
+// TraceEvents records (device activity, host event, memory sample) or counts it as skipped.
+
+#include <cstdint>
+#include <string>
+
+#include "analysis/trace_events.h"
+
+namespace fleetprof::analysis {
+
+// The fields read from one event object. Strings are reused buffers (no allocation per
+// event once warmed up).
+struct KinetoRawEvent {
+  enum class Number { kAbsent, kOk, kBad };
+
+  std::string ph, cat, name, pid, tid;
+  bool has_ph = false, has_cat = false, has_name = false, has_pid = false, has_tid = false;
+  bool bad_type = false;  // ph/cat/name/pid/tid of the wrong JSON type
+  Number ts = Number::kAbsent;
+  Number dur = Number::kAbsent;
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
+
+  // args
+  std::string device;  // string form of args.device
+  bool has_device = false;
+  int64_t correlation = 0;
+  bool has_correlation = false;
+  int64_t memory_device_id = 0;  // [memory] events: "Device Id"
+  bool has_memory_device_id = false;
+  int64_t total_allocated = 0;  // "Total Allocated"
+  bool has_total_allocated = false;
+  int64_t bytes = 0;  // "Bytes"
+  bool has_bytes = false;
+
+  void Reset();
+};
+
+class KinetoEventSink {
+ public:
+  explicit KinetoEventSink(TraceEvents* out) : out_(out) {}
+
+  // Classifies `event` and appends its record; malformed events count as skipped.
+  void Add(const KinetoRawEvent& event);
+
+ private:
+  void AddComplete(const KinetoRawEvent& event);
+  void AddMemory(const KinetoRawEvent& event);
+
+  TraceEvents* out_;
+  std::string thread_key_;
+};
+
+// True when `name` contains nccl, rccl or hccl in any letter case.
+bool IsCollectiveKernelName(std::string_view name);
+
+}  // namespace fleetprof::analysis

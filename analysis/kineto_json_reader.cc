@@ -1,0 +1,332 @@
+#include "analysis/kineto_json_reader.h"
+
+#include <string>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "analysis/decimal_time.h"
+#include "analysis/json_tokenizer.h"
+#include "analysis/kineto_event.h"
+
+namespace fleetprof::analysis {
+namespace {
+
+using Number = KinetoRawEvent::Number;
+
+class KinetoJsonReader {
+ public:
+  KinetoJsonReader(ByteSource& source, TraceEvents* out)
+      : tok_(source), out_(out), sink_(out) {}
+
+  absl::Status Read();
+
+ private:
+  bool ReadTopObject();
+  bool ReadEvents();
+  bool ReadEvent();
+  bool ReadArgs();
+  bool ReadDistributedInfo();
+  bool ReadDeviceProperties();
+
+  // Value readers for the event fields; a value of the wrong type is skipped and flagged.
+  bool ReadStringField(std::string* field, bool* has);
+  bool ReadIdField(std::string* field, bool* has);  // string or number, kept as text
+  bool ReadTimeField(Number* state, int64_t* ns);
+  bool ReadIntField(int64_t* value, bool* has);
+  // A scalar (string, number, bool, null) as text; *has false for objects and arrays.
+  bool ReadScalarText(std::string* text, bool* has);
+
+  JsonTokenizer tok_;
+  TraceEvents* out_;
+  KinetoEventSink sink_;
+  KinetoRawEvent event_;
+  std::string scratch_;
+};
+
+absl::Status KinetoJsonReader::Read() {
+  out_->format = TraceFormat::kKinetoJson;
+  char c;
+  bool ok = tok_.Peek(&c, "'{' or '[' starting a Chrome trace");
+  if (ok) {
+    if (c == '{') {
+      ok = ReadTopObject();
+    } else if (c == '[') {
+      ok = ReadEvents();
+    } else {
+      ok = tok_.FailUnexpected(c, "'{' or '[' starting a Chrome trace");
+    }
+  }
+  if (ok && !tok_.AtEnd()) {
+    if (tok_.ok()) {
+      char extra;
+      tok_.Peek(&extra, "end of input");
+      tok_.FailUnexpected(extra, "end of input");
+    }
+  }
+  return tok_.status();
+}
+
+bool KinetoJsonReader::ReadTopObject() {
+  if (!tok_.BeginObject()) return false;
+  for (;;) {
+    bool done;
+    std::string_view key;
+    if (!tok_.NextMember(&done, &key)) return false;
+    if (done) return true;
+    bool ok;
+    if (key == "traceEvents") {
+      ok = ReadEvents();
+    } else if (key == "distributedInfo") {
+      ok = ReadDistributedInfo();
+    } else if (key == "deviceProperties") {
+      ok = ReadDeviceProperties();
+    } else if (key == "schemaVersion") {
+      bool has;
+      ok = ReadScalarText(&scratch_, &has);
+      if (has) out_->metadata["schema_version"] = scratch_;
+    } else {
+      // baseTimeNanoseconds is deliberately ignored: times stay in the trace's own clock.
+      ok = tok_.SkipValue();
+    }
+    if (!ok) return false;
+  }
+}
+
+bool KinetoJsonReader::ReadEvents() {
+  char c;
+  if (!tok_.Peek(&c, "'[' starting traceEvents")) return false;
+  if (c != '[') {
+    ++out_->skipped_events;  // "traceEvents" of the wrong type: nothing to analyse
+    return tok_.SkipValue();
+  }
+  if (!tok_.BeginArray()) return false;
+  for (;;) {
+    bool done;
+    if (!tok_.NextElement(&done)) return false;
+    if (done) return true;
+    ++out_->events;
+    if (!tok_.Peek(&c, "event")) return false;
+    if (c != '{') {
+      ++out_->skipped_events;
+      if (!tok_.SkipValue()) return false;
+      continue;
+    }
+    if (!ReadEvent()) return false;
+    sink_.Add(event_);
+  }
+}
+
+bool KinetoJsonReader::ReadEvent() {
+  event_.Reset();
+  if (!tok_.BeginObject()) return false;
+  for (;;) {
+    bool done;
+    std::string_view key;
+    if (!tok_.NextMember(&done, &key)) return false;
+    if (done) return true;
+    bool ok;
+    switch (key.size()) {
+      case 2:
+        if (key == "ph") {
+          ok = ReadStringField(&event_.ph, &event_.has_ph);
+        } else if (key == "ts") {
+          ok = ReadTimeField(&event_.ts, &event_.ts_ns);
+        } else {
+          ok = tok_.SkipValue();
+        }
+        break;
+      case 3:
+        if (key == "cat") {
+          ok = ReadStringField(&event_.cat, &event_.has_cat);
+        } else if (key == "dur") {
+          ok = ReadTimeField(&event_.dur, &event_.dur_ns);
+        } else if (key == "pid") {
+          ok = ReadIdField(&event_.pid, &event_.has_pid);
+        } else if (key == "tid") {
+          ok = ReadIdField(&event_.tid, &event_.has_tid);
+        } else {
+          ok = tok_.SkipValue();
+        }
+        break;
+      case 4:
+        if (key == "name") {
+          ok = ReadStringField(&event_.name, &event_.has_name);
+        } else if (key == "args") {
+          char c;
+          ok = tok_.Peek(&c, "value");
+          if (ok) ok = c == '{' ? ReadArgs() : tok_.SkipValue();
+        } else {
+          ok = tok_.SkipValue();
+        }
+        break;
+      default:
+        ok = tok_.SkipValue();
+    }
+    if (!ok) return false;
+  }
+}
+
+bool KinetoJsonReader::ReadArgs() {
+  if (!tok_.BeginObject()) return false;
+  for (;;) {
+    bool done;
+    std::string_view key;
+    if (!tok_.NextMember(&done, &key)) return false;
+    if (done) return true;
+    bool ok;
+    if (key == "device") {
+      ok = ReadIdField(&event_.device, &event_.has_device);
+    } else if (key == "correlation") {
+      ok = ReadIntField(&event_.correlation, &event_.has_correlation);
+    } else if (key == "Device Id") {
+      ok = ReadIntField(&event_.memory_device_id, &event_.has_memory_device_id);
+    } else if (key == "Total Allocated") {
+      ok = ReadIntField(&event_.total_allocated, &event_.has_total_allocated);
+    } else if (key == "Bytes") {
+      ok = ReadIntField(&event_.bytes, &event_.has_bytes);
+    } else {
+      ok = tok_.SkipValue();
+    }
+    if (!ok) return false;
+  }
+}
+
+bool KinetoJsonReader::ReadStringField(std::string* field, bool* has) {
+  char c;
+  if (!tok_.Peek(&c, "value")) return false;
+  if (c != '"') {
+    event_.bad_type = true;
+    *has = false;
+    return tok_.SkipValue();
+  }
+  std::string_view value;
+  if (!tok_.ReadString(&value, &scratch_, kMaxNameBytes, nullptr)) return false;
+  field->assign(value);
+  *has = true;
+  return true;
+}
+
+bool KinetoJsonReader::ReadIdField(std::string* field, bool* has) {
+  char c;
+  if (!tok_.Peek(&c, "value")) return false;
+  if (c == '"') return ReadStringField(field, has);
+  if (c == '{' || c == '[') {
+    event_.bad_type = true;
+    *has = false;
+    return tok_.SkipValue();
+  }
+  std::string_view token;
+  if (!tok_.ReadScalar(&token)) return false;
+  field->assign(token);
+  *has = true;
+  return true;
+}
+
+bool KinetoJsonReader::ReadTimeField(Number* state, int64_t* ns) {
+  char c;
+  if (!tok_.Peek(&c, "value")) return false;
+  if (c == '"' || c == '{' || c == '[') {
+    *state = Number::kBad;
+    return tok_.SkipValue();
+  }
+  std::string_view token;
+  if (!tok_.ReadScalar(&token)) return false;
+  *state = ParseMicrosAsNanos(token, ns) == DecimalParse::kOk ? Number::kOk : Number::kBad;
+  return true;
+}
+
+bool KinetoJsonReader::ReadIntField(int64_t* value, bool* has) {
+  char c;
+  if (!tok_.Peek(&c, "value")) return false;
+  if (c == '"' || c == '{' || c == '[') {
+    *has = false;
+    return tok_.SkipValue();
+  }
+  std::string_view token;
+  if (!tok_.ReadScalar(&token)) return false;
+  *has = ParseJsonInt64(token, value);
+  return true;
+}
+
+bool KinetoJsonReader::ReadScalarText(std::string* text, bool* has) {
+  char c;
+  if (!tok_.Peek(&c, "value")) return false;
+  *has = false;
+  if (c == '{' || c == '[') return tok_.SkipValue();
+  std::string_view value;
+  if (c == '"') {
+    if (!tok_.ReadString(&value, &scratch_, kMaxNameBytes, nullptr)) return false;
+  } else if (!tok_.ReadScalar(&value)) {
+    return false;
+  }
+  text->assign(value);
+  *has = true;
+  return true;
+}
+
+bool KinetoJsonReader::ReadDistributedInfo() {
+  char c;
+  if (!tok_.Peek(&c, "value")) return false;
+  if (c != '{') return tok_.SkipValue();
+  if (!tok_.BeginObject()) return false;
+  std::string key;
+  for (;;) {
+    bool done;
+    std::string_view key_view;
+    if (!tok_.NextMember(&done, &key_view)) return false;
+    if (done) return true;
+    key.assign(key_view);
+    bool has;
+    std::string value;
+    if (!ReadScalarText(&value, &has)) return false;
+    if (has) out_->metadata[key] = value;  // rank, world_size, backend, …
+  }
+}
+
+bool KinetoJsonReader::ReadDeviceProperties() {
+  char c;
+  if (!tok_.Peek(&c, "value")) return false;
+  if (c != '[') return tok_.SkipValue();
+  if (!tok_.BeginArray()) return false;
+  for (;;) {
+    bool done;
+    if (!tok_.NextElement(&done)) return false;
+    if (done) return true;
+    if (!tok_.Peek(&c, "value")) return false;
+    if (c != '{') {
+      if (!tok_.SkipValue()) return false;
+      continue;
+    }
+    if (!tok_.BeginObject()) return false;
+    std::string id, name, memory;
+    bool has_id = false, has_name = false, has_memory = false;
+    for (;;) {
+      std::string_view key;
+      if (!tok_.NextMember(&done, &key)) return false;
+      if (done) break;
+      bool ok;
+      if (key == "id") {
+        ok = ReadScalarText(&id, &has_id);
+      } else if (key == "name") {
+        ok = ReadScalarText(&name, &has_name);
+      } else if (key == "totalGlobalMem") {
+        ok = ReadScalarText(&memory, &has_memory);
+      } else {
+        ok = tok_.SkipValue();
+      }
+      if (!ok) return false;
+    }
+    if (!has_id) continue;
+    if (has_name) out_->metadata[absl::StrCat("device.", id, ".name")] = name;
+    if (has_memory) out_->metadata[absl::StrCat("device.", id, ".total_global_mem")] = memory;
+  }
+}
+
+}  // namespace
+
+absl::Status ReadKinetoJson(ByteSource& source, TraceEvents* out) {
+  KinetoJsonReader reader(source, out);
+  return reader.Read();
+}
+
+}  // namespace fleetprof::analysis

@@ -1,0 +1,37 @@
+#pragma once
+// Streaming reader of Chrome-trace JSON as written by the PyTorch profiler (Kineto, both the
+// current and the 2021 schema), torch-neuronx and the legacy autograd profiler: an object
+// with "traceEvents" (plus "distributedInfo", "deviceProperties", …) or a bare array of
+// events. The text is never held whole: memory is one read buffer plus the compact records.
+//
+// Malformed events are skipped and counted in TraceEvents::skipped_events, never fatal:
+//  - an array element that is not an object, or an event without a string "ph";
+//  - a complete ("X") event without a string "name"; whose "ts" or "dur" is missing, not a
+//    JSON number (a string, NaN, Infinity, null …) or outside int64 nanoseconds; whose "dur"
+//    is negative; whose "cat"/"pid"/"tid" has the wrong type; or device activity with
+//    neither args.device nor pid;
+//  - a "[memory]" instant without a numeric "ts", args "Device Id" and "Total Allocated" or
+//    "Bytes".
+// X events whose "cat" fleetprof does not know are host events, as ANALYSIS.md defines, and
+// are also counted in TraceEvents::unknown_category_events.
+// Names longer than kMaxNameBytes are truncated to their first kMaxNameBytes bytes.
+//
+// Errors (absl::Status, naming the source and byte offset): text that is not JSON, a
+// top-level value that is neither object nor array, a value nested deeper than
+// JsonTokenizer::kMaxSkipDepth levels, and truncated input ("FILE: unexpected end of
+// input at byte N, expected …").
+
+#include <cstddef>
+
+#include "absl/status/status.h"
+#include "analysis/byte_source.h"
+#include "analysis/trace_events.h"
+
+namespace fleetprof::analysis {
+
+inline constexpr size_t kMaxNameBytes = 64 << 10;
+
+// Reads `source` to its end into `out` (format, events, metadata).
+absl::Status ReadKinetoJson(ByteSource& source, TraceEvents* out);
+
+}  // namespace fleetprof::analysis

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds fleetprof and runs every test: the normal build, then the whole suite again under
+# AddressSanitizer + UndefinedBehaviorSanitizer. This is what CI runs.
+#   scripts/test.sh            both builds
+#   scripts/test.sh --quick    normal build only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+
+echo "== build (RelWithDebInfo)"
+bash scripts/build.sh build
+echo "== tests"
+(cd build && ctest -j2 --output-on-failure --timeout 900)
+
+if [[ "${1:-}" != "--quick" ]]; then
+  echo "== build (ASan + UBSan)"
+  bash scripts/build.sh build-asan -DFLEETPROF_SANITIZE=ON
+  echo "== tests under sanitizers"
+  # Peak-memory and speed figures mean nothing under ASan's shadow memory: those run above.
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+     ctest -j2 --output-on-failure --timeout 1200 -LE memory)
+fi
+echo "== all tests passed"

@@ -1,0 +1,112 @@
+// An upload that breaks off keeps what arrived; the client resumes at the offset the server
+// reports, and the stored profile equals a one-shot upload.
+
+#include <fstream>
+#include <sstream>
+
+#include "fleetprof/v1/ingest.grpc.pb.h"
+#include "fleetprof/v1/query.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "tests/platform/reference_compare.h"
+#include "tests/platform/test_cluster.h"
+#include "tests/test_support.h"
+
+namespace fleetprof::testing {
+namespace {
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+v1::UploadRequest Metadata(const std::string& id, int64_t offset, int64_t total) {
+  v1::UploadRequest request;
+  auto* m = request.mutable_metadata();
+  m->set_upload_id(id);
+  m->set_job("resume");
+  m->set_file_name("v100_resnet_rank0.pt.trace.json.gz");
+  m->set_resume_offset(offset);
+  m->set_total_bytes(total);
+  return request;
+}
+
+TEST(ResumableUploadTest, InterruptedUploadResumesFromServerOffset) {
+  const std::string trace = CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz");
+  FLEETPROF_REQUIRE_PATH(trace);
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer());
+  const std::string bytes = ReadAll(trace);
+  const int64_t total = static_cast<int64_t>(bytes.size());
+  const size_t chunk = 256 << 10;
+  auto channel = grpc::CreateChannel(cluster.grpc_addr(), grpc::InsecureChannelCredentials());
+  auto ingest = v1::IngestService::NewStub(channel);
+
+  {  // First attempt: half the file, then the stream ends early.
+    grpc::ClientContext context;
+    v1::UploadResponse response;
+    auto writer = ingest->Upload(&context, &response);
+    ASSERT_TRUE(writer->Write(Metadata("resume-1", 0, total)));
+    for (size_t at = 0; at < bytes.size() / 2; at += chunk) {
+      v1::UploadRequest request;
+      request.set_chunk(bytes.substr(at, std::min(chunk, bytes.size() / 2 - at)));
+      ASSERT_TRUE(writer->Write(request));
+    }
+    writer->WritesDone();
+    grpc::Status status = writer->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::ABORTED) << status.error_message();
+  }
+  grpc::ClientContext state_context;
+  v1::GetUploadStateRequest state_request;
+  state_request.set_upload_id("resume-1");
+  v1::UploadState state;
+  ASSERT_TRUE(ingest->GetUploadState(&state_context, state_request, &state).ok());
+  EXPECT_EQ(state.state(), v1::UploadState::PARTIAL);
+  const int64_t offset = state.received_bytes();
+  EXPECT_GT(offset, 0);
+  EXPECT_LE(offset, total / 2 + 1);
+
+  // Nothing is listed while the upload is partial.
+  EXPECT_EQ(cluster.Cli({"profiles", "--json"}).out, "{\"profiles\":[]}\n");
+
+  {  // Wrong offset: refused with the right one.
+    grpc::ClientContext context;
+    v1::UploadResponse response;
+    auto writer = ingest->Upload(&context, &response);
+    writer->Write(Metadata("resume-1", 7, total));
+    writer->WritesDone();
+    grpc::Status status = writer->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_NE(status.error_message().find("resume from offset " + std::to_string(offset)),
+              std::string::npos)
+        << status.error_message();
+  }
+
+  std::string profile_id;
+  {  // Resume: the rest of the file.
+    grpc::ClientContext context;
+    v1::UploadResponse response;
+    auto writer = ingest->Upload(&context, &response);
+    ASSERT_TRUE(writer->Write(Metadata("resume-1", offset, total)));
+    for (size_t at = static_cast<size_t>(offset); at < bytes.size(); at += chunk) {
+      v1::UploadRequest request;
+      request.set_chunk(bytes.substr(at, chunk));
+      ASSERT_TRUE(writer->Write(request));
+    }
+    writer->WritesDone();
+    grpc::Status status = writer->Finish();
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    profile_id = response.profile_id();
+  }
+  CommandResult served = cluster.Cli({"kernels", profile_id, "--json"});
+  ASSERT_EQ(served.exit_code, 0) << served.err;
+  EXPECT_EQ(CompareSection(served.out,
+                           ReadSmallFile(CorpusPath("reference/v100_resnet_rank0.pt.trace.ref.json")),
+                           "kernels"),
+            "");
+}
+
+}  // namespace
+}  // namespace fleetprof::testing

@@ -1,0 +1,151 @@
+// End to end through the real binaries: upload with the CLI, query back, compare with the
+// offline analysis and the corpus references.
+
+#include <fstream>
+
+#include "gtest/gtest.h"
+#include "tests/platform/reference_compare.h"
+#include "tests/platform/test_cluster.h"
+#include "tests/test_support.h"
+
+namespace fleetprof::testing {
+namespace {
+
+class UploadQueryTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(cluster_.StartServer()) << cluster_.ServerLog(); }
+
+  // Uploads `path` and returns the profile id.
+  std::string Upload(const std::string& path, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"upload", path, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    CommandResult r = cluster_.Cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err << cluster_.ServerLog();
+    return JsonStringField(r.out, "profile_id");
+  }
+
+  // Checks kernels/breakdown/ops of a stored profile against `analyze` and the reference.
+  void ExpectServedEqualsAnalyze(const std::string& trace, const std::string& reference) {
+    std::string id = Upload(trace, {"--job", "resnet"});
+    ASSERT_FALSE(id.empty());
+    CommandResult analyzed = RunCommand({BinDir() + "/fleetprof", "analyze", trace, "--json"});
+    ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+    const std::string ref = ReadSmallFile(reference);
+    for (auto [command, section] : {std::pair{"kernels", "kernels"}, {"breakdown", "devices"},
+                                    {"ops", "ops"}}) {
+      CommandResult served = cluster_.Cli({command, id, "--json"});
+      ASSERT_EQ(served.exit_code, 0) << served.err;
+      EXPECT_EQ(CompareSection(served.out, analyzed.out, section), "") << command;
+      if (ref.find("\"" + std::string(section) + "\"") != std::string::npos) {
+        EXPECT_EQ(CompareSection(served.out, ref, section), "") << command << " vs reference";
+      }
+    }
+  }
+
+  TestCluster cluster_;
+};
+
+TEST_F(UploadQueryTest, KinetoProfileServedEqualsAnalyzeAndReference) {
+  const std::string trace = CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz");
+  FLEETPROF_REQUIRE_PATH(trace);
+  ExpectServedEqualsAnalyze(trace, CorpusPath("reference/v100_resnet_rank0.pt.trace.ref.json"));
+}
+
+TEST_F(UploadQueryTest, XSpaceProfileServedEqualsAnalyzeAndReference) {
+  const std::string trace = CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb");
+  FLEETPROF_REQUIRE_PATH(trace);
+  ExpectServedEqualsAnalyze(trace, CorpusPath("reference/tf_8gpu_multi_worker.xplane.ref.json"));
+}
+
+TEST_F(UploadQueryTest, ProfilesListFiltersByJobAndLabel) {
+  const std::string trace = CorpusPath("kineto/mi250_rocm62.json.gz");
+  FLEETPROF_REQUIRE_PATH(trace);
+  std::string a = Upload(trace, {"--job", "train", "--label", "team=infra", "--node", "n1"});
+  std::string b = Upload(trace, {"--job", "serve"});
+  ASSERT_FALSE(a.empty());
+  ASSERT_FALSE(b.empty());
+  CommandResult train = cluster_.Cli({"profiles", "--job", "train", "--json"});
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  EXPECT_NE(train.out.find(a), std::string::npos);
+  EXPECT_EQ(train.out.find(b), std::string::npos);
+  EXPECT_NE(train.out.find("\"labels\":{\"team\":\"infra\"}"), std::string::npos) << train.out;
+  EXPECT_NE(train.out.find("\"node\":\"n1\""), std::string::npos);
+  EXPECT_NE(train.out.find("\"format\":\"kineto_json\""), std::string::npos);
+  CommandResult labeled = cluster_.Cli({"profiles", "--label", "team=infra", "--json"});
+  EXPECT_NE(labeled.out.find(a), std::string::npos);
+  EXPECT_EQ(labeled.out.find(b), std::string::npos);
+  CommandResult all = cluster_.Cli({"profiles", "--json"});
+  EXPECT_NE(all.out.find(a), std::string::npos);
+  EXPECT_NE(all.out.find(b), std::string::npos);
+}
+
+TEST_F(UploadQueryTest, SameUploadIdStoresTheFileOnce) {
+  const std::string trace = CorpusPath("kineto/mi250_rocm62.json.gz");
+  FLEETPROF_REQUIRE_PATH(trace);
+  std::string first = Upload(trace, {"--job", "j", "--upload_id", "fixed-1"});
+  std::string second = Upload(trace, {"--job", "j", "--upload_id", "fixed-1"});
+  EXPECT_FALSE(first.empty());
+  EXPECT_EQ(first, second);
+  CommandResult list = cluster_.Cli({"profiles", "--job", "j", "--json"});
+  EXPECT_EQ(list.out.find(first), list.out.rfind(first)) << "listed twice: " << list.out;
+}
+
+TEST_F(UploadQueryTest, RestartedServerStillServesEveryProfile) {
+  const std::string trace = CorpusPath("kineto/a100_alexnet.json.gz");
+  FLEETPROF_REQUIRE_PATH(trace);
+  std::string id = Upload(trace, {"--job", "alexnet"});
+  ASSERT_FALSE(id.empty());
+  CommandResult before = cluster_.Cli({"kernels", id, "--json"});
+  EXPECT_EQ(cluster_.StopServer(), 0) << "graceful shutdown exits 0";
+  ASSERT_TRUE(cluster_.StartServer()) << cluster_.ServerLog();
+  CommandResult list = cluster_.Cli({"profiles", "--json"});
+  EXPECT_NE(list.out.find(id), std::string::npos) << list.out;
+  CommandResult after = cluster_.Cli({"kernels", id, "--json"});
+  EXPECT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_EQ(after.out, before.out);
+}
+
+TEST_F(UploadQueryTest, BadUploadsFailClearlyAndLeaveNothingListed) {
+  const std::string dir = cluster_.root();
+  {
+    std::ofstream(dir + "/garbage.json") << "this is not a trace at all";
+    std::ofstream(dir + "/empty.json");
+    std::ofstream(dir + "/cut.json") << "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"ts\":1";
+    std::ofstream(dir + "/noise.xplane.pb") << std::string("\x0a\xff\xff\xff\x0f garbage", 14);
+  }
+  for (const char* name : {"garbage.json", "empty.json", "cut.json", "noise.xplane.pb"}) {
+    CommandResult r = cluster_.Cli({"upload", dir + "/" + name, "--job", "bad"});
+    EXPECT_NE(r.exit_code, 0) << name;
+    EXPECT_NE(r.err.find("fleetprof: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(name), std::string::npos) << "error names the file: " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+  }
+  CommandResult list = cluster_.Cli({"profiles", "--json"});
+  EXPECT_EQ(list.exit_code, 0) << "server keeps serving: " << list.err;
+  EXPECT_EQ(list.out, "{\"profiles\":[]}\n");
+}
+
+TEST_F(UploadQueryTest, UnknownProfileIsAClearError) {
+  CommandResult r = cluster_.Cli({"kernels", "no-such-profile", "--json"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("not found"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST(CliTest, UnreachableServerIsAOneLineError) {
+  CommandResult r = RunCommand({BinDir() + "/fleetprof", "profiles", "--server", "127.0.0.1:1",
+                                "--timeout_s", "3"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot reach fleetprof-server at 127.0.0.1:1"), std::string::npos) << r.err;
+}
+
+TEST(CliTest, HelpListsEveryCommand) {
+  CommandResult r = RunCommand({BinDir() + "/fleetprof", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* command : {"analyze", "upload", "profiles", "ops", "kernels", "breakdown", "agents"}) {
+    EXPECT_NE(r.out.find(command), std::string::npos) << command;
+  }
+}
+
+}  // namespace
+}  // namespace fleetprof::testing
