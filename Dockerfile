@@ -12,7 +12,7 @@ FROM debian:bookworm-slim
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends \
       libgrpc++1.51 libprotobuf32 librocksdb7.8 libprometheus-cpp-core1.0 \
-      libprometheus-cpp-pull1.0 libspdlog1.10 libisal2 zlib1g libzstd1 ca-certificates \
+      libprometheus-cpp-pull1.0 libspdlog1.10 libfmt9 libisal2 zlib1g libzstd1 ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/bin/fleetprof /src/build/bin/fleetprof-server /src/build/bin/fleetprof-agent /usr/local/bin/
 # Containers listen on all interfaces; put auth/TLS in front before exposing these ports.

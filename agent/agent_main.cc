@@ -1,6 +1,7 @@
 // fleetprof-agent: runs on every node; keeps a link to fleetprof-server, uploads finished
 // traces from watched folders, and serves its metrics for Prometheus.
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -9,6 +10,7 @@
 #include "agent/server_link.h"
 #include "agent/trace_uploader.h"
 #include "client/upload_client.h"
+#include "collectors/metrics_sampler.h"
 #include "common/flags.h"
 #include "common/runtime.h"
 #include "prometheus/exposer.h"
@@ -37,6 +39,9 @@ struct AgentFlags {
   std::string log_level = "info";
   int64_t scan_interval_ms = 1000;
   int64_t settle_ms = 2000;
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string proc_root = "/proc";
+  int64_t sample_interval_ms = 10000;
 };
 
 std::string WithPort(const std::string& addr, int port) {
@@ -65,6 +70,18 @@ int Run(const AgentFlags& flags) {
   }
   exposer->RegisterCollectable(registry);
   const std::string metrics_addr = WithPort(flags.metrics_addr, exposer->GetListeningPorts().at(0));
+
+  // Device and host metrics are sampled off the scrape path, on their own thread.
+  MetricsSampler::Options sampler_options;
+  sampler_options.node = flags.node;
+  sampler_options.nvml_library = flags.nvml_library;
+  sampler_options.proc_root = flags.proc_root;
+  sampler_options.interval = std::chrono::milliseconds(std::max<int64_t>(flags.sample_interval_ms, 100));
+  MetricsSampler sampler(sampler_options, registry);
+  if (absl::Status s = sampler.Start(); !s.ok()) {
+    spdlog::error("metrics sampler: {}", std::string(s.message()));
+    return 1;
+  }
 
   auto channel = MakeChannel(flags.server);
   TraceUploaderOptions uploader_options;
@@ -113,6 +130,7 @@ int Run(const AgentFlags& flags) {
   spdlog::info("signal {} received: stopping", sig);
   uploader.Stop();
   link.Stop();
+  sampler.Stop();
   stopping = true;
   gauge.join();
   spdlog::info("fleetprof-agent stopped");
@@ -138,6 +156,11 @@ int main(int argc, char** argv) {
   set.AddInt("scan_interval_ms", &flags.scan_interval_ms, "how often trace folders are scanned");
   set.AddInt("settle_ms", &flags.settle_ms,
              "a trace file counts as finished once unchanged this long");
+  set.AddString("nvml_library", &flags.nvml_library,
+                "NVML library to dlopen for device metrics (empty: no device metrics)");
+  set.AddString("proc_root", &flags.proc_root, "procfs mount for host and per-job metrics");
+  set.AddInt("sample_interval_ms", &flags.sample_interval_ms,
+             "how often device and host metrics are sampled");
   if (absl::Status s = set.Parse(argc, argv); !s.ok()) {
     std::cerr << "fleetprof-agent: " << s.message() << "\n";
     return 2;

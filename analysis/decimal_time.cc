@@ -84,9 +84,49 @@ DecimalParse ScaleDigits(const NumberParts& parts, int64_t scale, uint64_t* magn
   return DecimalParse::kOk;
 }
 
+// The form Kineto writes, handled without splitting: [-]digits[.digits], at most 16
+// integer digits. Returns false to defer to the general path.
+inline bool ParsePlainMicros(std::string_view text, int64_t* ns, DecimalParse* result) {
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  bool negative = p < end && *p == '-';
+  if (negative) ++p;
+  const char* const int_start = p;
+  uint64_t value = 0;
+  while (p < end && IsDigit(*p) && p - int_start < 16) value = value * 10 + (*p++ - '0');
+  if (p == int_start || (p < end && IsDigit(*p))) return false;
+  uint64_t frac = 0;
+  int frac_digits = 0;
+  if (p < end && *p == '.') {
+    const char* const frac_start = ++p;
+    for (; p < end && IsDigit(*p); ++p) {
+      if (frac_digits < 3) {
+        frac = frac * 10 + (*p - '0');
+        ++frac_digits;
+      }
+    }
+    if (p == frac_start) {
+      *result = DecimalParse::kNotANumber;
+      return true;
+    }
+  }
+  if (p != end) return false;  // exponent or garbage: the general path decides
+  for (; frac_digits < 3; ++frac_digits) frac *= 10;
+  value = value * 1000 + frac;  // < 1e19: no uint64 overflow
+  if (value > kMaxMagnitude) {
+    *result = DecimalParse::kOutOfRange;
+    return true;
+  }
+  *ns = negative ? -static_cast<int64_t>(value) : static_cast<int64_t>(value);
+  *result = DecimalParse::kOk;
+  return true;
+}
+
 }  // namespace
 
 DecimalParse ParseMicrosAsNanos(std::string_view text, int64_t* ns) {
+  DecimalParse fast;
+  if (ParsePlainMicros(text, ns, &fast)) return fast;
   NumberParts parts;
   if (!SplitNumber(text, &parts)) return DecimalParse::kNotANumber;
   uint64_t magnitude = 0;

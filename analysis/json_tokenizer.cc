@@ -29,7 +29,31 @@ inline const char* FindQuoteOrBackslash(const char* p, const char* end) {
   return p;
 }
 
-inline bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+// The first byte in [p, end) that is not JSON whitespace, or end. Pretty-printed traces
+// indent every line, so runs of spaces are common enough to scan 16 bytes at a time.
+inline const char* SkipSpaceRun(const char* p, const char* end) {
+  // Most runs are one space ("key": value) or none.
+  for (int i = 0; i < 2; ++i) {
+    if (p == end || !IsJsonSpace(*p)) return p;
+    ++p;
+  }
+#if defined(__SSE2__)
+  const __m128i space = _mm_set1_epi8(' ');
+  const __m128i newline = _mm_set1_epi8('\n');
+  const __m128i tab = _mm_set1_epi8('\t');
+  const __m128i cr = _mm_set1_epi8('\r');
+  while (end - p >= 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    __m128i ws = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, space), _mm_cmpeq_epi8(v, newline)),
+                              _mm_or_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(v, cr)));
+    unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(ws)) ^ 0xFFFFu;
+    if (mask != 0) return p + __builtin_ctz(mask);
+    p += 16;
+  }
+#endif
+  while (p < end && IsJsonSpace(*p)) ++p;
+  return p;
+}
 
 inline bool IsScalarChar(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -99,7 +123,7 @@ JsonTokenizer::JsonTokenizer(ByteSource& source, size_t buffer_bytes)
       pos_(buf_.get()),
       end_(buf_.get()) {}
 
-bool JsonTokenizer::Fail(std::string_view what) {
+bool JsonTokenizer::Fail(const std::string& what) {
   if (status_.ok()) {
     status_ = absl::InvalidArgumentError(absl::StrCat(source_.name(), ": ", what, " at byte ", Offset()));
   }
@@ -147,20 +171,14 @@ bool JsonTokenizer::Refill() {
 
 bool JsonTokenizer::SkipSpace() {
   for (;;) {
-    char* p = pos_;
-    while (p < end_) {
-      if (!IsSpace(*p)) {
-        pos_ = p;
-        return true;
-      }
-      ++p;
-    }
-    pos_ = p;
+    const char* p = SkipSpaceRun(pos_, end_);
+    pos_ = const_cast<char*>(p);
+    if (p < end_) return true;
     if (!Refill()) return false;
   }
 }
 
-bool JsonTokenizer::Peek(char* c, const char* expected) {
+bool JsonTokenizer::PeekSlow(char* c, const char* expected) {
   if (!SkipSpace()) return ok() ? FailEof(expected) : false;
   *c = *pos_;
   return true;
@@ -169,7 +187,7 @@ bool JsonTokenizer::Peek(char* c, const char* expected) {
 bool JsonTokenizer::AtEnd() { return !SkipSpace() && ok(); }
 
 bool JsonTokenizer::BeginObject() {
-  char c;
+  char c = 0;
   if (!Peek(&c, "'{'")) return false;
   if (c != '{') return FailUnexpected(c, "'{'");
   ++pos_;
@@ -178,7 +196,7 @@ bool JsonTokenizer::BeginObject() {
 }
 
 bool JsonTokenizer::BeginArray() {
-  char c;
+  char c = 0;
   if (!Peek(&c, "'['")) return false;
   if (c != '[') return FailUnexpected(c, "'['");
   ++pos_;
@@ -187,7 +205,7 @@ bool JsonTokenizer::BeginArray() {
 }
 
 bool JsonTokenizer::NextMember(bool* done, std::string_view* key) {
-  char c;
+  char c = 0;
   if (!Peek(&c, after_open_ ? "'\"' or '}'" : "',' or '}'")) return false;
   if (c == '}') {
     ++pos_;
@@ -204,6 +222,15 @@ bool JsonTokenizer::NextMember(bool* done, std::string_view* key) {
   *done = false;
   if (c != '"') return FailUnexpected(c, "'\"' (object key)");
   if (!ReadString(key, &key_scratch_, kMaxKeyBytes, nullptr)) return false;
+  if (pos_ < end_ && *pos_ == ':') {  // the usual "key": layout, no refill needed
+    ++pos_;
+    return true;
+  }
+  // Finding the ':' may refill the buffer, which would move a key that points into it.
+  if (key->data() != key_scratch_.data()) {
+    key_scratch_.assign(key->data(), key->size());
+    *key = key_scratch_;
+  }
   if (!Peek(&c, "':'")) return false;
   if (c != ':') return FailUnexpected(c, "':'");
   ++pos_;
@@ -211,7 +238,7 @@ bool JsonTokenizer::NextMember(bool* done, std::string_view* key) {
 }
 
 bool JsonTokenizer::NextElement(bool* done) {
-  char c;
+  char c = 0;
   if (!Peek(&c, after_open_ ? "value or ']'" : "',' or ']'")) return false;
   if (c == ']') {
     ++pos_;
@@ -230,7 +257,7 @@ bool JsonTokenizer::NextElement(bool* done) {
 
 bool JsonTokenizer::ReadString(std::string_view* out, std::string* scratch, size_t cap,
                                bool* truncated) {
-  char c;
+  char c = 0;
   if (!Peek(&c, "string")) return false;
   if (c != '"') return FailUnexpected(c, "string");
   const char* p = pos_ + 1;
@@ -252,7 +279,7 @@ bool JsonTokenizer::ReadString(std::string_view* out, std::string* scratch, size
 }
 
 bool JsonTokenizer::SkipString() {
-  char c;
+  char c = 0;
   if (!Peek(&c, "string")) return false;
   if (c != '"') return FailUnexpected(c, "string");
   return ReadStringSlow(pos_ + 1, nullptr, 0, nullptr, false);
@@ -324,7 +351,7 @@ bool JsonTokenizer::ReadEscape(std::string* out, size_t cap, bool* truncated, bo
 }
 
 bool JsonTokenizer::ReadScalar(std::string_view* out) {
-  char c;
+  char c = 0;
   if (!Peek(&c, "value")) return false;
   size_t n = 0;
   for (;;) {
@@ -342,7 +369,7 @@ bool JsonTokenizer::ReadScalar(std::string_view* out) {
 }
 
 bool JsonTokenizer::SkipValue() {
-  char c;
+  char c = 0;
   if (!Peek(&c, "value")) return false;
   if (c == '"') return SkipString();
   if (c == '{' || c == '[') return SkipContainer();

@@ -23,6 +23,8 @@
 
 namespace fleetprof::analysis {
 
+inline bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
 class JsonTokenizer {
  public:
   static constexpr int kMaxSkipDepth = 64;
@@ -39,7 +41,13 @@ class JsonTokenizer {
 
   // Skips whitespace; sets *c to the next byte without consuming it. At the end of input
   // fails with "expected <expected>".
-  bool Peek(char* c, const char* expected);
+  bool Peek(char* c, const char* expected) {
+    if (pos_ < end_ && !IsJsonSpace(*pos_)) {  // inline fast path: no space, no refill
+      *c = *pos_;
+      return true;
+    }
+    return PeekSlow(c, expected);
+  }
   // True when only whitespace remains. REQUIRES: ok().
   bool AtEnd();
 
@@ -64,7 +72,7 @@ class JsonTokenizer {
   bool SkipValue();
 
   // Records an error at the current offset; always returns false.
-  bool Fail(std::string_view what);
+  bool Fail(const std::string& what);
   bool FailUnexpected(char found, const char* expected);
 
  private:
@@ -72,6 +80,7 @@ class JsonTokenizer {
   // input (status unchanged) or on a read error (status set).
   bool Refill();
   bool FailEof(const char* expected);
+  bool PeekSlow(char* c, const char* expected);
   // Skips whitespace, refilling; false at end of input (no error set).
   bool SkipSpace();
   bool ReadStringSlow(const char* p, std::string* out, size_t cap, bool* truncated, bool keep);

@@ -96,7 +96,10 @@ void KinetoEventSink::AddComplete(const KinetoRawEvent& e) {
     if (category == Category::kMemory) {
       a.kind = ActivityKind::kMemory;
     } else {
-      a.kind = IsCollectiveKernelName(e.name) ? ActivityKind::kCommunication : ActivityKind::kCompute;
+      // Kernel names run to hundreds of bytes; decide once per distinct name.
+      if (a.name >= collective_by_name_.size()) collective_by_name_.resize(a.name + 1, -1);
+      if (collective_by_name_[a.name] < 0) collective_by_name_[a.name] = IsCollectiveKernelName(e.name);
+      a.kind = collective_by_name_[a.name] ? ActivityKind::kCommunication : ActivityKind::kCompute;
     }
     a.correlation = e.correlation;
     a.has_correlation = e.has_correlation;
@@ -127,8 +130,13 @@ void KinetoEventSink::AddMemory(const KinetoRawEvent& e) {
   }
   MemoryEvent m;
   m.ts = e.ts_ns;
-  m.device = e.memory_device_id < 0 ? out_->names.Intern("cpu")
-                                    : out_->names.Intern(std::to_string(e.memory_device_id));
+  if (!has_memory_device_ || e.memory_device_id != memory_device_id_) {
+    memory_device_id_ = e.memory_device_id;
+    memory_device_ = memory_device_id_ < 0 ? out_->names.Intern("cpu")
+                                          : out_->names.Intern(std::to_string(memory_device_id_));
+    has_memory_device_ = true;
+  }
+  m.device = memory_device_;
   m.is_total = e.has_total_allocated;
   m.bytes = e.has_total_allocated ? e.total_allocated : e.bytes;
   out_->memory.push_back(m);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "analysis/trace_events.h"
 
@@ -51,6 +52,11 @@ class KinetoEventSink {
 
   TraceEvents* out_;
   std::string thread_key_;
+  std::vector<int8_t> collective_by_name_;  // by NameId: -1 unknown, 0/1
+  // The last "Device Id" of a [memory] event and its interned name.
+  bool has_memory_device_ = false;
+  int64_t memory_device_id_ = 0;
+  NameId memory_device_ = 0;
 };
 
 // True when `name` contains nccl, rccl or hccl in any letter case.

@@ -45,7 +45,7 @@ class KinetoJsonReader {
 
 absl::Status KinetoJsonReader::Read() {
   out_->format = TraceFormat::kKinetoJson;
-  char c;
+  char c = 0;
   bool ok = tok_.Peek(&c, "'{' or '[' starting a Chrome trace");
   if (ok) {
     if (c == '{') {
@@ -58,7 +58,7 @@ absl::Status KinetoJsonReader::Read() {
   }
   if (ok && !tok_.AtEnd()) {
     if (tok_.ok()) {
-      char extra;
+      char extra = 0;
       tok_.Peek(&extra, "end of input");
       tok_.FailUnexpected(extra, "end of input");
     }
@@ -93,7 +93,7 @@ bool KinetoJsonReader::ReadTopObject() {
 }
 
 bool KinetoJsonReader::ReadEvents() {
-  char c;
+  char c = 0;
   if (!tok_.Peek(&c, "'[' starting traceEvents")) return false;
   if (c != '[') {
     ++out_->skipped_events;  // "traceEvents" of the wrong type: nothing to analyse
@@ -152,7 +152,7 @@ bool KinetoJsonReader::ReadEvent() {
         if (key == "name") {
           ok = ReadStringField(&event_.name, &event_.has_name);
         } else if (key == "args") {
-          char c;
+          char c = 0;
           ok = tok_.Peek(&c, "value");
           if (ok) ok = c == '{' ? ReadArgs() : tok_.SkipValue();
         } else {
@@ -192,7 +192,7 @@ bool KinetoJsonReader::ReadArgs() {
 }
 
 bool KinetoJsonReader::ReadStringField(std::string* field, bool* has) {
-  char c;
+  char c = 0;
   if (!tok_.Peek(&c, "value")) return false;
   if (c != '"') {
     event_.bad_type = true;
@@ -207,7 +207,7 @@ bool KinetoJsonReader::ReadStringField(std::string* field, bool* has) {
 }
 
 bool KinetoJsonReader::ReadIdField(std::string* field, bool* has) {
-  char c;
+  char c = 0;
   if (!tok_.Peek(&c, "value")) return false;
   if (c == '"') return ReadStringField(field, has);
   if (c == '{' || c == '[') {
@@ -223,7 +223,7 @@ bool KinetoJsonReader::ReadIdField(std::string* field, bool* has) {
 }
 
 bool KinetoJsonReader::ReadTimeField(Number* state, int64_t* ns) {
-  char c;
+  char c = 0;
   if (!tok_.Peek(&c, "value")) return false;
   if (c == '"' || c == '{' || c == '[') {
     *state = Number::kBad;
@@ -236,7 +236,7 @@ bool KinetoJsonReader::ReadTimeField(Number* state, int64_t* ns) {
 }
 
 bool KinetoJsonReader::ReadIntField(int64_t* value, bool* has) {
-  char c;
+  char c = 0;
   if (!tok_.Peek(&c, "value")) return false;
   if (c == '"' || c == '{' || c == '[') {
     *has = false;
@@ -249,7 +249,7 @@ bool KinetoJsonReader::ReadIntField(int64_t* value, bool* has) {
 }
 
 bool KinetoJsonReader::ReadScalarText(std::string* text, bool* has) {
-  char c;
+  char c = 0;
   if (!tok_.Peek(&c, "value")) return false;
   *has = false;
   if (c == '{' || c == '[') return tok_.SkipValue();
@@ -265,7 +265,7 @@ bool KinetoJsonReader::ReadScalarText(std::string* text, bool* has) {
 }
 
 bool KinetoJsonReader::ReadDistributedInfo() {
-  char c;
+  char c = 0;
   if (!tok_.Peek(&c, "value")) return false;
   if (c != '{') return tok_.SkipValue();
   if (!tok_.BeginObject()) return false;
@@ -284,7 +284,7 @@ bool KinetoJsonReader::ReadDistributedInfo() {
 }
 
 bool KinetoJsonReader::ReadDeviceProperties() {
-  char c;
+  char c = 0;
   if (!tok_.Peek(&c, "value")) return false;
   if (c != '[') return tok_.SkipValue();
   if (!tok_.BeginArray()) return false;

@@ -87,6 +87,9 @@ struct TraceSummary {
   Nanos end_ns = 0;    // latest end of any analysed event
   int64_t events = 0;          // events read (all phases)
   int64_t skipped_events = 0;  // malformed events skipped, see the reader's documentation
+  // Chrome-trace X events with a "cat" fleetprof does not know; analysed as host events
+  // (ANALYSIS.md), counted so that a new profiler category does not go unnoticed.
+  int64_t unknown_category_events = 0;
   std::vector<DeviceSummary> devices;  // sorted by device name
   std::vector<KernelSummary> kernels;  // total_ns desc, then name
   std::vector<OpSummary> ops;          // self_ns desc, then name

@@ -14,8 +14,10 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 }
 
 int64_t MtimeNs(const fs::file_time_type& t) {
-  // file_time_type's clock is the kernel's realtime clock on Linux.
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  // file_clock has its own epoch in libstdc++: convert to unix time before comparing.
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::file_clock::to_sys(t).time_since_epoch())
+      .count();
 }
 
 constexpr int kMaxDepth = 4;

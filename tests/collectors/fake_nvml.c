@@ -21,6 +21,7 @@
  *   FAKE_NVML_LOSE_DEVICE1_AFTER=N  after N calls of nvmlDeviceGetCount_v2, every call on
  *                                   device 1 answers GPU_IS_LOST (15); 0 or unset: never
  *   FAKE_NVML_EXTRA_PROCESSES=N     N more processes on device 0, pids 100000.., 1 MiB each
+ *   FAKE_NVML_DRIVER_GONE_AFTER=N   after N calls, nvmlDeviceGetCount_v2 answers DRIVER_NOT_LOADED
  *
  * Test hooks (not NVML): fake_nvml_insufficient_size_answers(), fake_nvml_shutdown_calls().
  */
@@ -35,6 +36,7 @@ enum {
   kInvalidArgument = 2,
   kNotSupported = 3,
   kInsufficientSize = 7,
+  kDriverNotLoaded = 9,
   kGpuIsLost = 15,
 };
 
@@ -81,6 +83,7 @@ static int initialized;
 static int init_result;
 static unsigned long lose_device1_after;
 static unsigned int extra_processes;
+static unsigned long driver_gone_after;
 static unsigned long count_calls;
 static unsigned long long energy_calls[2];
 static int insufficient_size_answers;
@@ -112,6 +115,7 @@ FAKE_EXPORT int nvmlInit_v2(void) {
   init_result = (int)EnvNumber("FAKE_NVML_INIT_RESULT");
   lose_device1_after = EnvNumber("FAKE_NVML_LOSE_DEVICE1_AFTER");
   extra_processes = (unsigned int)EnvNumber("FAKE_NVML_EXTRA_PROCESSES");
+  driver_gone_after = EnvNumber("FAKE_NVML_DRIVER_GONE_AFTER");
   count_calls = 0;
   energy_calls[0] = energy_calls[1] = 0;
   insufficient_size_answers = 0;
@@ -131,7 +135,7 @@ FAKE_EXPORT const char* nvmlErrorString(int result) {
     case kSuccess: return "Success";
     case kNotSupported: return "Not Supported";
     case kInsufficientSize: return "Insufficient Size";
-    case 9: return "Driver Not Loaded";
+    case kDriverNotLoaded: return "Driver Not Loaded";
     case kGpuIsLost: return "GPU is lost";
     default: return "Unknown Error";
   }
@@ -140,6 +144,7 @@ FAKE_EXPORT const char* nvmlErrorString(int result) {
 FAKE_EXPORT int nvmlDeviceGetCount_v2(unsigned int* count) {
   if (!initialized) return kUninitialized;
   ++count_calls;
+  if (driver_gone_after > 0 && count_calls > driver_gone_after) return kDriverNotLoaded;
   *count = 2;
   return kSuccess;
 }

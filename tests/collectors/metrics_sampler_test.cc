@@ -21,8 +21,8 @@ using namespace std::chrono_literals;
 class MetricsSamplerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* name :
-         {"FAKE_NVML_INIT_RESULT", "FAKE_NVML_LOSE_DEVICE1_AFTER", "FAKE_NVML_EXTRA_PROCESSES"}) {
+    for (const char* name : {"FAKE_NVML_INIT_RESULT", "FAKE_NVML_LOSE_DEVICE1_AFTER",
+                             "FAKE_NVML_EXTRA_PROCESSES", "FAKE_NVML_DRIVER_GONE_AFTER"}) {
       ::unsetenv(name);
     }
     proc_.Write("stat", "cpu  1 0 1 10 0 0 0 0 0 0\n");

@@ -32,8 +32,8 @@ constexpr char kModel1[] = "Fake A100-SXM4-40GB";
 class NvmlCollectorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* name :
-         {"FAKE_NVML_INIT_RESULT", "FAKE_NVML_LOSE_DEVICE1_AFTER", "FAKE_NVML_EXTRA_PROCESSES"}) {
+    for (const char* name : {"FAKE_NVML_INIT_RESULT", "FAKE_NVML_LOSE_DEVICE1_AFTER",
+                             "FAKE_NVML_EXTRA_PROCESSES", "FAKE_NVML_DRIVER_GONE_AFTER"}) {
       ::unsetenv(name);
     }
     // Our own handle keeps the fake loaded after a collector unloads it, so its test hooks
@@ -231,6 +231,21 @@ TEST_F(NvmlCollectorTest, DriverNotLoadedTurnsCollectorOffWithOneLogLine) {
   EXPECT_EQ(log.Count("device metrics are off"), 1);
   EXPECT_EQ(log.Lines().size(), 1u);
   EXPECT_NE(log.Lines()[0].find("Driver Not Loaded"), std::string::npos) << log.Lines()[0];
+}
+
+TEST_F(NvmlCollectorTest, DriverGoingAwayTurnsCollectorOffAndDropsDeviceSeries) {
+  ::setenv("FAKE_NVML_DRIVER_GONE_AFTER", "1", 1);
+  CapturedLog log;
+  auto collector = MakeCollector();
+  ASSERT_TRUE(collector->Start().ok());
+  auto before = SampleAndScrape(*collector);
+  EXPECT_EQ(FindSeries(before, "fleetprof_device_info").size(), 2u);
+  SampleAndScrape(*collector);
+  auto after = SampleAndScrape(*collector);
+  EXPECT_FALSE(collector->up());
+  EXPECT_EQ(ValueOf(after, "fleetprof_collector_up", {{"collector", "nvml"}}), 0);
+  for (const auto& series : after) EXPECT_EQ(series.name, "fleetprof_collector_up");
+  EXPECT_EQ(log.Count("device metrics are off"), 1);
 }
 
 TEST_F(NvmlCollectorTest, ShutsNvmlDownWhenDestroyed) {

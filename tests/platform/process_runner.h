@@ -44,3 +44,8 @@ std::string JsonStringField(const std::string& json, const std::string& key);
 std::string MakeTempDir();
 
 }  // namespace fleetprof::testing
+
+namespace fleetprof::testing {
+// GET http://host:port/path over a plain socket; returns the body ("" on failure).
+std::string HttpGet(const std::string& host_port, const std::string& path);
+}  // namespace fleetprof::testing

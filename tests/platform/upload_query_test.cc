@@ -1,6 +1,7 @@
 // End to end through the real binaries: upload with the CLI, query back, compare with the
 // offline analysis and the corpus references.
 
+#include <algorithm>
 #include <fstream>
 
 #include "gtest/gtest.h"
@@ -123,6 +124,20 @@ TEST_F(UploadQueryTest, BadUploadsFailClearlyAndLeaveNothingListed) {
   CommandResult list = cluster_.Cli({"profiles", "--json"});
   EXPECT_EQ(list.exit_code, 0) << "server keeps serving: " << list.err;
   EXPECT_EQ(list.out, "{\"profiles\":[]}\n");
+}
+
+TEST_F(UploadQueryTest, ServerMetricsCountUploadsByResult) {
+  const std::string trace = CorpusPath("kineto/mi250_rocm62.json.gz");
+  FLEETPROF_REQUIRE_PATH(trace);
+  ASSERT_FALSE(Upload(trace, {"--job", "m"}).empty());
+  std::ofstream(cluster_.root() + "/bad.json") << "nope";
+  EXPECT_NE(cluster_.Cli({"upload", cluster_.root() + "/bad.json"}).exit_code, 0);
+  cluster_.Cli({"profiles"});
+  std::string metrics = HttpGet(cluster_.http_addr(), "/metrics");
+  EXPECT_NE(metrics.find("fleetprof_server_uploads_total{result=\"ok\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("fleetprof_server_uploads_total{result=\"invalid\"} 1"), std::string::npos);
+  EXPECT_NE(metrics.find("fleetprof_server_query_duration_seconds"), std::string::npos);
 }
 
 TEST_F(UploadQueryTest, UnknownProfileIsAClearError) {

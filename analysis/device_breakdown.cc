@@ -1,0 +1,133 @@
+#include "analysis/device_breakdown.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace fleetprof::analysis {
+
+void MergeIntervals(std::vector<Interval>* intervals) {
+  std::vector<Interval>& v = *intervals;
+  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) {
+    return a.start < b.start || (a.start == b.start && a.end < b.end);
+  });
+  size_t out = 0;
+  for (const Interval& iv : v) {
+    if (iv.end <= iv.start) continue;
+    if (out > 0 && iv.start <= v[out - 1].end) {
+      v[out - 1].end = std::max(v[out - 1].end, iv.end);
+    } else {
+      v[out++] = iv;
+    }
+  }
+  v.resize(out);
+}
+
+Ticks UnionLength(std::vector<Interval>* intervals) {
+  MergeIntervals(intervals);
+  Ticks total = 0;
+  for (const Interval& iv : *intervals) total += iv.end - iv.start;
+  return total;
+}
+
+namespace {
+
+struct DeviceAccumulator {
+  NameId device = 0;
+  int64_t events = 0;
+  Ticks start = std::numeric_limits<Ticks>::max();
+  Ticks end = std::numeric_limits<Ticks>::min();
+  std::vector<Interval> all;
+  std::vector<Interval> by_kind[3];  // indexed by ActivityKind
+};
+
+struct KernelAccumulator {
+  NameId name = 0;
+  ActivityKind kind = ActivityKind::kCompute;
+  int64_t count = 0;
+  Ticks total = 0;
+  Ticks min = 0;
+  Ticks max = 0;
+};
+
+}  // namespace
+
+std::vector<DeviceSummary> DeviceBreakdown(const TraceEvents& events) {
+  std::vector<DeviceAccumulator> devices;
+  absl::flat_hash_map<NameId, size_t> slots;
+  for (const DeviceActivity& a : events.activity) {
+    auto [it, inserted] = slots.try_emplace(a.device, devices.size());
+    if (inserted) {
+      devices.emplace_back();
+      devices.back().device = a.device;
+    }
+    DeviceAccumulator& d = devices[it->second];
+    ++d.events;
+    Interval iv{a.start, a.start + a.dur};
+    d.start = std::min(d.start, iv.start);
+    d.end = std::max(d.end, iv.end);
+    d.all.push_back(iv);
+    d.by_kind[static_cast<int>(a.kind)].push_back(iv);
+  }
+  std::vector<DeviceSummary> result;
+  result.reserve(devices.size());
+  for (DeviceAccumulator& d : devices) {
+    DeviceSummary s;
+    s.device = std::string(events.names.Get(d.device));
+    s.events = d.events;
+    s.start_ns = events.TimeNs(d.start);
+    s.end_ns = events.TimeNs(d.end);
+    s.span_ns = s.end_ns - s.start_ns;
+    s.busy_ns = events.DurationNs(UnionLength(&d.all));
+    s.idle_ns = s.span_ns - s.busy_ns;
+    s.compute_ns = events.DurationNs(UnionLength(&d.by_kind[static_cast<int>(ActivityKind::kCompute)]));
+    s.communication_ns =
+        events.DurationNs(UnionLength(&d.by_kind[static_cast<int>(ActivityKind::kCommunication)]));
+    s.memory_ns = events.DurationNs(UnionLength(&d.by_kind[static_cast<int>(ActivityKind::kMemory)]));
+    result.push_back(std::move(s));
+  }
+  std::sort(result.begin(), result.end(),
+            [](const DeviceSummary& a, const DeviceSummary& b) { return a.device < b.device; });
+  return result;
+}
+
+std::vector<KernelSummary> KernelBreakdown(const TraceEvents& events) {
+  std::vector<KernelAccumulator> kernels;
+  absl::flat_hash_map<NameId, size_t> slots;
+  for (const DeviceActivity& a : events.activity) {
+    auto [it, inserted] = slots.try_emplace(a.name, kernels.size());
+    if (inserted) {
+      KernelAccumulator k;
+      k.name = a.name;
+      k.kind = a.kind;
+      k.min = a.dur;
+      k.max = a.dur;
+      kernels.push_back(k);
+    }
+    KernelAccumulator& k = kernels[it->second];
+    ++k.count;
+    k.total += a.dur;
+    k.min = std::min(k.min, a.dur);
+    k.max = std::max(k.max, a.dur);
+  }
+  std::vector<KernelSummary> result;
+  result.reserve(kernels.size());
+  for (const KernelAccumulator& k : kernels) {
+    KernelSummary s;
+    s.name = std::string(events.names.Get(k.name));
+    s.kind = k.kind;
+    s.count = k.count;
+    s.total_ns = events.DurationNs(k.total);
+    s.min_ns = events.DurationNs(k.min);
+    s.max_ns = events.DurationNs(k.max);
+    result.push_back(std::move(s));
+  }
+  std::sort(result.begin(), result.end(), [](const KernelSummary& a, const KernelSummary& b) {
+    return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+  });
+  return result;
+}
+
+}  // namespace fleetprof::analysis

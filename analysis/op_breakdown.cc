@@ -1,0 +1,133 @@
+#include "analysis/op_breakdown.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace fleetprof::analysis {
+namespace {
+
+struct OpAccumulator {
+  int64_t count = 0;
+  Ticks total = 0;
+  Ticks self = 0;
+  Ticks device_self = 0;
+  Ticks device_total = 0;
+};
+
+// An open event on the walk's stack.
+struct Frame {
+  uint32_t event;
+  Ticks children_dur = 0;
+  Ticks children_device_total = 0;
+};
+
+class OpWalk {
+ public:
+  explicit OpWalk(const TraceEvents& events) : events_(events), ops_(events.names.size()) {
+    // One global join: device time launched per correlation id.
+    for (const DeviceActivity& a : events.activity) {
+      if (a.has_correlation) launched_[a.correlation] += a.dur;
+    }
+  }
+
+  // Walks one thread's events, `order` holding their indices sorted by start, then
+  // duration descending (file order kept for ties).
+  void WalkThread(const std::vector<uint32_t>& order, size_t begin, size_t end) {
+    stack_.clear();
+    for (size_t i = begin; i < end; ++i) {
+      const HostEvent& e = events_.host[order[i]];
+      // An event is open only while its end is after the newcomer's start, so an event
+      // starting where another ends is its sibling and a zero-duration one has no children.
+      while (!stack_.empty() && End(stack_.back().event) <= e.start) Close();
+      if (!stack_.empty()) {
+        Frame& parent = stack_.back();
+        parent.children_dur += e.dur;
+        if (e.is_runtime) ops_[events_.host[parent.event].name].device_self += Launched(e);
+      }
+      stack_.push_back(Frame{order[i]});
+    }
+    while (!stack_.empty()) Close();
+  }
+
+  std::vector<OpSummary> Rows() const {
+    std::vector<OpSummary> rows;
+    for (size_t id = 0; id < ops_.size(); ++id) {
+      const OpAccumulator& op = ops_[id];
+      if (op.count == 0) continue;
+      OpSummary row;
+      row.name = std::string(events_.names.Get(static_cast<NameId>(id)));
+      row.count = op.count;
+      row.total_ns = events_.DurationNs(op.total);
+      row.self_ns = events_.DurationNs(op.self);
+      row.device_self_ns = events_.DurationNs(op.device_self);
+      row.device_total_ns = events_.DurationNs(op.device_total);
+      rows.push_back(std::move(row));
+    }
+    std::sort(rows.begin(), rows.end(), [](const OpSummary& a, const OpSummary& b) {
+      return a.self_ns != b.self_ns ? a.self_ns > b.self_ns : a.name < b.name;
+    });
+    return rows;
+  }
+
+ private:
+  Ticks End(uint32_t index) const { return events_.host[index].start + events_.host[index].dur; }
+
+  Ticks Launched(const HostEvent& e) const {
+    if (!e.has_correlation) return 0;
+    auto it = launched_.find(e.correlation);
+    return it == launched_.end() ? 0 : it->second;
+  }
+
+  // Pops the top event and books it: self time may be negative when a child outlives it.
+  void Close() {
+    Frame frame = stack_.back();
+    stack_.pop_back();
+    const HostEvent& e = events_.host[frame.event];
+    OpAccumulator& op = ops_[e.name];
+    ++op.count;
+    op.total += e.dur;
+    op.self += e.dur - frame.children_dur;
+    Ticks device_total = (e.is_runtime ? Launched(e) : 0) + frame.children_device_total;
+    op.device_total += device_total;
+    if (!stack_.empty()) stack_.back().children_device_total += device_total;
+  }
+
+  const TraceEvents& events_;
+  std::vector<OpAccumulator> ops_;  // indexed by NameId
+  absl::flat_hash_map<int64_t, Ticks> launched_;
+  std::vector<Frame> stack_;
+};
+
+}  // namespace
+
+std::vector<OpSummary> OpBreakdown(const TraceEvents& events) {
+  const std::vector<HostEvent>& host = events.host;
+  if (host.empty()) return {};
+  // Group by thread with a counting sort, which keeps file order inside each thread.
+  std::vector<uint32_t> thread_start(events.names.size() + 1, 0);
+  for (const HostEvent& e : host) ++thread_start[e.thread + 1];
+  for (size_t i = 1; i < thread_start.size(); ++i) thread_start[i] += thread_start[i - 1];
+  std::vector<uint32_t> order(host.size());
+  {
+    std::vector<uint32_t> next(thread_start.begin(), thread_start.end() - 1);
+    for (uint32_t i = 0; i < host.size(); ++i) order[next[host[i].thread]++] = i;
+  }
+  OpWalk walk(events);
+  for (size_t t = 0; t + 1 < thread_start.size(); ++t) {
+    size_t begin = thread_start[t];
+    size_t end = thread_start[t + 1];
+    if (begin == end) continue;
+    std::stable_sort(order.begin() + begin, order.begin() + end, [&](uint32_t a, uint32_t b) {
+      const HostEvent& x = host[a];
+      const HostEvent& y = host[b];
+      return x.start < y.start || (x.start == y.start && x.dur > y.dur);
+    });
+    walk.WalkThread(order, begin, end);
+  }
+  return walk.Rows();
+}
+
+}  // namespace fleetprof::analysis
