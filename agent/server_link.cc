@@ -7,10 +7,17 @@
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
+namespace {
+constexpr size_t kMaxQueued = 1000;
+}  // namespace
 
-ServerLink::ServerLink(std::shared_ptr<grpc::Channel> channel, v1::AgentHello hello,
-                       std::function<v1::AgentHeartbeat()> heartbeat)
-    : channel_(std::move(channel)), hello_(std::move(hello)), heartbeat_(std::move(heartbeat)) {}
+ServerLink::ServerLink(std::shared_ptr<grpc::Channel> channel, std::function<v1::AgentHello()> hello,
+                       std::function<v1::AgentHeartbeat()> heartbeat,
+                       std::function<void(const v1::ServerMessage&)> on_message)
+    : channel_(std::move(channel)),
+      hello_(std::move(hello)),
+      heartbeat_(std::move(heartbeat)),
+      on_message_(std::move(on_message)) {}
 
 ServerLink::~ServerLink() { Stop(); }
 
@@ -26,10 +33,28 @@ void ServerLink::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool ServerLink::WaitFor(std::chrono::milliseconds d) {
-  std::unique_lock lock(mu_);
-  wake_.wait_for(lock, d, [&] { return stopping_ || stream_broken_; });
-  return !stopping_;
+bool ServerLink::Write(Stream* stream, const v1::AgentMessage& message) {
+  std::lock_guard lock(write_mu_);
+  return stream->Write(message);
+}
+
+void ServerLink::Send(const v1::AgentMessage& message) {
+  // Lock order: write_mu_, then mu_. Holding write_mu_ keeps the stream alive while writing.
+  std::lock_guard write_lock(write_mu_);
+  Stream* stream = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    stream = live_stream_;
+    if (stream == nullptr) {
+      if (outbox_.size() >= kMaxQueued) outbox_.pop_front();
+      outbox_.push_back(message);
+      return;
+    }
+  }
+  if (!stream->Write(message)) {
+    std::lock_guard lock(mu_);
+    outbox_.push_back(message);  // the session is breaking; resend after reconnect
+  }
 }
 
 void ServerLink::Loop() {
@@ -63,44 +88,63 @@ void ServerLink::RunSession() {
     if (stopping_) return;
     live_context_ = &context;
   }
-  auto stream = stub->Connect(&context);
+  std::unique_ptr<Stream> stream = stub->Connect(&context);
   v1::AgentMessage hello;
-  *hello.mutable_hello() = hello_;
+  *hello.mutable_hello() = hello_();
   v1::ServerMessage message;
   std::chrono::milliseconds interval(2000);
-  if (stream->Write(hello) && stream->Read(&message) && message.has_welcome()) {
+  if (Write(stream.get(), hello) && stream->Read(&message) && message.has_welcome()) {
     if (message.welcome().heartbeat_interval_ms() > 0) {
       interval = std::chrono::milliseconds(message.welcome().heartbeat_interval_ms());
     }
-    connected_ = true;
-    spdlog::info("connected to server node={}", hello_.node());
-    // Server messages (commands) arrive on this reader; its end means the stream broke.
+    {
+      std::lock_guard write_lock(write_mu_);
+      std::deque<v1::AgentMessage> queued;
+      {
+        std::lock_guard lock(mu_);
+        live_stream_ = stream.get();
+        queued.swap(outbox_);
+        connected_ = true;
+      }
+      for (const auto& m : queued) stream->Write(m);
+    }
+    spdlog::info("connected to server node={}", hello.hello().node());
+    // Server messages arrive on this reader; its end means the stream broke.
     std::thread reader([&] {
       v1::ServerMessage incoming;
       while (stream->Read(&incoming)) {
+        if (on_message_) on_message_(incoming);
       }
       std::lock_guard lock(mu_);
       stream_broken_ = true;
       wake_.notify_all();
     });
-    while (WaitFor(interval)) {
+    while (true) {
       {
-        std::lock_guard lock(mu_);
-        if (stream_broken_) break;
+        std::unique_lock lock(mu_);
+        wake_.wait_for(lock, interval, [&] { return stopping_ || stream_broken_; });
+        if (stopping_ || stream_broken_) break;
       }
       v1::AgentMessage beat;
       *beat.mutable_heartbeat() = heartbeat_();
       beat.mutable_heartbeat()->set_sent_at_ns(UnixNanos());
-      if (!stream->Write(beat)) break;
+      if (!Write(stream.get(), beat)) break;
+    }
+    {
+      std::lock_guard write_lock(write_mu_);
+      std::lock_guard lock(mu_);
+      connected_ = false;
+      live_stream_ = nullptr;
     }
     context.TryCancel();
     reader.join();
-    spdlog::warn("link to server lost; reconnecting");
+    std::lock_guard lock(mu_);
+    if (!stopping_) spdlog::warn("link to server lost; reconnecting");
   } else {
     context.TryCancel();
   }
   grpc::Status status = stream->Finish();
-  if (!connected_) spdlog::debug("connect failed: {}", status.error_message());
+  if (!connected_) spdlog::debug("connect ended: {}", status.error_message());
   std::lock_guard lock(mu_);
   live_context_ = nullptr;
 }

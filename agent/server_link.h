@@ -1,9 +1,12 @@
 #pragma once
 // The agent's live link to fleetprof-server: dials AgentService.Connect, says hello,
-// heartbeats, and redials with exponential backoff whenever the stream breaks.
+// heartbeats, hands server commands to a callback, and redials with exponential backoff
+// whenever the stream breaks. Messages sent while the link is down wait (bounded) and go out
+// after the next hello, so capture progress is not lost in a reconnect.
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -17,30 +20,40 @@ namespace fleetprof {
 
 class ServerLink {
  public:
-  // `hello` is sent on every (re)connect; `heartbeat` fills each heartbeat.
-  ServerLink(std::shared_ptr<grpc::Channel> channel, v1::AgentHello hello,
-             std::function<v1::AgentHeartbeat()> heartbeat);
+  // `hello` is sent on every (re)connect, then `heartbeat()` every interval; `on_message`
+  // gets each server message (on the link's reader thread: return quickly).
+  ServerLink(std::shared_ptr<grpc::Channel> channel, std::function<v1::AgentHello()> hello,
+             std::function<v1::AgentHeartbeat()> heartbeat,
+             std::function<void(const v1::ServerMessage&)> on_message);
   ~ServerLink();
 
   void Start();
   void Stop();
   bool connected() const { return connected_.load(); }
+  // Sends now if connected, else after the next hello (oldest dropped past 1000 queued).
+  void Send(const v1::AgentMessage& message);
 
  private:
+  using Stream = grpc::ClientReaderWriter<v1::AgentMessage, v1::ServerMessage>;
   void Loop();
   // One connection's life; returns when the stream breaks or Stop is called.
   void RunSession();
-  bool WaitFor(std::chrono::milliseconds d);  // false when stopping
+  bool Write(Stream* stream, const v1::AgentMessage& message);
 
   std::shared_ptr<grpc::Channel> channel_;
-  v1::AgentHello hello_;
+  std::function<v1::AgentHello()> hello_;
   std::function<v1::AgentHeartbeat()> heartbeat_;
+  std::function<void(const v1::ServerMessage&)> on_message_;
   std::atomic<bool> connected_{false};
-  std::mutex mu_;
+
+  std::mutex mu_;  // guards everything below
   std::condition_variable wake_;
   bool stopping_ = false;
   bool stream_broken_ = false;
   grpc::ClientContext* live_context_ = nullptr;
+  Stream* live_stream_ = nullptr;
+  std::deque<v1::AgentMessage> outbox_;
+  std::mutex write_mu_;  // one writer on the stream at a time
   std::thread thread_;
 };
 

@@ -82,10 +82,12 @@ std::vector<DeviceSummary> DeviceBreakdown(const TraceEvents& events) {
     s.span_ns = s.end_ns - s.start_ns;
     s.busy_ns = events.DurationNs(UnionLength(&d.all));
     s.idle_ns = s.span_ns - s.busy_ns;
-    s.compute_ns = events.DurationNs(UnionLength(&d.by_kind[static_cast<int>(ActivityKind::kCompute)]));
+    s.compute_ns =
+        events.DurationNs(UnionLength(&d.by_kind[static_cast<int>(ActivityKind::kCompute)]));
     s.communication_ns =
         events.DurationNs(UnionLength(&d.by_kind[static_cast<int>(ActivityKind::kCommunication)]));
-    s.memory_ns = events.DurationNs(UnionLength(&d.by_kind[static_cast<int>(ActivityKind::kMemory)]));
+    s.memory_ns =
+        events.DurationNs(UnionLength(&d.by_kind[static_cast<int>(ActivityKind::kMemory)]));
     result.push_back(std::move(s));
   }
   std::sort(result.begin(), result.end(),

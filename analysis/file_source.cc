@@ -71,7 +71,9 @@ class FileSource : public ByteSource {
 class StringSource : public ByteSource {
  public:
   StringSource(std::string name, std::string data, size_t max_chunk)
-      : name_(std::move(name)), data_(std::move(data)), max_chunk_(std::max<size_t>(1, max_chunk)) {}
+      : name_(std::move(name)),
+        data_(std::move(data)),
+        max_chunk_(std::max<size_t>(1, max_chunk)) {}
 
   absl::StatusOr<size_t> Read(char* buf, size_t n) override {
     size_t take = std::min({n, max_chunk_, data_.size() - pos_});
@@ -105,8 +107,7 @@ absl::StatusOr<std::unique_ptr<ByteSource>> OpenFileSource(const std::string& pa
   return std::make_unique<FileSource>(fd, path);
 }
 
-std::unique_ptr<ByteSource> OpenStringSource(std::string name, std::string data,
-                                             size_t max_chunk) {
+std::unique_ptr<ByteSource> OpenStringSource(std::string name, std::string data, size_t max_chunk) {
   return std::make_unique<StringSource>(std::move(name), std::move(data), max_chunk);
 }
 

@@ -14,14 +14,22 @@ namespace {
 
 const char* IsalErrorText(int ret) {
   switch (ret) {
-    case ISAL_INVALID_BLOCK: return "invalid deflate block";
-    case ISAL_INVALID_SYMBOL: return "invalid deflate symbol";
-    case ISAL_INVALID_LOOKBACK: return "invalid back-reference distance";
-    case ISAL_INVALID_WRAPPER: return "invalid gzip header";
-    case ISAL_UNSUPPORTED_METHOD: return "unsupported compression method";
-    case ISAL_INCORRECT_CHECKSUM: return "CRC-32 mismatch";
-    case ISAL_NEED_DICT: return "preset dictionary required";
-    default: return "inflate error";
+    case ISAL_INVALID_BLOCK:
+      return "invalid deflate block";
+    case ISAL_INVALID_SYMBOL:
+      return "invalid deflate symbol";
+    case ISAL_INVALID_LOOKBACK:
+      return "invalid back-reference distance";
+    case ISAL_INVALID_WRAPPER:
+      return "invalid gzip header";
+    case ISAL_UNSUPPORTED_METHOD:
+      return "unsupported compression method";
+    case ISAL_INCORRECT_CHECKSUM:
+      return "CRC-32 mismatch";
+    case ISAL_NEED_DICT:
+      return "preset dictionary required";
+    default:
+      return "inflate error";
   }
 }
 

@@ -3,111 +3,18 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
+#include "analysis/json_scan.h"
 
 namespace fleetprof::analysis {
+
+using json_scan::AppendCapped;
+using json_scan::AppendUtf8;
+using json_scan::FindQuoteOrBackslash;
+using json_scan::IsScalarChar;
+using json_scan::ParseHex4;
+using json_scan::SkipSpaceRun;
+
 namespace {
-
-// The first '"' or '\\' in [p, end), or end. Strings are most of a trace's bytes, so this
-// scan is the tokenizer's inner loop.
-inline const char* FindQuoteOrBackslash(const char* p, const char* end) {
-#if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"');
-  const __m128i backslash = _mm_set1_epi8('\\');
-  while (end - p >= 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    int mask = _mm_movemask_epi8(
-        _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
-    if (mask != 0) return p + __builtin_ctz(static_cast<unsigned>(mask));
-    p += 16;
-  }
-#endif
-  while (p < end && *p != '"' && *p != '\\') ++p;
-  return p;
-}
-
-// The first byte in [p, end) that is not JSON whitespace, or end. Pretty-printed traces
-// indent every line, so runs of spaces are common enough to scan 16 bytes at a time.
-inline const char* SkipSpaceRun(const char* p, const char* end) {
-  // Most runs are one space ("key": value) or none.
-  for (int i = 0; i < 2; ++i) {
-    if (p == end || !IsJsonSpace(*p)) return p;
-    ++p;
-  }
-#if defined(__SSE2__)
-  const __m128i space = _mm_set1_epi8(' ');
-  const __m128i newline = _mm_set1_epi8('\n');
-  const __m128i tab = _mm_set1_epi8('\t');
-  const __m128i cr = _mm_set1_epi8('\r');
-  while (end - p >= 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    __m128i ws = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, space), _mm_cmpeq_epi8(v, newline)),
-                              _mm_or_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(v, cr)));
-    unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(ws)) ^ 0xFFFFu;
-    if (mask != 0) return p + __builtin_ctz(mask);
-    p += 16;
-  }
-#endif
-  while (p < end && IsJsonSpace(*p)) ++p;
-  return p;
-}
-
-inline bool IsScalarChar(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         c == '.' || c == '-' || c == '+';
-}
-
-void AppendCapped(std::string* out, const char* p, size_t n, size_t cap, bool* truncated) {
-  size_t room = out->size() < cap ? cap - out->size() : 0;
-  if (n > room) {
-    n = room;
-    if (truncated != nullptr) *truncated = true;
-  }
-  out->append(p, n);
-}
-
-void AppendUtf8(std::string* out, uint32_t cp, size_t cap, bool* truncated) {
-  char bytes[4];
-  size_t n;
-  if (cp < 0x80) {
-    bytes[0] = static_cast<char>(cp);
-    n = 1;
-  } else if (cp < 0x800) {
-    bytes[0] = static_cast<char>(0xC0 | (cp >> 6));
-    bytes[1] = static_cast<char>(0x80 | (cp & 0x3F));
-    n = 2;
-  } else if (cp < 0x10000) {
-    bytes[0] = static_cast<char>(0xE0 | (cp >> 12));
-    bytes[1] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    bytes[2] = static_cast<char>(0x80 | (cp & 0x3F));
-    n = 3;
-  } else {
-    bytes[0] = static_cast<char>(0xF0 | (cp >> 18));
-    bytes[1] = static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    bytes[2] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    bytes[3] = static_cast<char>(0x80 | (cp & 0x3F));
-    n = 4;
-  }
-  AppendCapped(out, bytes, n, cap, truncated);
-}
-
-// Four hex digits at p, or -1.
-int ParseHex4(const char* p) {
-  int value = 0;
-  for (int i = 0; i < 4; ++i) {
-    char c = p[i];
-    int digit;
-    if (c >= '0' && c <= '9') digit = c - '0';
-    else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
-    else return -1;
-    value = value * 16 + digit;
-  }
-  return value;
-}
 
 std::string Printable(char c) {
   if (c >= 0x20 && c < 0x7f) return std::string("'") + c + "'";
@@ -125,7 +32,8 @@ JsonTokenizer::JsonTokenizer(ByteSource& source, size_t buffer_bytes)
 
 bool JsonTokenizer::Fail(const std::string& what) {
   if (status_.ok()) {
-    status_ = absl::InvalidArgumentError(absl::StrCat(source_.name(), ": ", what, " at byte ", Offset()));
+    status_ =
+        absl::InvalidArgumentError(absl::StrCat(source_.name(), ": ", what, " at byte ", Offset()));
   }
   return false;
 }
@@ -140,8 +48,9 @@ bool JsonTokenizer::FailEof(const char* expected) {
 
 bool JsonTokenizer::FailUnexpected(char found, const char* expected) {
   if (status_.ok()) {
-    status_ = absl::InvalidArgumentError(absl::StrCat(source_.name(), ": unexpected ", Printable(found),
-                                                      " at byte ", Offset(), ", expected ", expected));
+    status_ =
+        absl::InvalidArgumentError(absl::StrCat(source_.name(), ": unexpected ", Printable(found),
+                                                " at byte ", Offset(), ", expected ", expected));
   }
   return false;
 }
@@ -308,23 +217,39 @@ bool JsonTokenizer::ReadStringSlow(const char* p, std::string* out, size_t cap, 
 
 // pos_ is at a backslash. Up to 12 bytes (a surrogate pair) are made available first.
 bool JsonTokenizer::ReadEscape(std::string* out, size_t cap, bool* truncated, bool keep) {
-  if (end_ - pos_ < 12) {
-    Refill();
-    if (!ok()) return false;
+  while (end_ - pos_ < 12 && Refill()) {
   }
+  if (!ok()) return false;
   if (end_ - pos_ < 2) return FailEof("escape sequence");
   char c = pos_[1];
   char simple = 0;
   switch (c) {
-    case '"': simple = '"'; break;
-    case '\\': simple = '\\'; break;
-    case '/': simple = '/'; break;
-    case 'b': simple = '\b'; break;
-    case 'f': simple = '\f'; break;
-    case 'n': simple = '\n'; break;
-    case 'r': simple = '\r'; break;
-    case 't': simple = '\t'; break;
-    case 'u': break;
+    case '"':
+      simple = '"';
+      break;
+    case '\\':
+      simple = '\\';
+      break;
+    case '/':
+      simple = '/';
+      break;
+    case 'b':
+      simple = '\b';
+      break;
+    case 'f':
+      simple = '\f';
+      break;
+    case 'n':
+      simple = '\n';
+      break;
+    case 'r':
+      simple = '\r';
+      break;
+    case 't':
+      simple = '\t';
+      break;
+    case 'u':
+      break;
     default:
       return Fail(absl::StrCat("invalid escape '\\", std::string(1, c), "'"));
   }

@@ -7,11 +7,11 @@ namespace fleetprof::analysis {
 namespace {
 
 enum class Category {
-  kKernel,     // device activity, kind from the name
-  kMemory,     // device activity, memcpy/memset
-  kExcluded,   // neither device activity nor host event
-  kRuntime,    // host event that launches device work
-  kHost,       // other known host categories, and events without a cat
+  kKernel,    // device activity, kind from the name
+  kMemory,    // device activity, memcpy/memset
+  kExcluded,  // neither device activity nor host event
+  kRuntime,   // host event that launches device work
+  kHost,      // other known host categories, and events without a cat
   kUnknownHost,
 };
 
@@ -30,9 +30,9 @@ Category Classify(const KinetoRawEvent& e) {
     return Category::kRuntime;
   }
   if (cat == "cpu_op" || cat == "user_annotation" || cat == "python_function" ||
-      cat == "Operator" || cat == "Python" || cat == "cpu_instant_event" ||
-      cat == "overhead" || cat == "Overhead" || cat == "ac2g" || cat == "fwdbwd" ||
-      cat == "async" || cat == "Memory" || cat == "cpu_mem") {
+      cat == "Operator" || cat == "Python" || cat == "cpu_instant_event" || cat == "overhead" ||
+      cat == "Overhead" || cat == "ac2g" || cat == "fwdbwd" || cat == "async" || cat == "Memory" ||
+      cat == "cpu_mem") {
     return Category::kHost;
   }
   return Category::kUnknownHost;
@@ -98,7 +98,8 @@ void KinetoEventSink::AddComplete(const KinetoRawEvent& e) {
     } else {
       // Kernel names run to hundreds of bytes; decide once per distinct name.
       if (a.name >= collective_by_name_.size()) collective_by_name_.resize(a.name + 1, -1);
-      if (collective_by_name_[a.name] < 0) collective_by_name_[a.name] = IsCollectiveKernelName(e.name);
+      if (collective_by_name_[a.name] < 0)
+        collective_by_name_[a.name] = IsCollectiveKernelName(e.name);
       a.kind = collective_by_name_[a.name] ? ActivityKind::kCommunication : ActivityKind::kCompute;
     }
     a.correlation = e.correlation;
@@ -133,7 +134,7 @@ void KinetoEventSink::AddMemory(const KinetoRawEvent& e) {
   if (!has_memory_device_ || e.memory_device_id != memory_device_id_) {
     memory_device_id_ = e.memory_device_id;
     memory_device_ = memory_device_id_ < 0 ? out_->names.Intern("cpu")
-                                          : out_->names.Intern(std::to_string(memory_device_id_));
+                                           : out_->names.Intern(std::to_string(memory_device_id_));
     has_memory_device_ = true;
   }
   m.device = memory_device_;

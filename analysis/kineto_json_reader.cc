@@ -15,8 +15,7 @@ using Number = KinetoRawEvent::Number;
 
 class KinetoJsonReader {
  public:
-  KinetoJsonReader(ByteSource& source, TraceEvents* out)
-      : tok_(source), out_(out), sink_(out) {}
+  KinetoJsonReader(ByteSource& source, TraceEvents* out) : tok_(source), out_(out), sink_(out) {}
 
   absl::Status Read();
 

@@ -35,7 +35,7 @@ class NameTable {
   static constexpr size_t kArenaBlockBytes = 64 << 10;
   std::vector<std::unique_ptr<char[]>> blocks_;  // shared by short strings
   std::vector<std::unique_ptr<char[]>> large_;   // one per long string
-  size_t block_used_ = kArenaBlockBytes;  // forces a first block on first Store
+  size_t block_used_ = kArenaBlockBytes;         // forces a first block on first Store
   std::vector<std::string_view> names_;
   absl::flat_hash_map<std::string_view, NameId> ids_;
 };

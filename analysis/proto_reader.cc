@@ -73,7 +73,8 @@ bool ProtoReader::ReadTag(uint32_t* field, int* wire_type, const char* message) 
     return Fail(absl::StrCat("invalid field number ", number, " in ", message));
   }
   if (type != kVarint && type != kFixed64 && type != kLengthDelimited && type != kFixed32) {
-    return Fail(absl::StrCat("unsupported wire type ", type, " for field ", number, " of ", message));
+    return Fail(
+        absl::StrCat("unsupported wire type ", type, " for field ", number, " of ", message));
   }
   *field = static_cast<uint32_t>(number);
   *wire_type = type;

@@ -80,10 +80,11 @@ TraceFormat DetectTraceFormat(const std::string& file_name, std::string_view fir
   for (char c : first_bytes) {
     if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
     if (c == '{' || c == '[') return TraceFormat::kKinetoJson;
-    // Field 1 (planes), length-delimited: how every XSpace with a plane starts.
-    if (c == '\x0a') return TraceFormat::kXSpace;
     break;
   }
+  // Field 1 (planes), length-delimited: how every XSpace with a plane starts. The byte is
+  // also '\n', hence checked only once JSON is ruled out.
+  if (!first_bytes.empty() && first_bytes[0] == '\x0a') return TraceFormat::kXSpace;
   return TraceFormat::kUnknown;
 }
 
@@ -99,7 +100,8 @@ absl::StatusOr<TraceSummary> AnalyzeTrace(ByteSource& source, TraceFormat format
       break;
     case TraceFormat::kUnknown:
       return absl::InvalidArgumentError(absl::StrCat(
-          source.name(), ": unknown trace format (expected Chrome-trace JSON or an XSpace .xplane.pb)"));
+          source.name(),
+          ": unknown trace format (expected Chrome-trace JSON or an XSpace .xplane.pb)"));
   }
   if (!status.ok()) return status;
   return Summarize(events);

@@ -4,9 +4,12 @@ namespace fleetprof::analysis {
 
 const char* TraceFormatName(TraceFormat format) {
   switch (format) {
-    case TraceFormat::kKinetoJson: return "kineto_json";
-    case TraceFormat::kXSpace: return "xspace";
-    case TraceFormat::kUnknown: break;
+    case TraceFormat::kKinetoJson:
+      return "kineto_json";
+    case TraceFormat::kXSpace:
+      return "xspace";
+    case TraceFormat::kUnknown:
+      break;
   }
   return "unknown";
 }
@@ -19,9 +22,12 @@ TraceFormat TraceFormatFromName(const std::string& name) {
 
 const char* ActivityKindName(ActivityKind kind) {
   switch (kind) {
-    case ActivityKind::kCompute: return "compute";
-    case ActivityKind::kCommunication: return "communication";
-    case ActivityKind::kMemory: return "memory";
+    case ActivityKind::kCompute:
+      return "compute";
+    case ActivityKind::kCommunication:
+      return "communication";
+    case ActivityKind::kMemory:
+      return "memory";
   }
   return "compute";
 }

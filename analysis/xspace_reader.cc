@@ -164,7 +164,8 @@ bool XSpaceReader::ReadLine(uint64_t limit) {
     if (field == 2 && wire == kLengthDelimited) {
       uint64_t end;
       if (!in_.ReadLength(limit, &end, "XLine.name", "XLine")) return false;
-      if (!in_.ReadBytes(end - in_.Offset(), kMaxNameBytes, &line_name_, "XLine.name")) return false;
+      if (!in_.ReadBytes(end - in_.Offset(), kMaxNameBytes, &line_name_, "XLine.name"))
+        return false;
       name_known = true;
       line.kind = ClassifyLine(line_name_);
     } else if (field == 3 && wire == kVarint) {
@@ -206,9 +207,12 @@ bool XSpaceReader::ReadEvent(uint64_t limit, RawEvent* event) {
       uint64_t value;
       if (!in_.ReadVarint(&value, "XEvent field")) return false;
       int64_t v = static_cast<int64_t>(value);
-      if (field == 1) event->metadata_id = v;
-      else if (field == 2) event->start = v;
-      else event->dur_ps = v;
+      if (field == 1)
+        event->metadata_id = v;
+      else if (field == 2)
+        event->start = v;
+      else
+        event->dur_ps = v;
     } else if (!in_.SkipField(wire, limit, "XEvent field", "XEvent")) {  // stats, occurrences
       return false;
     }

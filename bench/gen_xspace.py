@@ -86,10 +86,15 @@ class PlaneTemplate:
         self.other = b"".join(other)
 
     def record_parts(self, shifts_ns):
-        """The plane record holding its lines once per shift, as a list of byte strings."""
-        lines = [line.record(shift) for shift in shifts_ns for line in self.lines]
-        size = len(self.other) + sum(len(line) for line in lines)
-        return [wire.encode_length_delimited(SPACE_PLANES, size), self.other] + lines
+        """Yields the plane record holding its lines once per shift, piece by piece, so a
+        huge plane is never held whole: its size is summed first, then the lines re-encoded."""
+        size = len(self.other) + sum(len(line.record(shift))
+                                     for shift in shifts_ns for line in self.lines)
+        yield wire.encode_length_delimited(SPACE_PLANES, size)
+        yield self.other
+        for shift in shifts_ns:
+            for line in self.lines:
+                yield line.record(shift)
 
 
 def load_space(path):
@@ -133,21 +138,10 @@ def write_lines_layout(out, planes, shift_ns, target_bytes):
     copies = max(1, -(-target_bytes // max(1, line_bytes)))
     written = 0
     for plane in planes:
-        for part in plane_parts_streamed(plane, copies, shift_ns):
+        for part in plane.record_parts([c * shift_ns for c in range(copies)]):
             out.write(part)
             written += len(part)
     return copies, written
-
-
-def plane_parts_streamed(plane, copies, shift_ns):
-    """Like PlaneTemplate.record_parts, without holding all copies' lines at once."""
-    size = len(plane.other) + sum(len(line.record(c * shift_ns))
-                                  for c in range(copies) for line in plane.lines)
-    yield wire.encode_length_delimited(SPACE_PLANES, size)
-    yield plane.other
-    for c in range(copies):
-        for line in plane.lines:
-            yield line.record(c * shift_ns)
 
 
 def main():

@@ -20,6 +20,15 @@ struct CliOptions {
   std::vector<std::string> labels;  // "key=value"
   int64_t limit = 0;                // rows in tables; 0 = default (30) for tables, all for JSON
   int64_t timeout_s = 30;
+  // capture
+  std::string target;
+  int64_t duration_ms = 0;
+  int64_t iterations = 0;
+  int64_t start_delay_ms = 0;
+  bool wait = false;
+  bool record_shapes = false;
+  bool profile_memory = false;
+  bool with_stack = false;
   std::vector<std::string> args;  // positional arguments after the command word
 };
 
@@ -30,6 +39,7 @@ int RunKernels(const CliOptions& options);
 int RunBreakdown(const CliOptions& options);
 int RunAgents(const CliOptions& options);
 int RunAnalyze(const CliOptions& options);
+int RunCapture(const CliOptions& options);
 
 // Prints "fleetprof: <message>" to stderr and returns 1.
 int Fail(const std::string& message);

@@ -24,6 +24,9 @@ constexpr char kUsage[] =
     "  kernels PROFILE                    kernel breakdown, merged across devices\n"
     "  breakdown PROFILE                  per-device busy/idle/compute/communication/memory time\n"
     "  agents                             node agents and the targets they see\n"
+    "  capture --job J [--node N] [--target T] [--duration_ms MS | --iterations N] [--wait]\n"
+    "                                     capture running jobs now; --wait follows progress\n"
+    "                                     (stderr) and exits 0 when all indexed, 3 if partial\n"
     "\n"
     "Traces: PyTorch/Kineto JSON (.json, .json.gz) and XSpace (.xplane.pb).\n"
     "The server address can also come from $FLEETPROF_SERVER.";
@@ -36,6 +39,7 @@ int Dispatch(const std::string& command, const CliOptions& options) {
   if (command == "kernels") return RunKernels(options);
   if (command == "breakdown") return RunBreakdown(options);
   if (command == "agents") return RunAgents(options);
+  if (command == "capture") return RunCapture(options);
   return Fail("unknown command '" + command + "' (see fleetprof --help)");
 }
 
@@ -78,6 +82,14 @@ int main(int argc, char** argv) {
   flags.AddRepeated("label", &options.labels, "key=value label (upload: attach; profiles: filter)");
   flags.AddInt("limit", &options.limit, "rows to print in tables (0: 30)");
   flags.AddInt("timeout_s", &options.timeout_s, "deadline of each query, seconds");
+  flags.AddString("target", &options.target, "capture: only this target (xprof:HOST:PORT, kineto:pid=N)");
+  flags.AddInt("duration_ms", &options.duration_ms, "capture: how long to trace (default 2000)");
+  flags.AddInt("iterations", &options.iterations, "capture: trace this many iterations (Kineto)");
+  flags.AddInt("start_delay_ms", &options.start_delay_ms, "capture: shared start this far in the future");
+  flags.AddBool("wait", &options.wait, "capture: follow progress until every target is done");
+  flags.AddBool("record_shapes", &options.record_shapes, "capture: record input shapes (Kineto)");
+  flags.AddBool("profile_memory", &options.profile_memory, "capture: record allocations (Kineto)");
+  flags.AddBool("with_stack", &options.with_stack, "capture: record Python stacks (Kineto)");
   if (absl::Status s = flags.Parse(argc, argv); !s.ok()) {
     return fleetprof::cli::Fail(std::string(s.message()));
   }

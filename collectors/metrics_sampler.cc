@@ -52,8 +52,18 @@ void MetricsSampler::Run() {
   }
 }
 
+NvmlSnapshot MetricsSampler::LatestDevices() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return latest_devices_;
+}
+
 void MetricsSampler::SampleOnce() {
-  exporter_.ExportDevices(nvml_.Sample());
+  NvmlSnapshot devices = nvml_.Sample();
+  exporter_.ExportDevices(devices);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    latest_devices_ = std::move(devices);
+  }
   exporter_.ExportHost(host_.Sample());
   rounds_.fetch_add(1);
 }

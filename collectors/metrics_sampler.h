@@ -56,6 +56,9 @@ class MetricsSampler {
   // Rounds published so far; lets tests and health checks see that sampling progresses.
   uint64_t rounds() const { return rounds_.load(); }
 
+  // The latest device round, for the agent to forward to the server.
+  NvmlSnapshot LatestDevices() const;
+
  private:
   void Run();
   void SampleOnce();
@@ -67,7 +70,8 @@ class MetricsSampler {
   bool nvml_started_ = false;  // only touched by the sampling thread
   std::atomic<uint64_t> rounds_{0};
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
+  NvmlSnapshot latest_devices_;  // guarded by mutex_
   std::condition_variable wake_;
   bool stopping_ = false;  // guarded by mutex_
   std::thread thread_;

@@ -25,7 +25,7 @@ void AgentRegistry::Persist(const v1::AgentInfo& info) {
   metrics_->SetConnectedAgents(static_cast<int64_t>(sessions_.size()));
 }
 
-int64_t AgentRegistry::Connected(const v1::AgentHello& hello) {
+int64_t AgentRegistry::Connected(const v1::AgentHello& hello, Sender sender) {
   std::lock_guard lock(mu_);
   v1::AgentInfo& info = agents_[hello.node()];
   info.set_node(hello.node());
@@ -34,7 +34,7 @@ int64_t AgentRegistry::Connected(const v1::AgentHello& hello) {
   info.set_last_seen_ns(UnixNanos());
   *info.mutable_targets() = hello.targets();
   int64_t session = next_session_++;
-  sessions_[hello.node()] = session;
+  sessions_[hello.node()] = Session{session, std::move(sender), {}};
   Persist(info);
   spdlog::info("agent connected node={} version={} targets={}", hello.node(), hello.version(),
                hello.targets_size());
@@ -48,12 +48,34 @@ void AgentRegistry::Heartbeat(const std::string& node, const v1::AgentHeartbeat&
   it->second.set_last_seen_ns(UnixNanos());
   *it->second.mutable_targets() = heartbeat.targets();
   // Heartbeats are frequent: keep them in memory; the store gets connect/disconnect.
+  auto session = sessions_.find(node);
+  if (session != sessions_.end()) {
+    session->second.devices.assign(heartbeat.devices().begin(), heartbeat.devices().end());
+  }
+}
+
+bool AgentRegistry::Send(const std::string& node, const v1::ServerMessage& message) {
+  Sender sender;
+  {
+    std::lock_guard lock(mu_);
+    auto it = sessions_.find(node);
+    if (it == sessions_.end()) return false;
+    sender = it->second.sender;
+  }
+  return sender(message);  // outside the lock: a slow stream must not block the registry
+}
+
+std::map<std::string, std::vector<v1::DeviceSample>> AgentRegistry::DeviceSamples() {
+  std::lock_guard lock(mu_);
+  std::map<std::string, std::vector<v1::DeviceSample>> out;
+  for (const auto& [node, session] : sessions_) out[node] = session.devices;
+  return out;
 }
 
 void AgentRegistry::Disconnected(const std::string& node, int64_t session) {
   std::lock_guard lock(mu_);
   auto live = sessions_.find(node);
-  if (live == sessions_.end() || live->second != session) return;
+  if (live == sessions_.end() || live->second.number != session) return;
   sessions_.erase(live);
   v1::AgentInfo& info = agents_[node];
   info.set_state("DISCONNECTED");

@@ -3,6 +3,7 @@
 // lives in memory; every change is also written to the store so `fleetprof agents` lists
 // disconnected nodes after a server restart too.
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -18,12 +19,19 @@ class AgentRegistry {
  public:
   AgentRegistry(ProfileStore* store, ServerMetrics* metrics);
 
+  // Writes one message down an agent's Connect stream; false once the stream is gone.
+  using Sender = std::function<bool(const v1::ServerMessage&)>;
+
   // A Connect stream said hello. Returns a session number for Disconnected.
-  int64_t Connected(const v1::AgentHello& hello);
+  int64_t Connected(const v1::AgentHello& hello, Sender sender);
   void Heartbeat(const std::string& node, const v1::AgentHeartbeat& heartbeat);
   // The stream of `session` ended (a newer session of the same node stays connected).
   void Disconnected(const std::string& node, int64_t session);
   std::vector<v1::AgentInfo> List();
+  // Sends `message` to the connected agent of `node`; false if it is not connected.
+  bool Send(const std::string& node, const v1::ServerMessage& message);
+  // Latest device samples of every connected agent, by node.
+  std::map<std::string, std::vector<v1::DeviceSample>> DeviceSamples();
 
  private:
   void Persist(const v1::AgentInfo& info);
@@ -32,7 +40,12 @@ class AgentRegistry {
   ServerMetrics* metrics_;
   std::mutex mu_;
   std::map<std::string, v1::AgentInfo> agents_;
-  std::map<std::string, int64_t> sessions_;  // node -> live session number
+  struct Session {
+    int64_t number = 0;
+    Sender sender;
+    std::vector<v1::DeviceSample> devices;
+  };
+  std::map<std::string, Session> sessions_;  // node -> live session
   int64_t next_session_ = 1;
 };
 

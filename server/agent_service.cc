@@ -1,5 +1,8 @@
 #include "server/agent_service.h"
 
+#include <memory>
+#include <mutex>
+
 namespace fleetprof {
 
 grpc::Status AgentServiceImpl::Connect(
@@ -13,15 +16,28 @@ grpc::Status AgentServiceImpl::Connect(
   if (node.empty() || node.size() > 253) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "hello.node must be 1-253 characters");
   }
-  const int64_t session = registry_->Connected(message.hello());
+  // Commands are written from other threads (captures) while this one reads: one writer at a
+  // time, and never after this handler returned.
+  auto write_mu = std::make_shared<std::mutex>();
+  auto open = std::make_shared<bool>(true);
+  auto sender = [stream, write_mu, open](const v1::ServerMessage& out) {
+    std::lock_guard lock(*write_mu);
+    return *open && stream->Write(out);
+  };
   v1::ServerMessage welcome;
   welcome.mutable_welcome()->set_node(node);
   welcome.mutable_welcome()->set_heartbeat_interval_ms(heartbeat_interval_ms_);
-  stream->Write(welcome);
+  sender(welcome);
+  const int64_t session = registry_->Connected(message.hello(), sender);
   while (stream->Read(&message)) {
     if (message.has_heartbeat()) registry_->Heartbeat(node, message.heartbeat());
+    if (message.has_capture_update() && on_update_) on_update_(node, message.capture_update());
   }
   registry_->Disconnected(node, session);
+  {
+    std::lock_guard lock(*write_mu);
+    *open = false;
+  }
   return context->IsCancelled() ? grpc::Status::CANCELLED : grpc::Status::OK;
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // AgentService: the long-lived stream each node agent dials, plus the agent list.
 
+#include <functional>
+
 #include "fleetprof/v1/agent.grpc.pb.h"
 #include "server/agent_registry.h"
 
@@ -8,8 +10,12 @@ namespace fleetprof {
 
 class AgentServiceImpl final : public v1::AgentService::Service {
  public:
-  AgentServiceImpl(AgentRegistry* registry, int64_t heartbeat_interval_ms)
-      : registry_(registry), heartbeat_interval_ms_(heartbeat_interval_ms) {}
+  using UpdateHandler = std::function<void(const std::string& node, const v1::CaptureUpdate&)>;
+
+  AgentServiceImpl(AgentRegistry* registry, int64_t heartbeat_interval_ms, UpdateHandler on_update)
+      : registry_(registry),
+        heartbeat_interval_ms_(heartbeat_interval_ms),
+        on_update_(std::move(on_update)) {}
 
   grpc::Status Connect(grpc::ServerContext* context,
                        grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* stream) override;
@@ -19,6 +25,7 @@ class AgentServiceImpl final : public v1::AgentService::Service {
  private:
   AgentRegistry* registry_;
   int64_t heartbeat_interval_ms_;
+  UpdateHandler on_update_;
 };
 
 }  // namespace fleetprof

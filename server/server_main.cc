@@ -17,6 +17,9 @@
 #include "prometheus/exposer.h"
 #include "server/agent_registry.h"
 #include "server/agent_service.h"
+#include "server/capture_coordinator.h"
+#include "server/capture_service.h"
+#include "server/fleet_metrics.h"
 #include "server/ingest_service.h"
 #include "server/query_service.h"
 #include "server/server_metrics.h"
@@ -68,7 +71,12 @@ int Run(const ServerFlags& flags) {
   limits.max_upload_bytes = flags.max_upload_mb << 20;
   IngestServiceImpl ingest(store->get(), &metrics, limits);
   QueryServiceImpl query(store->get(), &metrics);
-  AgentServiceImpl agents(&registry, flags.heartbeat_ms);
+  CaptureCoordinator captures(store->get(), &registry, &metrics);
+  CaptureServiceImpl capture_service(&captures);
+  AgentServiceImpl agents(&registry, flags.heartbeat_ms,
+                          [&captures](const std::string& node, const v1::CaptureUpdate& update) {
+                            captures.OnUpdate(node, update);
+                          });
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -79,6 +87,7 @@ int Run(const ServerFlags& flags) {
   builder.RegisterService(&ingest);
   builder.RegisterService(&query);
   builder.RegisterService(&agents);
+  builder.RegisterService(&capture_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || grpc_port == 0) {
     spdlog::error("cannot listen for gRPC on {}", flags.grpc_addr);
@@ -93,6 +102,9 @@ int Run(const ServerFlags& flags) {
     return 1;
   }
   exposer->RegisterCollectable(metrics.registry());
+  // The fleet view: every connected agent's latest device samples, built at scrape time.
+  auto fleet = std::make_shared<FleetMetrics>(&registry);
+  exposer->RegisterCollectable(fleet);
   const std::string grpc_addr = WithPort(flags.grpc_addr, grpc_port);
   const std::string http_addr = WithPort(flags.http_addr, exposer->GetListeningPorts().at(0));
   server->GetHealthCheckService()->SetServingStatus(true);

@@ -45,7 +45,17 @@ ServerMetrics::ServerMetrics()
                          .Name("fleetprof_server_storage_bytes")
                          .Help("Bytes of RocksDB table files")
                          .Register(*registry_)
-                         .Add({})) {
+                         .Add({})),
+      captures_(prometheus::BuildCounter()
+                    .Name("fleetprof_server_captures_total")
+                    .Help("Finished captures by final state")
+                    .Register(*registry_)),
+      capture_targets_(prometheus::BuildCounter()
+                           .Name("fleetprof_server_capture_targets_total")
+                           .Help("Capture targets by final state")
+                           .Register(*registry_)) {
+  for (const char* state : {"DONE", "PARTIAL", "FAILED"}) captures_.Add({{"state", state}});
+  for (const char* state : {"INDEXED", "FAILED"}) capture_targets_.Add({{"state", state}});
   for (const char* result : {"ok", "duplicate", "invalid", "interrupted", "error"}) {
     uploads_.Add({{"result", result}});
   }
@@ -62,6 +72,14 @@ void ServerMetrics::AddIngestedBytes(int64_t bytes) {
 
 void ServerMetrics::RecordQuery(const std::string& rpc, double seconds) {
   query_seconds_.Add({{"rpc", rpc}}, SecondsBuckets()).Observe(seconds);
+}
+
+void ServerMetrics::RecordCapture(const std::string& state) {
+  captures_.Add({{"state", state}}).Increment();
+}
+
+void ServerMetrics::RecordCaptureTarget(const std::string& state) {
+  capture_targets_.Add({{"state", state}}).Increment();
 }
 
 void ServerMetrics::SetConnectedAgents(int64_t n) { connected_agents_.Set(static_cast<double>(n)); }

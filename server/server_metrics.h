@@ -23,6 +23,10 @@ class ServerMetrics {
   void RecordQuery(const std::string& rpc, double seconds);
   void SetConnectedAgents(int64_t n);
   void SetStoredProfiles(int64_t profiles, int64_t disk_bytes);
+  // state: DONE, PARTIAL or FAILED.
+  void RecordCapture(const std::string& state);
+  // state: INDEXED or FAILED.
+  void RecordCaptureTarget(const std::string& state);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -33,6 +37,8 @@ class ServerMetrics {
   prometheus::Gauge& connected_agents_;
   prometheus::Gauge& stored_profiles_;
   prometheus::Gauge& storage_bytes_;
+  prometheus::Family<prometheus::Counter>& captures_;
+  prometheus::Family<prometheus::Counter>& capture_targets_;
 };
 
 }  // namespace fleetprof

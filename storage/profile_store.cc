@@ -280,6 +280,30 @@ absl::StatusOr<std::vector<v1::AgentInfo>> ProfileStore::ListAgents() {
   return agents;
 }
 
+absl::Status ProfileStore::PutCapture(const v1::Capture& capture) {
+  return ToStatus(db_->Put(rocksdb::WriteOptions(), cf(kCaptures), capture.capture_id(),
+                           capture.SerializeAsString()),
+                  "put capture");
+}
+
+absl::StatusOr<v1::Capture> ProfileStore::GetCapture(const std::string& capture_id) {
+  return GetMessage<v1::Capture>(db_.get(), cf(kCaptures), capture_id, "capture");
+}
+
+absl::StatusOr<std::vector<v1::Capture>> ProfileStore::ListCaptures(const std::string& job,
+                                                                   int limit) {
+  std::vector<v1::Capture> captures;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(kCaptures)));
+  for (it->SeekToLast(); it->Valid() && static_cast<int>(captures.size()) < limit; it->Prev()) {
+    v1::Capture capture;
+    if (!capture.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
+    if (!job.empty() && capture.request().job() != job) continue;
+    captures.push_back(std::move(capture));
+  }
+  if (!it->status().ok()) return ToStatus(it->status(), "list captures");
+  return captures;
+}
+
 absl::Status ProfileStore::Flush() {
   rocksdb::FlushOptions options;
   for (auto* handle : handles_) {

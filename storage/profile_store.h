@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "analysis/byte_source.h"
 #include "fleetprof/v1/agent.pb.h"
+#include "fleetprof/v1/capture.pb.h"
 #include "fleetprof/v1/profile.pb.h"
 #include "fleetprof/v1/query.pb.h"
 #include "fleetprof/v1/records.pb.h"
@@ -76,6 +77,12 @@ class ProfileStore {
   // --- agents ---
   absl::Status PutAgent(const v1::AgentInfo& agent);
   absl::StatusOr<std::vector<v1::AgentInfo>> ListAgents();
+
+  // --- captures ---
+  absl::Status PutCapture(const v1::Capture& capture);
+  absl::StatusOr<v1::Capture> GetCapture(const std::string& capture_id);
+  // Newest first (capture ids start with their creation time in hex).
+  absl::StatusOr<std::vector<v1::Capture>> ListCaptures(const std::string& job, int limit);
 
   // Flushes memtables to disk (graceful shutdown).
   absl::Status Flush();

@@ -58,7 +58,8 @@ const DeviceSummary* FindDevice(const TraceSummary& summary, const std::string& 
 std::string Gzip(const std::string& data) {
   z_stream z{};
   // 15 + 16: a gzip wrapper rather than zlib's.
-  EXPECT_EQ(deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  EXPECT_EQ(deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY),
+            Z_OK);
   std::string out(deflateBound(&z, data.size()) + 64, '\0');
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
   z.avail_in = static_cast<uInt>(data.size());

@@ -1,6 +1,8 @@
 // The agent binary against a real server: registration, trace-folder uploads exactly once.
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "gtest/gtest.h"
 #include "tests/platform/test_cluster.h"
@@ -73,6 +75,26 @@ TEST(AgentTest, TraceDirFileUploadedOnceAcrossAgentRestart) {
   std::this_thread::sleep_for(std::chrono::seconds(2));  // several scans of the folder
   CommandResult list = cluster.Cli({"profiles", "--json"});
   EXPECT_EQ(CountOccurrences(list.out, "\"profile_id\""), 1) << list.out;
+}
+
+TEST(AgentTest, WithoutNvmlTheAgentRunsAndSaysSoOnce) {
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer());
+  int agent = cluster.StartAgent({"--node=node-d", "--nvml_library=/nonexistent/libnvidia-ml.so.1",
+                                  "--sample_interval_ms=200"});
+  ASSERT_GE(agent, 0);
+  std::string metrics;
+  EXPECT_TRUE(Eventually(10, [&] {
+    metrics = HttpGet(cluster.agent_metrics_addr(agent), "/metrics");
+    return metrics.find("fleetprof_collector_up{collector=\"host\"} 1") != std::string::npos &&
+           metrics.find("fleetprof_agent_server_connected{node=\"node-d\"} 1") != std::string::npos;
+  })) << metrics;
+  EXPECT_NE(metrics.find("fleetprof_collector_up{collector=\"nvml\"} 0"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("fleetprof_host_memory_total_bytes{node=\"node-d\"}"), std::string::npos);
+  cluster.StopAgent(agent);
+  std::ifstream log(cluster.root() + "/agent0.log");
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(CountOccurrences(text, "device metrics are off"), 1) << text;
 }
 
 TEST(AgentTest, AgentHelpDescribesFlags) {

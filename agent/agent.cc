@@ -1,0 +1,191 @@
+#include "agent/agent.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "client/upload_client.h"
+#include "collectors/target_discovery.h"
+#include "spdlog/spdlog.h"
+
+namespace fleetprof {
+namespace {
+
+constexpr char kVersion[] = "0.1.0";
+
+std::string WithPort(const std::string& addr, int port) {
+  return absl::StrCat(addr.substr(0, addr.rfind(':')), ":", port);
+}
+
+}  // namespace
+
+Agent::Agent(AgentConfig config) : config_(std::move(config)) {}
+
+Agent::~Agent() { Stop(); }
+
+absl::Status Agent::Start() {
+  for (const auto& flag : config_.targets) {
+    auto target = ParseTargetFlag(flag);
+    if (!target.ok()) return target.status();
+    static_targets_.push_back(*target);
+  }
+  std::error_code ec;
+  for (const auto& dir : {config_.state_dir, config_.state_dir + "/xprof", config_.kineto_trace_dir}) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
+  }
+
+  registry_ = std::make_shared<prometheus::Registry>();
+  link_gauge_ = &prometheus::BuildGauge()
+                     .Name("fleetprof_agent_server_connected")
+                     .Help("1 while the link to fleetprof-server is up")
+                     .Register(*registry_)
+                     .Add({{"node", config_.node}});
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(config_.metrics_addr);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("cannot listen for metrics on ", config_.metrics_addr, ": ", e.what()));
+  }
+  exposer_->RegisterCollectable(registry_);
+  metrics_addr_ = WithPort(config_.metrics_addr, exposer_->GetListeningPorts().at(0));
+
+  // Device and host metrics are sampled off the scrape path, on their own thread.
+  MetricsSampler::Options sampling;
+  sampling.node = config_.node;
+  sampling.nvml_library = config_.nvml_library;
+  sampling.proc_root = config_.proc_root;
+  sampling.interval = std::chrono::milliseconds(std::max<int64_t>(config_.sample_interval_ms, 100));
+  sampler_ = std::make_unique<MetricsSampler>(sampling, registry_);
+  if (absl::Status s = sampler_->Start(); !s.ok()) return s;
+
+  auto channel = MakeChannel(config_.server);
+  TraceUploaderOptions uploads;
+  uploads.dirs = config_.trace_dirs;
+  uploads.job = config_.job;
+  uploads.node = config_.node;
+  uploads.journal_path = config_.state_dir + "/uploaded.journal";
+  uploads.scan_interval_ms = config_.scan_interval_ms;
+  uploads.settle_ms = config_.settle_ms;
+  uploader_ = std::make_unique<TraceUploader>(uploads, channel, *registry_);
+  if (!config_.trace_dirs.empty()) {
+    if (absl::Status s = uploader_->Start(); !s.ok()) return s;
+  }
+
+  // Kineto endpoint: only one daemon per network namespace can hold the socket; without it
+  // the agent still serves everything else.
+  KinetoEndpoint::Options kineto_options;
+  kineto_options.socket_dir = config_.kineto_socket_dir;
+  kineto_options.proc_root = config_.proc_root;
+  kineto_ = std::make_unique<KinetoEndpoint>(kineto_options);
+  // Fires only from Trigger calls, which come from captures_ or dynolog_, both set below.
+  kineto_->on_triggered = [this](const KinetoProcess& process, const std::string& log_file) {
+    captures_->AdoptKinetoTrace(process, log_file);
+  };
+  prometheus::Gauge& kineto_up = CollectorUpGauge(*registry_, "kineto");
+  if (absl::Status s = kineto_->Start(); !s.ok()) {
+    spdlog::warn("Kineto endpoint off: {}", std::string(s.message()));
+    kineto_.reset();
+  }
+  kineto_up.Set(kineto_ ? 1 : 0);
+  CaptureRunner::Options capture_options{config_.node, config_.state_dir + "/xprof",
+                                         config_.kineto_trace_dir};
+  captures_ = std::make_unique<CaptureRunner>(capture_options, channel, kineto_.get(),
+                                              [this](const v1::AgentMessage& m) { link_->Send(m); });
+  if (kineto_ && !config_.dynolog_addr.empty()) {
+    dynolog_ = std::make_unique<DynologApiServer>(kineto_.get(), config_.dynolog_addr);
+    if (absl::Status s = dynolog_->Start(); !s.ok()) {
+      spdlog::warn("dynolog-compatible API off: {}", std::string(s.message()));
+      dynolog_.reset();
+    }
+  }
+
+  discovered_ = DiscoverXprofTargets(config_.proc_root);
+  discover_ = std::thread([this] { DiscoverLoop(); });
+  link_ = std::make_unique<ServerLink>(
+      channel, [this] { return Hello(); }, [this] { return Heartbeat(); },
+      [this](const v1::ServerMessage& message) {
+        if (message.has_capture()) captures_->Run(message.capture());
+      });
+  link_->Start();
+  spdlog::info("fleetprof-agent ready node={} server={} metrics=http://{}/metrics trace_dirs={} targets={}",
+               config_.node, config_.server, metrics_addr_, config_.trace_dirs.size(), Targets().size());
+  return absl::OkStatus();
+}
+
+void Agent::Stop() {
+  if (stopping_.exchange(true)) return;
+  if (discover_.joinable()) discover_.join();
+  if (uploader_) uploader_->Stop();
+  if (link_) link_->Stop();
+  captures_.reset();
+  dynolog_.reset();
+  kineto_.reset();
+  if (sampler_) sampler_->Stop();
+}
+
+std::vector<v1::Target> Agent::Targets() {
+  std::vector<v1::Target> targets = static_targets_;
+  {
+    std::lock_guard lock(mu_);
+    targets.insert(targets.end(), discovered_.begin(), discovered_.end());
+  }
+  if (kineto_) {
+    for (const auto& process : kineto_->Processes()) {
+      v1::Target target;
+      target.set_job(process.job);
+      target.set_kind("kineto");
+      target.set_pid(process.pid);
+      targets.push_back(std::move(target));
+    }
+  }
+  return targets;
+}
+
+v1::AgentHello Agent::Hello() {
+  v1::AgentHello hello;
+  hello.set_node(config_.node);
+  hello.set_version(kVersion);
+  for (const auto& dir : config_.trace_dirs) hello.add_trace_dirs(dir);
+  for (auto& t : Targets()) *hello.add_targets() = std::move(t);
+  return hello;
+}
+
+v1::AgentHeartbeat Agent::Heartbeat() {
+  v1::AgentHeartbeat beat;
+  beat.set_uploaded_files(uploader_->uploaded());
+  beat.set_failed_files(uploader_->failed());
+  for (auto& t : Targets()) *beat.add_targets() = std::move(t);
+  for (const auto& d : sampler_->LatestDevices().devices) {
+    if (d.lost) continue;
+    v1::DeviceSample* out = beat.add_devices();
+    out->set_device(absl::StrCat(d.index));
+    out->set_uuid(d.uuid);
+    out->set_model(d.model);
+    out->set_memory_used_bytes(static_cast<int64_t>(d.memory_used_bytes.value_or(0)));
+    out->set_memory_total_bytes(static_cast<int64_t>(d.memory_total_bytes.value_or(0)));
+    if (d.utilization_ratio) {
+      out->set_has_utilization(true);
+      out->set_utilization_ratio(*d.utilization_ratio);
+    }
+    out->set_memory_utilization_ratio(d.memory_utilization_ratio.value_or(0));
+    for (const auto& [job, bytes] : d.job_memory_used_bytes) {
+      (*out->mutable_job_memory_used_bytes())[job] = static_cast<int64_t>(bytes);
+    }
+  }
+  link_gauge_->Set(link_->connected() ? 1 : 0);
+  return beat;
+}
+
+void Agent::DiscoverLoop() {
+  auto next = std::chrono::steady_clock::now();
+  while (!stopping_.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    link_gauge_->Set(link_ && link_->connected() ? 1 : 0);
+    if (std::chrono::steady_clock::now() < next) continue;
+    next = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.discover_interval_ms);
+    auto found = DiscoverXprofTargets(config_.proc_root);
+    std::lock_guard lock(mu_);
+    discovered_ = std::move(found);
+  }
+}
+
+}  // namespace fleetprof

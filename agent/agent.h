@@ -1,0 +1,81 @@
+#pragma once
+// fleetprof-agent's parts wired together: metrics endpoint and sampler, trace-folder uploads,
+// Kineto endpoint and dynolog-compatible API, target discovery, the server link and the
+// capture runner. Start() brings them up in dependency order; Stop() takes them down.
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "agent/capture_runner.h"
+#include "agent/server_link.h"
+#include "agent/trace_uploader.h"
+#include "collectors/dynolog_api.h"
+#include "collectors/kineto_endpoint.h"
+#include "collectors/metrics_sampler.h"
+#include "prometheus/exposer.h"
+#include "prometheus/gauge.h"
+#include "prometheus/registry.h"
+
+namespace fleetprof {
+
+struct AgentConfig {
+  std::string server = "127.0.0.1:7070";
+  std::string metrics_addr = "127.0.0.1:7072";
+  std::string dynolog_addr = "127.0.0.1:1778";
+  std::string node;
+  std::vector<std::string> trace_dirs;
+  std::vector<std::string> targets;  // --target job=J,xprof=HOST:PORT
+  std::string job;
+  std::string state_dir = "./var/agent";
+  std::string kineto_socket_dir;  // empty: the abstract "\0dynolog\0" socket
+  std::string kineto_trace_dir = "/tmp/fleetprof_traces";
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string proc_root = "/proc";
+  int64_t scan_interval_ms = 1000;
+  int64_t settle_ms = 2000;
+  int64_t sample_interval_ms = 10000;
+  int64_t discover_interval_ms = 5000;
+};
+
+class Agent {
+ public:
+  explicit Agent(AgentConfig config);
+  ~Agent();
+
+  // Fails only on what makes the agent useless (bad flags, metrics port taken, no state dir);
+  // a Kineto socket held by another daemon or a missing NVML just turn those parts off.
+  absl::Status Start();
+  void Stop();
+  const std::string& metrics_addr() const { return metrics_addr_; }
+
+ private:
+  v1::AgentHello Hello();
+  v1::AgentHeartbeat Heartbeat();
+  std::vector<v1::Target> Targets();
+  void DiscoverLoop();
+
+  AgentConfig config_;
+  std::vector<v1::Target> static_targets_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  prometheus::Gauge* link_gauge_ = nullptr;
+  std::string metrics_addr_;
+  std::unique_ptr<MetricsSampler> sampler_;
+  std::unique_ptr<TraceUploader> uploader_;
+  std::unique_ptr<KinetoEndpoint> kineto_;
+  std::unique_ptr<DynologApiServer> dynolog_;
+  std::unique_ptr<CaptureRunner> captures_;
+  std::unique_ptr<ServerLink> link_;
+
+  std::mutex mu_;
+  std::vector<v1::Target> discovered_;  // XLA jobs found in /proc, refreshed by DiscoverLoop
+  std::atomic<bool> stopping_{false};
+  std::thread discover_;
+};
+
+}  // namespace fleetprof

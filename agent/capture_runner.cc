@@ -1,0 +1,179 @@
+#include "agent/capture_runner.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "client/upload_client.h"
+#include "collectors/trace_file_waiter.h"
+#include "collectors/xprof_client.h"
+#include "common/runtime.h"
+#include "spdlog/spdlog.h"
+
+namespace fleetprof {
+namespace {
+
+constexpr int64_t kNanosPerMs = 1'000'000;
+
+std::string TargetLabel(const v1::CaptureCommand& command) {
+  return command.target_name().empty() ? command.target().address() : command.target_name();
+}
+
+}  // namespace
+
+CaptureRunner::CaptureRunner(Options options, std::shared_ptr<grpc::Channel> channel,
+                             KinetoEndpoint* kineto, Sender send)
+    : options_(std::move(options)), channel_(std::move(channel)), kineto_(kineto), send_(std::move(send)) {}
+
+CaptureRunner::~CaptureRunner() {
+  std::list<Worker> workers;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    workers.swap(workers_);
+  }
+  for (auto& w : workers) w.thread.join();
+}
+
+bool CaptureRunner::cancelled() const {
+  std::lock_guard lock(mu_);
+  return stopping_;
+}
+
+void CaptureRunner::Spawn(std::function<void()> work) {
+  std::lock_guard lock(mu_);
+  if (stopping_) return;
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    if (it->done->load()) {
+      it->thread.join();
+      it = workers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  workers_.push_back(Worker{std::thread([work = std::move(work), done] {
+                              work();
+                              done->store(true);
+                            }),
+                            done});
+}
+
+void CaptureRunner::Run(const v1::CaptureCommand& command) {
+  Spawn([this, command] { Execute(command); });
+}
+
+void CaptureRunner::Report(const v1::CaptureCommand& command, const std::string& state,
+                           const std::string& profile_id, const std::string& error) {
+  v1::AgentMessage message;
+  v1::CaptureUpdate* update = message.mutable_capture_update();
+  update->set_capture_id(command.capture_id());
+  update->set_target(command.target_name());
+  update->set_state(state);
+  update->set_profile_id(profile_id);
+  update->set_error(error);
+  send_(message);
+}
+
+absl::StatusOr<std::string> CaptureRunner::Trigger(const v1::CaptureCommand& command) {
+  const v1::Target& target = command.target();
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::nanoseconds(std::max<int64_t>(
+                            command.deadline_unix_ns() - UnixNanos(), 1'000 * kNanosPerMs));
+  if (target.kind() == "xprof") {
+    XprofCaptureOptions xprof;
+    xprof.address = target.address();
+    xprof.duration_ms = command.duration_ms() > 0 ? command.duration_ms() : 2000;
+    xprof.start_timestamp_ns = command.start_time_unix_ns();
+    xprof.delay_ms = std::max<int64_t>(0, (command.start_time_unix_ns() - UnixNanos()) / kNanosPerMs);
+    xprof.repository_root = options_.xprof_dir;
+    xprof.session_id = command.capture_id();
+    xprof.host_name = options_.node;
+    return CaptureXprof(xprof, [this] { return cancelled(); });
+  }
+  if (target.kind() == "kineto") {
+    if (kineto_ == nullptr) {
+      return absl::FailedPreconditionError("this agent's Kineto endpoint is not running (socket held by another daemon?)");
+    }
+    KinetoTraceRequest request;
+    request.log_file = absl::StrCat(options_.kineto_dir, "/", command.capture_id(), ".json");
+    request.duration_ms = command.iterations() > 0 ? 0 : command.duration_ms();
+    request.iterations = command.iterations();
+    request.start_time_unix_ms = command.start_time_unix_ns() / kNanosPerMs;
+    request.record_shapes = command.record_shapes();
+    request.profile_memory = command.profile_memory();
+    request.with_stack = command.with_stack();
+    request.trace_id = command.capture_id();
+    TriggerResult triggered =
+        kineto_->Trigger({target.pid()}, 0, KinetoEndpoint::BuildConfig(request), 1);
+    if (triggered.matched.empty()) {
+      return absl::NotFoundError(absl::StrCat("no process matched: pid ", target.pid(),
+                                              " no longer polls this agent's Kineto endpoint"));
+    }
+    return WaitForTraceFile(KinetoEndpoint::TracePathFor(request.log_file, target.pid()), deadline,
+                            [this] { return cancelled(); });
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown target kind '", target.kind(), "'"));
+}
+
+void CaptureRunner::Execute(const v1::CaptureCommand& command) {
+  const std::string target = TargetLabel(command);
+  spdlog::info("capture {} of {} starting", command.capture_id(), target);
+  Report(command, "RUNNING", "", "");
+  absl::StatusOr<std::string> trace = Trigger(command);
+  if (!trace.ok()) {
+    spdlog::warn("capture {} of {} failed: {}", command.capture_id(), target,
+                 std::string(trace.status().message()));
+    Report(command, "FAILED", "", std::string(trace.status().message()));
+    return;
+  }
+  Report(command, "UPLOADING", "", "");
+  UploadOptions upload;
+  upload.path = *trace;
+  upload.job = command.target().job().empty() ? "unassigned" : command.target().job();
+  upload.node = options_.node;
+  upload.upload_id = absl::StrCat(command.capture_id(), "-", options_.node, "-", command.target().pid(),
+                                  "-", std::hash<std::string>()(target) % 1000000);
+  upload.labels["capture_id"] = command.capture_id();
+  upload.labels["source"] = "capture";
+  if (command.target().pid() > 0) upload.labels["pid"] = absl::StrCat(command.target().pid());
+  auto response = UploadFile(channel_, upload);
+  std::error_code ec;
+  if (!response.ok()) {
+    Report(command, "FAILED", "",
+           absl::StrCat("upload failed: ", std::string(response.status().message()),
+                        " (trace kept at ", *trace, ")"));
+    return;
+  }
+  std::filesystem::remove(*trace, ec);  // uploaded and indexed: nothing left on the node
+  spdlog::info("capture {} of {} indexed as {}", command.capture_id(), target, response->profile_id());
+  Report(command, "INDEXED", response->profile_id(), "");
+}
+
+void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const std::string& log_file) {
+  if (log_file.rfind(options_.kineto_dir + "/", 0) == 0) return;  // one of ours: Execute uploads it
+  Spawn([this, process, log_file] {
+    const std::string path = KinetoEndpoint::TracePathFor(log_file, process.pid);
+    auto trace = WaitForTraceFile(path, std::chrono::steady_clock::now() + std::chrono::minutes(10),
+                                  [this] { return cancelled(); });
+    if (!trace.ok()) {
+      spdlog::warn("trace requested from pid {} never appeared: {}", process.pid,
+                   std::string(trace.status().message()));
+      return;
+    }
+    UploadOptions upload;
+    upload.path = *trace;
+    upload.job = process.job;
+    upload.node = options_.node;
+    upload.labels["source"] = "dyno";
+    upload.labels["pid"] = absl::StrCat(process.pid);
+    auto response = UploadFile(channel_, upload);
+    if (response.ok()) {
+      spdlog::info("uploaded trace of pid {} requested through the dynolog API: profile_id={}",
+                   process.pid, response->profile_id());
+    } else {
+      spdlog::warn("upload of {} failed: {}", *trace, std::string(response.status().message()));
+    }
+  });
+}
+
+}  // namespace fleetprof

@@ -1,0 +1,61 @@
+#pragma once
+// Runs the captures the server asks for on this node, one thread per target: triggers the
+// job's profiler (XLA profiler service or Kineto), waits for the trace, uploads it with the
+// capture's labels, removes the local file, and reports each step back to the server.
+
+#include <atomic>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "collectors/kineto_endpoint.h"
+#include "fleetprof/v1/agent.pb.h"
+#include "grpcpp/channel.h"
+
+namespace fleetprof {
+
+class CaptureRunner {
+ public:
+  struct Options {
+    std::string node;
+    std::string xprof_dir;   // repository_root handed to XLA profiler servers
+    std::string kineto_dir;  // where Kineto clients write (PyTorch accepts /tmp/... only)
+  };
+  using Sender = std::function<void(const v1::AgentMessage&)>;
+
+  // `kineto` may be null when the endpoint could not bind.
+  CaptureRunner(Options options, std::shared_ptr<grpc::Channel> channel, KinetoEndpoint* kineto,
+                Sender send);
+  ~CaptureRunner();  // cancels running captures and joins them
+
+  // Starts the capture of one target in the background.
+  void Run(const v1::CaptureCommand& command);
+  // A trace some other tool (e.g. `dyno gputrace`) asked a Kineto client for: upload it too.
+  void AdoptKinetoTrace(const KinetoProcess& process, const std::string& log_file);
+
+ private:
+  void Execute(const v1::CaptureCommand& command);
+  // Triggers the profiler and returns the local trace file.
+  absl::StatusOr<std::string> Trigger(const v1::CaptureCommand& command);
+  void Report(const v1::CaptureCommand& command, const std::string& state,
+              const std::string& profile_id, const std::string& error);
+  void Spawn(std::function<void()> work);
+  bool cancelled() const;
+
+  Options options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  KinetoEndpoint* kineto_;
+  Sender send_;
+  mutable std::mutex mu_;
+  bool stopping_ = false;
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::list<Worker> workers_;  // finished ones are joined at the next Spawn
+};
+
+}  // namespace fleetprof

@@ -1,0 +1,342 @@
+#include "collectors/kineto_endpoint.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "collectors/process_jobs.h"
+#include "spdlog/spdlog.h"
+
+namespace fleetprof {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// `dyno gputrace` traces 500 ms when given no duration.
+constexpr int64_t kDefaultDurationMs = 500;
+// Legacy "ctxt" registrations are bounded so a misbehaving client cannot grow them forever.
+constexpr size_t kMaxContextPids = 4096;
+
+int64_t UnixNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string SingleLine(const std::string& value) {
+  std::string out = value;
+  std::erase_if(out, [](char c) { return c == '\n' || c == '\r'; });
+  return out;
+}
+
+const char* Bool(bool value) { return value ? "true" : "false"; }
+
+std::string JobNameFor(const std::string& proc_root, int32_t environ_pid, int64_t job_id) {
+  if (environ_pid > 0) {
+    if (std::optional<std::string> job = ReadProcessJob(proc_root, environ_pid)) return *job;
+  }
+  if (job_id != 0) return absl::StrCat(job_id);
+  return std::string(kUnassignedJob);
+}
+
+}  // namespace
+
+KinetoEndpoint::KinetoEndpoint(Options options) : options_(std::move(options)) {}
+
+KinetoEndpoint::~KinetoEndpoint() { Stop(); }
+
+absl::Status KinetoEndpoint::Start() {
+  if (socket_ != nullptr) return absl::FailedPreconditionError("Kineto endpoint already started");
+  absl::StatusOr<std::unique_ptr<KinetoIpcSocket>> socket =
+      KinetoIpcSocket::Bind(options_.socket_dir);
+  if (!socket.ok()) return socket.status();
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) {
+    return absl::InternalError(absl::StrCat("eventfd: ", std::strerror(errno)));
+  }
+  socket_ = std::move(*socket);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    address_ = socket_->address();
+  }
+  spdlog::info("Kineto on-demand endpoint listening on {}", address_);
+  loop_ = std::thread([this] { Loop(); });
+  return absl::OkStatus();
+}
+
+void KinetoEndpoint::Stop() {
+  if (loop_.joinable()) {
+    const uint64_t one = 1;
+    if (::write(wake_fd_, &one, sizeof(one)) < 0) spdlog::warn("waking the Kineto loop failed");
+    loop_.join();
+  }
+  socket_.reset();
+  if (wake_fd_ >= 0) {
+    ::close(wake_fd_);
+    wake_fd_ = -1;
+  }
+}
+
+std::string KinetoEndpoint::address() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return address_;
+}
+
+void KinetoEndpoint::Loop() {
+  // Sweep for silent processes a few times per forget_after, so a test with a short
+  // forget_after sees it honoured closely, and a daemon sweeps at least once a second.
+  const std::chrono::milliseconds sweep_interval = std::clamp(
+      std::chrono::duration_cast<std::chrono::milliseconds>(options_.forget_after) / 4,
+      std::chrono::milliseconds(50), std::chrono::milliseconds(1000));
+  auto next_sweep = SteadyClock::now() + sweep_interval;
+  pollfd fds[2] = {{socket_->fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  while (true) {
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_sweep - SteadyClock::now());
+    const int rc = ::poll(fds, 2, static_cast<int>(std::max<int64_t>(0, wait.count())));
+    if (rc < 0 && errno != EINTR) {
+      spdlog::error("Kineto endpoint poll(): {}", std::strerror(errno));
+      return;
+    }
+    if (rc > 0 && (fds[1].revents & POLLIN)) return;
+    if (rc > 0 && (fds[0].revents & POLLIN)) DrainSocket();
+    if (SteadyClock::now() >= next_sweep) {
+      ForgetSilentProcesses();
+      next_sweep = SteadyClock::now() + sweep_interval;
+    }
+  }
+}
+
+void KinetoEndpoint::DrainSocket() {
+  while (true) {
+    absl::StatusOr<KinetoDatagram> datagram = socket_->Receive();
+    if (absl::IsUnavailable(datagram.status())) return;
+    if (absl::IsInvalidArgument(datagram.status())) {
+      spdlog::debug("dropped Kineto datagram: {}", std::string(datagram.status().message()));
+      continue;
+    }
+    if (!datagram.ok()) {
+      spdlog::warn("Kineto endpoint: {}", std::string(datagram.status().message()));
+      return;
+    }
+    if (datagram->type == kKinetoPollType) {
+      absl::StatusOr<KinetoPoll> poll = ParseKinetoPoll(datagram->payload);
+      if (poll.ok()) {
+        HandlePoll(*datagram, *poll);
+      } else {
+        spdlog::debug("dropped Kineto poll: {}", std::string(poll.status().message()));
+      }
+    } else if (datagram->type == kKinetoContextType) {
+      absl::StatusOr<KinetoContext> context = ParseKinetoContext(datagram->payload);
+      if (context.ok()) {
+        HandleContext(*datagram, *context);
+      } else {
+        spdlog::debug("dropped Kineto ctxt: {}", std::string(context.status().message()));
+      }
+    } else {
+      spdlog::debug("dropped Kineto datagram of unknown type \"{}\" from {}",
+                    absl::CEscape(datagram->type),
+                    DescribeUnixAddress(datagram->sender, datagram->sender_len));
+    }
+  }
+}
+
+void KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid) {
+  const int32_t pid = poll.pids.front();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = processes_.find(pid);
+    if (it != processes_.end() && it->second.process.ancestry == poll.pids &&
+        it->second.process.job_id == poll.job_id) {
+      it->second.last_poll = SteadyClock::now();
+      it->second.process.last_poll_ns = UnixNowNs();
+      it->second.process.host_pid = host_pid;
+      return;
+    }
+  }
+  // A new process (or a recycled pid): environ is read outside the lock, since reading
+  // another process's environ can stall on its memory map lock.
+  const std::string job =
+      JobNameFor(options_.proc_root, host_pid > 0 ? host_pid : pid, poll.job_id);
+  std::lock_guard<std::mutex> lock(mutex_);
+  Registration& registration = processes_[pid];
+  if (registration.process.pid != 0) {
+    spdlog::info("Kineto process pid={} changed (ancestry or job id); dropping its pending config",
+                 pid);
+    registration.pending_config.reset();
+  }
+  registration.process = KinetoProcess{pid, poll.pids, poll.job_id, job, UnixNowNs(), host_pid};
+  registration.last_poll = SteadyClock::now();
+  spdlog::info("Kineto process registered: pid={} job={} ancestry=[{}]", pid, job,
+               absl::StrJoin(poll.pids, ","));
+}
+
+void KinetoEndpoint::HandlePoll(const KinetoDatagram& datagram, const KinetoPoll& poll) {
+  Register(poll, datagram.sender_pid);
+  const int32_t pid = poll.pids.front();
+  std::string config;
+  KinetoProcess process;
+  if (poll.type & kKinetoActivitiesBit) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Registration& registration = processes_[pid];
+    if (registration.pending_config.has_value()) {
+      config = std::move(*registration.pending_config);
+      registration.pending_config.reset();
+      process = registration.process;
+    }
+  }
+  absl::Status sent =
+      socket_->Send(datagram.sender, datagram.sender_len, kKinetoPollType, config);
+  if (config.empty()) {
+    if (!sent.ok()) spdlog::debug("Kineto poll reply: {}", std::string(sent.message()));
+    return;
+  }
+  if (!sent.ok()) {
+    // Not handed out after all: keep it for the next poll.
+    spdlog::warn("Kineto config for pid={} not delivered, kept pending: {}", pid,
+                 std::string(sent.message()));
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = processes_.find(pid);
+    if (it != processes_.end() && !it->second.pending_config) {
+      it->second.pending_config = std::move(config);
+    }
+    return;
+  }
+  const std::string log_file = LogFileOf(config);
+  spdlog::info("Kineto config handed to pid={} job={} log_file={}", pid, process.job, log_file);
+  if (on_triggered_) on_triggered_(process, log_file);
+}
+
+void KinetoEndpoint::HandleContext(const KinetoDatagram& datagram, const KinetoContext& context) {
+  const auto now = SteadyClock::now();
+  auto& pids = contexts_[ContextKey{context.job_id, context.gpu}];
+  size_t total = 0;
+  for (const auto& [key, entries] : contexts_) total += entries.size();
+  if (total < kMaxContextPids || pids.count(context.pid) > 0) pids[context.pid] = now;
+  const int32_t count = static_cast<int32_t>(pids.size());
+  absl::Status sent = socket_->Send(datagram.sender, datagram.sender_len, kKinetoContextType,
+                                    std::string_view(reinterpret_cast<const char*>(&count),
+                                                     sizeof(count)));
+  if (!sent.ok()) spdlog::debug("Kineto ctxt reply: {}", std::string(sent.message()));
+}
+
+void KinetoEndpoint::ForgetSilentProcesses() {
+  const auto cutoff = SteadyClock::now() - options_.forget_after;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = processes_.begin(); it != processes_.end();) {
+      if (it->second.last_poll >= cutoff) {
+        ++it;
+        continue;
+      }
+      spdlog::info("Kineto process pid={} job={} silent for {} s, forgotten{}", it->first,
+                   it->second.process.job, options_.forget_after.count(),
+                   it->second.pending_config ? " with its pending config" : "");
+      it = processes_.erase(it);
+    }
+  }
+  for (auto it = contexts_.begin(); it != contexts_.end();) {
+    std::erase_if(it->second, [&](const auto& entry) { return entry.second < cutoff; });
+    it = it->second.empty() ? contexts_.erase(it) : std::next(it);
+  }
+}
+
+std::vector<KinetoProcess> KinetoEndpoint::Processes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<KinetoProcess> out;
+  out.reserve(processes_.size());
+  for (const auto& [pid, registration] : processes_) out.push_back(registration.process);
+  return out;
+}
+
+TriggerResult KinetoEndpoint::Trigger(const std::vector<int32_t>& pids, int64_t job_id,
+                                      const std::string& config, int process_limit) {
+  const bool all_pids =
+      pids.empty() || std::find(pids.begin(), pids.end(), 0) != pids.end();
+  TriggerResult result;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [pid, registration] : processes_) {
+    const KinetoProcess& process = registration.process;
+    if (job_id != 0 && process.job_id != job_id) continue;
+    const bool selected =
+        all_pids || std::any_of(process.ancestry.begin(), process.ancestry.end(), [&](int32_t p) {
+          return std::find(pids.begin(), pids.end(), p) != pids.end();
+        });
+    if (!selected) continue;
+    result.matched.push_back(pid);
+    if (registration.pending_config.has_value()) {
+      ++result.busy;
+      continue;
+    }
+    if (config.empty()) continue;
+    if (process_limit > 0 && result.triggered.size() >= static_cast<size_t>(process_limit)) {
+      continue;
+    }
+    registration.pending_config = config;
+    result.triggered.push_back(pid);
+  }
+  spdlog::info("Kineto trigger: pids=[{}] job_id={} matched {} triggered {} busy {}",
+               absl::StrJoin(pids, ","), job_id, result.matched.size(), result.triggered.size(),
+               result.busy);
+  return result;
+}
+
+std::string KinetoEndpoint::BuildConfig(const KinetoTraceRequest& request) {
+  std::string config;
+  if (!request.log_file.empty()) {
+    absl::StrAppend(&config, "ACTIVITIES_LOG_FILE=", SingleLine(request.log_file), "\n");
+  }
+  // Like `dyno gputrace`: a start time goes with a duration; iteration mode starts at the
+  // next iteration boundary instead (kineto rejects a config asking for both).
+  if (request.iterations > 0) {
+    absl::StrAppend(&config, "PROFILE_START_ITERATION=0\n", "PROFILE_START_ITERATION_ROUNDUP=1\n",
+                    "ACTIVITIES_ITERATIONS=", request.iterations, "\n");
+  } else {
+    const int64_t duration =
+        request.duration_ms > 0 ? request.duration_ms : kDefaultDurationMs;
+    absl::StrAppend(&config, "PROFILE_START_TIME=", std::max<int64_t>(0, request.start_time_unix_ms),
+                    "\n", "ACTIVITIES_DURATION_MSECS=", duration, "\n");
+  }
+  absl::StrAppend(&config, "PROFILE_REPORT_INPUT_SHAPES=", Bool(request.record_shapes), "\n",
+                  "PROFILE_PROFILE_MEMORY=", Bool(request.profile_memory), "\n",
+                  "PROFILE_WITH_STACK=", Bool(request.with_stack), "\n",
+                  "PROFILE_WITH_FLOPS=", Bool(request.with_flops), "\n",
+                  "PROFILE_WITH_MODULES=", Bool(request.with_modules), "\n");
+  if (!request.trace_id.empty()) {
+    absl::StrAppend(&config, "REQUEST_TRACE_ID=", SingleLine(request.trace_id), "\n");
+  }
+  return config;
+}
+
+std::string KinetoEndpoint::TracePathFor(const std::string& log_file, int32_t pid) {
+  std::string path = log_file;
+  for (const std::string_view suffix : {".pt.trace.json", ".json"}) {
+    if (size_t at = path.find(suffix); at != std::string::npos) {
+      path.insert(at, absl::StrCat("_", pid));
+      return path;
+    }
+  }
+  return path;
+}
+
+std::string KinetoEndpoint::LogFileOf(const std::string& config) {
+  std::string log_file;
+  for (absl::string_view line : absl::StrSplit(config, '\n')) {
+    const size_t eq = line.find('=');
+    if (eq == absl::string_view::npos) continue;
+    if (absl::StripAsciiWhitespace(line.substr(0, eq)) != "ACTIVITIES_LOG_FILE") continue;
+    log_file = std::string(absl::StripAsciiWhitespace(line.substr(eq + 1)));
+  }
+  return log_file;
+}
+
+}  // namespace fleetprof

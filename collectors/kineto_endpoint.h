@@ -1,0 +1,145 @@
+#pragma once
+// The node daemon's side of PyTorch on-demand tracing (spec/PROTOCOLS.md §2), as dynolog
+// serves it: PyTorch processes started with KINETO_USE_DAEMON=1 poll a unix datagram socket
+// every few seconds; the first poll registers the process, and a config queued by Trigger()
+// is handed to it on a later poll, after which the job writes its trace file itself.
+//
+// One thread owns the socket and answers every poll at once (a client waits only ~50-90 ms
+// for the reply). Trigger() and Processes() may be called from any thread.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "collectors/kineto_ipc.h"
+
+namespace fleetprof {
+
+// A PyTorch process known from its polls.
+struct KinetoProcess {
+  int32_t pid = 0;                // as the client reported it (its own pid namespace)
+  std::vector<int32_t> ancestry;  // pid and its ancestors, leaf first
+  int64_t job_id = 0;             // what the client sent ($SLURM_JOB_ID or 0)
+  std::string job;                // FLEETPROF_JOB, else job_id as text when non-zero, else "unassigned"
+  int64_t last_poll_ns = 0;       // unix time of the latest poll
+  // The sender's pid in the daemon's pid namespace (from SCM_CREDENTIALS), 0 when unknown.
+  // Differs from `pid` when the job runs in a container with its own pid namespace.
+  int32_t host_pid = 0;
+};
+
+// What to trace; BuildConfig() turns it into libkineto's KEY=VALUE config.
+struct KinetoTraceRequest {
+  std::string log_file;            // ACTIVITIES_LOG_FILE; the job inserts _<pid> (TracePathFor)
+  int64_t duration_ms = 0;         // used when iterations == 0; 0 means 500 ms as in `dyno`
+  int64_t iterations = 0;          // > 0: trace this many iterations instead of a duration
+  int64_t start_time_unix_ms = 0;  // 0 = as soon as the job reads the config
+  bool record_shapes = false;
+  bool profile_memory = false;
+  bool with_stack = false;
+  bool with_flops = false;
+  bool with_modules = false;
+  std::string trace_id;  // REQUEST_TRACE_ID, omitted when empty
+};
+
+// The outcome of one Trigger(), in dynolog's terms.
+struct TriggerResult {
+  std::vector<int32_t> matched;    // every registered process the request selected
+  std::vector<int32_t> triggered;  // those that got the config queued
+  int busy = 0;                    // matched processes that still had a config pending
+};
+
+class KinetoEndpoint {
+ public:
+  struct Options {
+    std::string socket_dir;  // empty: the abstract "\0dynolog\0"; else socket_dir/dynolog
+    std::string proc_root = "/proc";
+    std::chrono::seconds forget_after{60};
+  };
+  // Called on the endpoint's thread each time a config is actually sent to a process, with
+  // the config's ACTIVITIES_LOG_FILE ("" when it names none). Must not block: hand the wait
+  // for the trace file to another thread.
+  using TriggeredCallback =
+      std::function<void(const KinetoProcess& process, const std::string& log_file)>;
+
+  explicit KinetoEndpoint(Options options);
+  ~KinetoEndpoint();  // Stop()s
+  KinetoEndpoint(const KinetoEndpoint&) = delete;
+  KinetoEndpoint& operator=(const KinetoEndpoint&) = delete;
+
+  // REQUIRES: called before Start().
+  void set_on_triggered(TriggeredCallback callback) { on_triggered_ = std::move(callback); }
+
+  // Binds the socket and starts the event loop. AlreadyExists, naming the address, when
+  // another daemon holds it; the caller logs that once and runs on without this endpoint.
+  absl::Status Start();
+  // Stops the loop and releases the address. Safe to call twice, or without Start().
+  void Stop();
+  // The bound address for logs ("" before Start()).
+  std::string address() const;
+
+  // The processes that polled within `forget_after`, by pid.
+  std::vector<KinetoProcess> Processes() const;
+
+  // Queues `config` for each registered process that matches: job_id 0 matches any job, and
+  // `pids` empty or containing 0 matches every process, else a process matches when any pid
+  // of its ancestry is listed. A process that still has a config pending counts as busy and
+  // keeps it; at most `process_limit` processes are triggered (<= 0: no limit). An empty
+  // config triggers nothing. Each queued config is sent exactly once, on the process's next
+  // poll that asks for an activities config (a poll of type 0 means its profiler is busy).
+  TriggerResult Trigger(const std::vector<int32_t>& pids, int64_t job_id,
+                        const std::string& config, int process_limit);
+
+  // libkineto's KEY=VALUE lines for `request`, one per line. Newlines inside values are
+  // removed so a value cannot smuggle in a key.
+  static std::string BuildConfig(const KinetoTraceRequest& request);
+  // Where the job writes its trace: `_<pid>` goes before the first ".pt.trace.json", else
+  // before the first ".json"; a name with neither is used unchanged (libkineto's rule).
+  static std::string TracePathFor(const std::string& log_file, int32_t pid);
+  // The value of ACTIVITIES_LOG_FILE in a config ("" when absent); the last one wins.
+  static std::string LogFileOf(const std::string& config);
+
+ private:
+  struct Registration {
+    KinetoProcess process;
+    std::chrono::steady_clock::time_point last_poll;
+    std::optional<std::string> pending_config;
+  };
+  struct ContextKey {
+    int64_t job_id;
+    int32_t gpu;
+    auto operator<=>(const ContextKey&) const = default;
+  };
+
+  void Loop();
+  void DrainSocket();
+  void HandlePoll(const KinetoDatagram& datagram, const KinetoPoll& poll);
+  void HandleContext(const KinetoDatagram& datagram, const KinetoContext& context);
+  // Updates (or creates) the registration for a poll; reads the job from environ only for a
+  // process it has not seen with this ancestry and job id.
+  void Register(const KinetoPoll& poll, int32_t host_pid);
+  void ForgetSilentProcesses();
+
+  const Options options_;
+  TriggeredCallback on_triggered_;
+  std::unique_ptr<KinetoIpcSocket> socket_;
+  std::string address_;
+  int wake_fd_ = -1;
+  std::thread loop_;
+
+  mutable std::mutex mutex_;
+  std::map<int32_t, Registration> processes_;  // by reported pid
+  // Legacy "ctxt" registrations: which pids announced themselves per (job, gpu).
+  // Only the loop thread touches these.
+  std::map<ContextKey, std::map<int32_t, std::chrono::steady_clock::time_point>> contexts_;
+};
+
+}  // namespace fleetprof

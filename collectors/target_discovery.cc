@@ -1,0 +1,73 @@
+#include "collectors/target_discovery.h"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "collectors/process_jobs.h"
+
+namespace fleetprof {
+
+absl::StatusOr<v1::Target> ParseTargetFlag(const std::string& flag) {
+  v1::Target target;
+  for (absl::string_view part : absl::StrSplit(flag, ',')) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(part, absl::MaxSplits('=', 1));
+    if (kv.first == "job") {
+      target.set_job(kv.second);
+    } else if (kv.first == "xprof") {
+      target.set_kind("xprof");
+      target.set_address(kv.second);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--target ", flag, ": unknown key '", kv.first, "' (want job=J,xprof=HOST:PORT)"));
+    }
+  }
+  if (target.job().empty() || target.address().empty() ||
+      target.address().find(':') == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("--target ", flag, ": want job=J,xprof=HOST:PORT"));
+  }
+  return target;
+}
+
+std::string EnvironValue(const std::string& environ, const std::string& name) {
+  const std::string prefix = name + "=";
+  for (absl::string_view entry : absl::StrSplit(environ, '\0')) {
+    if (entry.substr(0, prefix.size()) == prefix) return std::string(entry.substr(prefix.size()));
+  }
+  return "";
+}
+
+std::vector<v1::Target> DiscoverXprofTargets(const std::string& proc_root) {
+  std::vector<v1::Target> targets;
+  std::set<std::string> addresses;
+  DIR* dir = opendir(proc_root.c_str());
+  if (dir == nullptr) return targets;
+  std::vector<int> pids;
+  while (dirent* entry = readdir(dir)) {
+    int pid = 0;
+    if (absl::SimpleAtoi(entry->d_name, &pid) && pid > 0) pids.push_back(pid);
+  }
+  closedir(dir);
+  std::sort(pids.begin(), pids.end());  // parents (lower pids, usually) first
+  for (int pid : pids) {
+    auto environ = ReadProcFile(absl::StrCat(proc_root, "/", pid, "/environ"));
+    if (!environ.ok()) continue;
+    std::string job = EnvironValue(*environ, "FLEETPROF_JOB");
+    std::string address = EnvironValue(*environ, "FLEETPROF_XPROF_ADDR");
+    if (job.empty() || address.empty() || !addresses.insert(address).second) continue;
+    v1::Target target;
+    target.set_job(job);
+    target.set_kind("xprof");
+    target.set_pid(pid);
+    target.set_address(address);
+    targets.push_back(std::move(target));
+  }
+  return targets;
+}
+
+}  // namespace fleetprof

@@ -1,0 +1,45 @@
+#pragma once
+// Captures a trace from a JAX / TensorFlow / PyTorch-XLA job through the XLA/TSL profiler
+// service the job serves (tensorflow.ProfilerService, PROTOCOLS.md §1) — what
+// `python -m jax.collect_profile` does, made safe to run from a long-lived node agent: bounded
+// retries, a deadline, cancellation that also stops the job's profiler, and traces of hundreds
+// of MB received without gRPC's 4 MB limit.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace fleetprof {
+
+struct XprofCaptureOptions {
+  std::string address;  // host:port of the job's profiler server
+  int64_t duration_ms = 2000;
+  // Shared start across hosts so that their traces line up; 0 = now (+ delay_ms).
+  int64_t start_timestamp_ns = 0;
+  int64_t delay_ms = 0;
+  uint32_t host_tracer_level = 2, device_tracer_level = 1, python_tracer_level = 1;
+  // Agent-local folder. The trace ends up in <repository_root>/<session_id>/<host>.xplane.pb,
+  // written by us (servers that return the XSpace) or by the job itself (older servers, which
+  // must share this filesystem).
+  std::string repository_root;
+  std::string session_id;  // "" = a fresh "fleetprof_<unix ms>"
+  std::string host_name;   // "" = the address; ':' becomes '_' in the file name
+  int max_attempts = 3;    // UNAVAILABLE and ALREADY_EXISTS are retried, up to this many calls
+};
+
+// Runs one capture and returns the local path of the written `.xplane.pb`.
+// Errors name the address and what happened: Unavailable (unreachable after max_attempts),
+// AlreadyExists (the job stayed busy with another capture), DeadlineExceeded,
+// FailedPrecondition (the job returned an empty trace), NotFound (no trace file appeared),
+// InvalidArgument (bad options), Cancelled (when `cancelled()` turned true — checked every
+// ~50 ms while the call blocks; the call is then cancelled and the job sent Terminate).
+absl::StatusOr<std::string> CaptureXprof(const XprofCaptureOptions& options,
+                                         const std::function<bool()>& cancelled = {});
+
+// The file name a profiler server gives its trace: host_name with ':' replaced by '_', plus
+// ".xplane.pb" (e.g. "10.0.0.5:9999" -> "10.0.0.5_9999.xplane.pb").
+std::string XprofTraceFileName(const std::string& host_name);
+
+}  // namespace fleetprof

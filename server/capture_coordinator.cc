@@ -1,0 +1,236 @@
+#include "server/capture_coordinator.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/runtime.h"
+#include "spdlog/spdlog.h"
+
+namespace fleetprof {
+namespace {
+
+constexpr int64_t kNanosPerMs = 1'000'000;
+constexpr int64_t kDefaultDurationMs = 2000;
+constexpr int64_t kMaxDurationMs = 10 * 60 * 1000;
+
+bool IsFinal(const std::string& state) { return state == "INDEXED" || state == "FAILED"; }
+
+// How far a state has come; updates never move a target backwards.
+int Rank(const std::string& state) {
+  if (state == "PENDING") return 0;
+  if (state == "RUNNING") return 1;
+  if (state == "UPLOADING") return 2;
+  return 3;
+}
+
+}  // namespace
+
+std::string TargetName(const v1::Target& target) {
+  if (target.kind() == "xprof") return absl::StrCat("xprof:", target.address());
+  return absl::StrCat(target.kind(), ":pid=", target.pid());
+}
+
+std::string CaptureStateOf(const v1::Capture& capture) {
+  if (capture.targets().empty()) return "FAILED";
+  int indexed = 0, failed = 0;
+  for (const auto& t : capture.targets()) {
+    if (t.state() == "INDEXED") ++indexed;
+    else if (t.state() == "FAILED") ++failed;
+    else return "RUNNING";
+  }
+  if (failed == 0) return "DONE";
+  return indexed > 0 ? "PARTIAL" : "FAILED";
+}
+
+CaptureCoordinator::CaptureCoordinator(ProfileStore* store, AgentRegistry* registry,
+                                       ServerMetrics* metrics)
+    : store_(store), registry_(registry), metrics_(metrics) {
+  expirer_ = std::thread([this] { ExpireLoop(); });
+}
+
+CaptureCoordinator::~CaptureCoordinator() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  expirer_.join();
+}
+
+absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequest& in) {
+  v1::StartCaptureRequest request = in;
+  if (request.duration_ms() < 0 || request.iterations() < 0 || request.start_delay_ms() < 0) {
+    return absl::InvalidArgumentError("duration_ms, iterations and start_delay_ms must be >= 0");
+  }
+  if (request.duration_ms() == 0 && request.iterations() == 0) request.set_duration_ms(kDefaultDurationMs);
+  if (request.duration_ms() > kMaxDurationMs) {
+    return absl::InvalidArgumentError(absl::StrCat("duration_ms is capped at ", kMaxDurationMs));
+  }
+  if (request.job().empty() && request.node().empty() && request.target().empty()) {
+    return absl::InvalidArgumentError("name a job, a node or a target to capture");
+  }
+
+  const int64_t now = UnixNanos();
+  v1::Capture capture;
+  capture.set_capture_id(absl::StrCat("c", absl::Hex(now, absl::kZeroPad16), RandomHex(3)));
+  capture.set_created_at_ns(now);
+  capture.set_start_time_unix_ns(now + request.start_delay_ms() * kNanosPerMs);
+  const int64_t timeout_ms = request.timeout_ms() > 0
+                                 ? request.timeout_ms()
+                                 : std::max<int64_t>(60'000, 2 * request.duration_ms());
+  capture.set_deadline_unix_ns(capture.start_time_unix_ns() + timeout_ms * kNanosPerMs);
+  *capture.mutable_request() = request;
+
+  for (const auto& agent : registry_->List()) {
+    if (agent.state() != "CONNECTED") continue;
+    if (!request.node().empty() && agent.node() != request.node()) continue;
+    for (const auto& target : agent.targets()) {
+      if (!request.job().empty() && target.job() != request.job()) continue;
+      if (!request.target().empty() && TargetName(target) != request.target()) continue;
+      auto* t = capture.add_targets();
+      t->set_node(agent.node());
+      t->set_target(TargetName(target));
+      t->set_state("PENDING");
+      t->set_job(target.job());
+      t->set_kind(target.kind());
+      t->set_pid(target.pid());
+    }
+  }
+  if (capture.targets().empty()) {
+    capture.set_error(absl::StrCat(
+        "no process matched", request.job().empty() ? "" : " job " + request.job(),
+        request.node().empty() ? "" : " on node " + request.node(),
+        request.target().empty() ? "" : " as target " + request.target(),
+        ": no connected agent reports such a target (targets are processes with FLEETPROF_JOB "
+        "in their environment, Kineto clients polling the agent, and --target flags; see "
+        "`fleetprof agents`)"));
+  }
+
+  std::lock_guard lock(mu_);
+  Active& active = active_[capture.capture_id()];
+  active.capture = capture;
+  for (auto& t : *active.capture.mutable_targets()) {
+    v1::ServerMessage message;
+    v1::CaptureCommand* command = message.mutable_capture();
+    command->set_capture_id(capture.capture_id());
+    command->set_target_name(t.target());
+    for (const auto& agent : registry_->List()) {
+      if (agent.node() != t.node()) continue;
+      for (const auto& target : agent.targets()) {
+        if (TargetName(target) == t.target()) *command->mutable_target() = target;
+      }
+    }
+    command->set_duration_ms(request.duration_ms());
+    command->set_iterations(request.iterations());
+    command->set_start_time_unix_ns(capture.start_time_unix_ns());
+    command->set_deadline_unix_ns(capture.deadline_unix_ns());
+    command->set_record_shapes(request.record_shapes());
+    command->set_profile_memory(request.profile_memory());
+    command->set_with_stack(request.with_stack());
+    if (!registry_->Send(t.node(), message)) {
+      t.set_state("FAILED");
+      t.set_error(absl::StrCat("agent on node ", t.node(), " disconnected before the capture started"));
+    }
+  }
+  spdlog::info("capture started capture_id={} job={} targets={}", capture.capture_id(),
+               request.job(), capture.targets_size());
+  Changed(active);
+  return active.capture;
+}
+
+void CaptureCoordinator::Changed(Active& active) {
+  const std::string before = active.capture.state();
+  active.capture.set_state(CaptureStateOf(active.capture));
+  ++active.version;
+  if (absl::Status s = store_->PutCapture(active.capture); !s.ok()) {
+    spdlog::warn("could not store capture {}: {}", active.capture.capture_id(), std::string(s.message()));
+  }
+  if (before != active.capture.state() && active.capture.state() != "RUNNING") {
+    metrics_->RecordCapture(active.capture.state());
+    spdlog::info("capture finished capture_id={} state={}", active.capture.capture_id(),
+                 active.capture.state());
+  }
+  changed_.notify_all();
+}
+
+void CaptureCoordinator::OnUpdate(const std::string& node, const v1::CaptureUpdate& update) {
+  std::lock_guard lock(mu_);
+  auto it = active_.find(update.capture_id());
+  if (it == active_.end()) return;
+  for (auto& t : *it->second.capture.mutable_targets()) {
+    if (t.node() != node || t.target() != update.target()) continue;
+    if (IsFinal(t.state()) || Rank(update.state()) < Rank(t.state())) return;
+    t.set_state(update.state());
+    if (!update.profile_id().empty()) t.set_profile_id(update.profile_id());
+    if (!update.error().empty()) t.set_error(update.error());
+    if (IsFinal(t.state())) metrics_->RecordCaptureTarget(t.state());
+    Changed(it->second);
+    return;
+  }
+}
+
+absl::StatusOr<v1::Capture> CaptureCoordinator::Get(const std::string& capture_id) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = active_.find(capture_id);
+    if (it != active_.end()) return it->second.capture;
+  }
+  return store_->GetCapture(capture_id);
+}
+
+absl::StatusOr<std::vector<v1::Capture>> CaptureCoordinator::List(const std::string& job, int limit) {
+  return store_->ListCaptures(job, limit <= 0 ? 50 : std::min(limit, 1000));
+}
+
+bool CaptureCoordinator::WaitForChange(const std::string& capture_id, int64_t* version,
+                                       std::chrono::milliseconds timeout, v1::Capture* out) {
+  std::unique_lock lock(mu_);
+  auto it = active_.find(capture_id);
+  if (it == active_.end()) {
+    lock.unlock();
+    auto stored = store_->GetCapture(capture_id);
+    if (!stored.ok()) return false;
+    *out = *stored;
+    *version = INT64_MAX;
+    return true;
+  }
+  changed_.wait_for(lock, timeout, [&] {
+    auto now = active_.find(capture_id);
+    return stopping_ || now == active_.end() || now->second.version > *version;
+  });
+  auto now = active_.find(capture_id);
+  if (now == active_.end()) return false;
+  *out = now->second.capture;
+  *version = now->second.version;
+  return true;
+}
+
+void CaptureCoordinator::ExpireLoop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    changed_.wait_for(lock, std::chrono::milliseconds(500));
+    const int64_t now = UnixNanos();
+    for (auto it = active_.begin(); it != active_.end();) {
+      Active& active = it->second;
+      if (active.capture.state() == "RUNNING" && now > active.capture.deadline_unix_ns()) {
+        for (auto& t : *active.capture.mutable_targets()) {
+          if (IsFinal(t.state())) continue;
+          t.set_error(t.state() == "PENDING"
+                          ? "agent never started the capture before the deadline"
+                          : "no result from the agent within the capture deadline");
+          t.set_state("FAILED");
+          metrics_->RecordCaptureTarget("FAILED");
+        }
+        Changed(active);
+      }
+      // Finished captures stay in memory a minute for watchers, then live in the store only.
+      if (active.capture.state() != "RUNNING" && now - active.capture.deadline_unix_ns() > 60'000 * kNanosPerMs) {
+        it = active_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
+}  // namespace fleetprof

@@ -1,0 +1,62 @@
+#pragma once
+// CaptureCoordinator turns "capture job J now" into one command per matching target on the
+// agents that host them, with one shared start time, and follows each target's state
+// PENDING -> RUNNING -> UPLOADING -> INDEXED, or FAILED with a reason a user can act on.
+// Captures are kept in the store so they can be read after they end or the server restarts.
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fleetprof/v1/capture.pb.h"
+#include "server/agent_registry.h"
+#include "server/server_metrics.h"
+#include "storage/profile_store.h"
+
+namespace fleetprof {
+
+class CaptureCoordinator {
+ public:
+  CaptureCoordinator(ProfileStore* store, AgentRegistry* registry, ServerMetrics* metrics);
+  ~CaptureCoordinator();
+
+  // Picks the targets, sends the commands and returns the capture as it starts.
+  absl::StatusOr<v1::Capture> Start(const v1::StartCaptureRequest& request);
+  absl::StatusOr<v1::Capture> Get(const std::string& capture_id);
+  absl::StatusOr<std::vector<v1::Capture>> List(const std::string& job, int limit);
+  // Waits until the capture's version exceeds `*version` (or `timeout` passes); then fills
+  // `*out` and `*version`. False if the capture is unknown.
+  bool WaitForChange(const std::string& capture_id, int64_t* version, std::chrono::milliseconds timeout,
+                     v1::Capture* out);
+  // An agent reported progress on one of its targets.
+  void OnUpdate(const std::string& node, const v1::CaptureUpdate& update);
+
+ private:
+  struct Active {
+    v1::Capture capture;
+    int64_t version = 0;
+  };
+  // REQUIRES: mu_ held. Recomputes the capture state, persists, wakes watchers.
+  void Changed(Active& active);
+  void ExpireLoop();
+
+  ProfileStore* store_;
+  AgentRegistry* registry_;
+  ServerMetrics* metrics_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<std::string, Active> active_;  // captures still RUNNING, and recent ones
+  bool stopping_ = false;
+  std::thread expirer_;
+};
+
+// "xprof:HOST:PORT" or "kineto:pid=N": how users and updates name a target.
+std::string TargetName(const v1::Target& target);
+// RUNNING while a target is unfinished; else DONE (all INDEXED), PARTIAL or FAILED.
+std::string CaptureStateOf(const v1::Capture& capture);
+
+}  // namespace fleetprof

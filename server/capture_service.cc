@@ -1,0 +1,50 @@
+#include "server/capture_service.h"
+
+#include "server/grpc_status.h"
+
+namespace fleetprof {
+
+grpc::Status CaptureServiceImpl::StartCapture(grpc::ServerContext*,
+                                              const v1::StartCaptureRequest* request,
+                                              v1::Capture* response) {
+  auto capture = coordinator_->Start(*request);
+  if (!capture.ok()) return ToGrpcStatus(capture.status());
+  *response = *std::move(capture);
+  return grpc::Status::OK;
+}
+
+grpc::Status CaptureServiceImpl::GetCapture(grpc::ServerContext*,
+                                            const v1::GetCaptureRequest* request,
+                                            v1::Capture* response) {
+  auto capture = coordinator_->Get(request->capture_id());
+  if (!capture.ok()) return ToGrpcStatus(capture.status());
+  *response = *std::move(capture);
+  return grpc::Status::OK;
+}
+
+grpc::Status CaptureServiceImpl::ListCaptures(grpc::ServerContext*,
+                                              const v1::ListCapturesRequest* request,
+                                              v1::ListCapturesResponse* response) {
+  auto captures = coordinator_->List(request->job(), request->limit());
+  if (!captures.ok()) return ToGrpcStatus(captures.status());
+  for (auto& c : *captures) *response->add_captures() = std::move(c);
+  return grpc::Status::OK;
+}
+
+grpc::Status CaptureServiceImpl::WatchCapture(grpc::ServerContext* context,
+                                              const v1::GetCaptureRequest* request,
+                                              grpc::ServerWriter<v1::Capture>* writer) {
+  int64_t version = -1;
+  v1::Capture capture;
+  while (!context->IsCancelled()) {
+    if (!coordinator_->WaitForChange(request->capture_id(), &version, std::chrono::seconds(1),
+                                     &capture)) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "capture " + request->capture_id() + ": not found");
+    }
+    if (!writer->Write(capture)) return grpc::Status::CANCELLED;
+    if (capture.state() != "RUNNING") return grpc::Status::OK;
+  }
+  return grpc::Status::CANCELLED;
+}
+
+}  // namespace fleetprof

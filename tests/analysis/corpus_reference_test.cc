@@ -1,0 +1,178 @@
+// Every file of the shared corpus, analysed end to end and compared field by field with the
+// reference results computed by an independent implementation of ANALYSIS.md.
+
+#include <map>
+#include <string>
+
+#include "analysis/summary_json.h"
+#include "analysis/trace_analyzer.h"
+#include "gtest/gtest.h"
+#include "simdjson.h"
+#include "tests/analysis/analysis_test_util.h"
+#include "tests/test_support.h"
+
+namespace fleetprof::analysis {
+namespace {
+
+using ::fleetprof::testing::CorpusPath;
+
+std::string ElementText(simdjson::dom::element value) {
+  if (value.is_string()) return "\"" + std::string(std::string_view(value.get_string())) + "\"";
+  if (value.is_int64()) return std::to_string(int64_t(value.get_int64()));
+  return simdjson::to_string(value);
+}
+
+// Compares `section` entries keyed by `key`: every reference entry must exist with equal
+// values for all of its fields, and no extra entry may appear.
+void ExpectSectionMatches(simdjson::dom::element reference, simdjson::dom::element actual,
+                          const char* section, const char* key) {
+  simdjson::dom::array ref_entries;
+  if (reference[section].get(ref_entries) != simdjson::SUCCESS) return;  // not in the reference
+  simdjson::dom::array got_entries;
+  ASSERT_EQ(actual[section].get(got_entries), simdjson::SUCCESS) << "no " << section;
+  std::map<std::string, simdjson::dom::object> got;
+  for (simdjson::dom::element entry : got_entries) {
+    std::string name(std::string_view(entry[key].get_string()));
+    EXPECT_TRUE(got.emplace(name, entry.get_object()).second) << section << ": duplicate " << name;
+  }
+  size_t matched = 0;
+  for (simdjson::dom::element entry : ref_entries) {
+    std::string name(std::string_view(entry[key].get_string()));
+    auto it = got.find(name);
+    if (it == got.end()) {
+      ADD_FAILURE() << section << ": missing entry " << name;
+      continue;
+    }
+    ++matched;
+    for (auto [field, value] : entry.get_object()) {
+      simdjson::dom::element ours;
+      if (it->second[field].get(ours) != simdjson::SUCCESS) {
+        ADD_FAILURE() << section << " " << name << ": missing field " << field;
+        continue;
+      }
+      EXPECT_EQ(ElementText(ours), ElementText(value)) << section << " " << name << " ." << field;
+    }
+  }
+  EXPECT_EQ(matched, got.size()) << section << ": entries the reference does not have";
+}
+
+void ExpectMatchesReference(const std::string& trace, const std::string& reference) {
+  const std::string trace_path = CorpusPath(trace);
+  const std::string reference_path = CorpusPath("reference/" + reference);
+  FLEETPROF_REQUIRE_PATH(trace_path);
+  FLEETPROF_REQUIRE_PATH(reference_path);
+  absl::StatusOr<TraceSummary> summary = AnalyzeTraceFile(trace_path);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->skipped_events, 0);
+
+  simdjson::dom::parser ref_parser;
+  simdjson::dom::parser got_parser;
+  simdjson::padded_string ref_text(fleetprof::testing::ReadSmallFile(reference_path));
+  simdjson::padded_string got_text(SummaryToJson(*summary));
+  simdjson::dom::element ref_doc;
+  simdjson::dom::element got_doc;
+  ASSERT_EQ(ref_parser.parse(ref_text).get(ref_doc), simdjson::SUCCESS);
+  ASSERT_EQ(got_parser.parse(got_text).get(got_doc), simdjson::SUCCESS)
+      << "our JSON does not parse";
+  ExpectSectionMatches(ref_doc, got_doc, "devices", "device");
+  ExpectSectionMatches(ref_doc, got_doc, "kernels", "name");
+  ExpectSectionMatches(ref_doc, got_doc, "ops", "name");
+}
+
+TEST(CorpusReference, MatchesReferenceForV100Resnet) {
+  ExpectMatchesReference("kineto/v100_resnet_rank0.pt.trace.json.gz",
+                         "v100_resnet_rank0.pt.trace.ref.json");
+}
+
+TEST(CorpusReference, MatchesReferenceForA100Nccl) {
+  ExpectMatchesReference("kineto/a100_nccl_rank0.json.gz", "a100_nccl_rank0.ref.json");
+}
+
+TEST(CorpusReference, MatchesReferenceForMi250Rocm) {
+  ExpectMatchesReference("kineto/mi250_rocm62.json.gz", "mi250_rocm62.ref.json");
+}
+
+TEST(CorpusReference, MatchesReferenceForA100Alexnet) {
+  ExpectMatchesReference("kineto/a100_alexnet.json.gz", "a100_alexnet.ref.json");
+}
+
+TEST(CorpusReference, MatchesReferenceForV100LegacySchema) {
+  ExpectMatchesReference("kineto/v100_resnet50_legacy_schema.pt.trace.json.gz",
+                         "v100_resnet50_legacy_schema.pt.trace.ref.json");
+}
+
+TEST(CorpusReference, MatchesReferenceForTensorFlowXSpace) {
+  ExpectMatchesReference("xspace/tf_8gpu_multi_worker.xplane.pb",
+                         "tf_8gpu_multi_worker.xplane.ref.json");
+}
+
+// Tokens, keys and varints that straddle a read boundary must come out the same: the
+// results may not depend on how the bytes arrive.
+TEST(CorpusReference, ResultsDoNotDependOnReadBoundaries) {
+  const std::string json_path = CorpusPath("kineto/a100_nccl_rank0.json.gz");
+  const std::string small_path = CorpusPath("kineto/mi250_rocm62.json.gz");
+  const std::string xspace_path = CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb");
+  FLEETPROF_REQUIRE_PATH(json_path);
+  FLEETPROF_REQUIRE_PATH(small_path);
+  FLEETPROF_REQUIRE_PATH(xspace_path);
+
+  const std::string json = testing::ReadDecompressed(json_path);
+  absl::StatusOr<TraceSummary> whole = testing::AnalyzeJson(json);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  for (size_t chunk : {4093, 65537}) {
+    absl::StatusOr<TraceSummary> chunked = testing::AnalyzeJson(json, chunk);
+    ASSERT_TRUE(chunked.ok()) << chunked.status();
+    EXPECT_EQ(SummaryToJson(*chunked), SummaryToJson(*whole)) << "chunk " << chunk;
+  }
+
+  const std::string small = testing::ReadDecompressed(small_path);
+  absl::StatusOr<TraceSummary> small_whole = testing::AnalyzeJson(small);
+  absl::StatusOr<TraceSummary> small_bytewise = testing::AnalyzeJson(small, 1);
+  ASSERT_TRUE(small_whole.ok() && small_bytewise.ok());
+  EXPECT_EQ(SummaryToJson(*small_bytewise), SummaryToJson(*small_whole));
+
+  const std::string xspace = testing::ReadDecompressed(xspace_path);
+  absl::StatusOr<TraceSummary> xs_whole = testing::AnalyzeXSpace(xspace);
+  absl::StatusOr<TraceSummary> xs_chunked = testing::AnalyzeXSpace(xspace, 7);
+  ASSERT_TRUE(xs_whole.ok() && xs_chunked.ok());
+  EXPECT_EQ(SummaryToJson(*xs_chunked), SummaryToJson(*xs_whole));
+}
+
+TEST(CorpusReference, FindsStepsInProfilerStepEvents) {
+  const std::string path = CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz");
+  FLEETPROF_REQUIRE_PATH(path);
+  absl::StatusOr<TraceSummary> summary = AnalyzeTraceFile(path);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  ASSERT_FALSE(summary->steps.empty());
+  for (const StepSummary& step : summary->steps) {
+    EXPECT_EQ(step.duration_ns, step.end_ns - step.start_ns);
+    EXPECT_GE(step.device_busy_ns, 0);
+    EXPECT_LE(step.device_busy_ns, step.duration_ns);
+    EXPECT_EQ(step.device_idle_ns, step.duration_ns - step.device_busy_ns);
+  }
+  // ProfilerStep#101 … #105 in this capture.
+  EXPECT_EQ(summary->steps.front().step, 101);
+}
+
+TEST(CorpusReference, ReadsLegacyMemoryEventsIntoATimeline) {
+  const std::string path = CorpusPath("kineto/v100_resnet50_legacy_schema.pt.trace.json.gz");
+  FLEETPROF_REQUIRE_PATH(path);
+  absl::StatusOr<TraceSummary> summary = AnalyzeTraceFile(path);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  ASSERT_FALSE(summary->memory.empty());
+  int64_t samples = 0;
+  for (const MemorySummary& memory : summary->memory) {
+    samples += memory.samples;
+    EXPECT_LE(memory.timeline.size(), static_cast<size_t>(kMaxMemoryTimelinePoints));
+    bool peak_kept = false;
+    for (const MemorySample& s : memory.timeline) {
+      EXPECT_LE(s.allocated_bytes, memory.peak_bytes);
+      peak_kept |= s.allocated_bytes == memory.peak_bytes && s.ts_ns == memory.peak_ns;
+    }
+    EXPECT_TRUE(peak_kept) << memory.device;
+  }
+  EXPECT_EQ(samples, 12838);  // every "[memory]" instant of the file
+}
+
+}  // namespace
+}  // namespace fleetprof::analysis
