@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/upload_client.h"
+#include "common/runtime.h"
 #include "collectors/target_discovery.h"
 #include "spdlog/spdlog.h"
 
@@ -77,9 +78,9 @@ absl::Status Agent::Start() {
   kineto_options.proc_root = config_.proc_root;
   kineto_ = std::make_unique<KinetoEndpoint>(kineto_options);
   // Fires only from Trigger calls, which come from captures_ or dynolog_, both set below.
-  kineto_->on_triggered = [this](const KinetoProcess& process, const std::string& log_file) {
+  kineto_->set_on_triggered([this](const KinetoProcess& process, const std::string& log_file) {
     captures_->AdoptKinetoTrace(process, log_file);
-  };
+  });
   prometheus::Gauge& kineto_up = CollectorUpGauge(*registry_, "kineto");
   if (absl::Status s = kineto_->Start(); !s.ok()) {
     spdlog::warn("Kineto endpoint off: {}", std::string(s.message()));
@@ -91,7 +92,9 @@ absl::Status Agent::Start() {
   captures_ = std::make_unique<CaptureRunner>(capture_options, channel, kineto_.get(),
                                               [this](const v1::AgentMessage& m) { link_->Send(m); });
   if (kineto_ && !config_.dynolog_addr.empty()) {
-    dynolog_ = std::make_unique<DynologApiServer>(kineto_.get(), config_.dynolog_addr);
+    DynologApiServer::Options api;
+    api.listen_address = config_.dynolog_addr;
+    dynolog_ = std::make_unique<DynologApiServer>(*kineto_, api);
     if (absl::Status s = dynolog_->Start(); !s.ok()) {
       spdlog::warn("dynolog-compatible API off: {}", std::string(s.message()));
       dynolog_.reset();
@@ -109,6 +112,10 @@ absl::Status Agent::Start() {
   spdlog::info("fleetprof-agent ready node={} server={} metrics=http://{}/metrics trace_dirs={} targets={}",
                config_.node, config_.server, metrics_addr_, config_.trace_dirs.size(), Targets().size());
   return absl::OkStatus();
+}
+
+std::string Agent::dynolog_addr() const {
+  return dynolog_ ? WithPort(config_.dynolog_addr, dynolog_->port()) : "";
 }
 
 void Agent::Stop() {
@@ -160,6 +167,7 @@ v1::AgentHeartbeat Agent::Heartbeat() {
     out->set_device(absl::StrCat(d.index));
     out->set_uuid(d.uuid);
     out->set_model(d.model);
+    out->set_sampled_at_ns(UnixNanos());
     out->set_memory_used_bytes(static_cast<int64_t>(d.memory_used_bytes.value_or(0)));
     out->set_memory_total_bytes(static_cast<int64_t>(d.memory_total_bytes.value_or(0)));
     if (d.utilization_ratio) {

@@ -52,6 +52,8 @@ class Agent {
   absl::Status Start();
   void Stop();
   const std::string& metrics_addr() const { return metrics_addr_; }
+  // host:port of the dynolog-compatible API, "" when it is off.
+  std::string dynolog_addr() const;
 
  private:
   v1::AgentHello Hello();

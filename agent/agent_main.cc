@@ -74,7 +74,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!ready_file.empty()) {
-    std::ofstream(ready_file + ".tmp") << "{\"metrics\":\"" << agent.metrics_addr() << "\"}\n";
+    std::ofstream(ready_file + ".tmp") << "{\"metrics\":\"" << agent.metrics_addr() << "\",\"dynolog\":\""
+                                        << agent.dynolog_addr() << "\"}\n";
     std::error_code ec;
     std::filesystem::rename(ready_file + ".tmp", ready_file, ec);
   }

@@ -150,7 +150,8 @@ void CaptureRunner::Execute(const v1::CaptureCommand& command) {
 }
 
 void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const std::string& log_file) {
-  if (log_file.rfind(options_.kineto_dir + "/", 0) == 0) return;  // one of ours: Execute uploads it
+  // Ours are uploaded by Execute; a config without a log file names nothing to upload.
+  if (log_file.empty() || log_file.rfind(options_.kineto_dir + "/", 0) == 0) return;
   Spawn([this, process, log_file] {
     const std::string path = KinetoEndpoint::TracePathFor(log_file, process.pid);
     auto trace = WaitForTraceFile(path, std::chrono::steady_clock::now() + std::chrono::minutes(10),

@@ -26,6 +26,7 @@ absl::StatusOr<std::unique_ptr<ByteSource>> OpenFileSource(const std::string& pa
 // Wraps `inner`, inflating it when it starts with the gzip magic bytes (concatenated gzip
 // members included) and passing it through unchanged otherwise. Errors name the compressed
 // byte offset, e.g. "trace.json.gz: truncated gzip stream at compressed byte 1234".
+// Gzip input is inflated on a worker thread, so `inner` is read from that thread.
 std::unique_ptr<ByteSource> MaybeGunzip(std::unique_ptr<ByteSource> inner);
 
 // A source over bytes already in memory (an upload, a test input). Each Read returns at most

@@ -116,6 +116,7 @@ GunzipSource::~GunzipSource() {
     std::lock_guard<std::mutex> lock(mu_);
     cancelled_ = true;
   }
+  stop_.store(true, std::memory_order_relaxed);
   free_cv_.notify_all();
   if (worker_.joinable()) worker_.join();
 }
@@ -214,6 +215,8 @@ absl::Status GunzipSource::Inflate() {
       out_len = 0;
     }
     if (state->avail_in == 0 && !inner_eof) {
+      // A reader that went away must not keep us reading an upload to its end.
+      if (stop_.load(std::memory_order_relaxed)) return absl::CancelledError("reader closed");
       absl::StatusOr<size_t> got = inner_->Read(reinterpret_cast<char*>(in.get()), kInBufferBytes);
       if (!got.ok()) {
         flush();
@@ -253,7 +256,7 @@ absl::Status GunzipSource::Inflate() {
     state->avail_out = static_cast<uint32_t>(kOutBufferBytes - out_len);
     int ret = isal_inflate(state.get());
     out_len = kOutBufferBytes - state->avail_out;
-    if (ret < 0) {
+    if (ret < 0 || ret == ISAL_NEED_DICT) {
       flush();
       return absl::DataLossError(absl::StrCat(name_, ": corrupt gzip stream at compressed byte ",
                                               consumed(), ": ", IsalErrorText(ret)));

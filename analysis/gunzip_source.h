@@ -3,6 +3,7 @@
 // inflates with ISA-L into a few fixed buffers while the caller's thread parses the previous
 // ones, so a .json.gz costs about max(inflate, parse) rather than their sum.
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -20,7 +21,8 @@ namespace fleetprof::analysis {
 class GunzipSource : public ByteSource {
  public:
   // `prefix` holds bytes already read from `inner` (the sniffed magic); they are inflated
-  // first. Starts the worker thread immediately.
+  // first. Starts the worker thread immediately: `inner` is read from that thread.
+  // Destruction stops the worker; it waits for an inner Read in progress to return.
   GunzipSource(std::unique_ptr<ByteSource> inner, std::string prefix);
   ~GunzipSource() override;
 
@@ -57,6 +59,7 @@ class GunzipSource : public ByteSource {
   bool finished_ = false;             // guarded by mu_: no more chunks after ready_
   absl::Status end_status_;           // guarded by mu_
   bool cancelled_ = false;            // guarded by mu_
+  std::atomic<bool> stop_{false};     // cancelled_, readable without the lock
 
   // Reader side, touched only by the caller's thread.
   Chunk current_;

@@ -42,9 +42,17 @@ class JsonTokenizer {
   // Skips whitespace; sets *c to the next byte without consuming it. At the end of input
   // fails with "expected <expected>".
   bool Peek(char* c, const char* expected) {
-    if (pos_ < end_ && !IsJsonSpace(*pos_)) {  // inline fast path: no space, no refill
-      *c = *pos_;
-      return true;
+    // Inline fast path for the usual layouts, no space or one space (`"key": value`).
+    if (end_ - pos_ >= 2) {
+      if (!IsJsonSpace(pos_[0])) {
+        *c = pos_[0];
+        return true;
+      }
+      if (!IsJsonSpace(pos_[1])) {
+        ++pos_;
+        *c = pos_[0];
+        return true;
+      }
     }
     return PeekSlow(c, expected);
   }

@@ -29,10 +29,11 @@ Category Classify(const KinetoRawEvent& e) {
       cat == "privateuse1_runtime" || cat == "privateuse1_driver") {
     return Category::kRuntime;
   }
+  // Host categories of current and 2021 Kineto, and the flow categories, which only
+  // appear on X events in hand-edited files.
   if (cat == "cpu_op" || cat == "user_annotation" || cat == "python_function" ||
-      cat == "Operator" || cat == "Python" || cat == "cpu_instant_event" || cat == "overhead" ||
-      cat == "Overhead" || cat == "ac2g" || cat == "fwdbwd" || cat == "async" || cat == "Memory" ||
-      cat == "cpu_mem") {
+      cat == "Operator" || cat == "cpu_instant_event" || cat == "overhead" || cat == "ac2g" ||
+      cat == "fwdbwd" || cat == "async") {
     return Category::kHost;
   }
   return Category::kUnknownHost;

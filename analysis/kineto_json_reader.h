@@ -21,15 +21,11 @@
 // JsonTokenizer::kMaxSkipDepth levels, and truncated input ("FILE: unexpected end of
 // input at byte N, expected …").
 
-#include <cstddef>
-
 #include "absl/status/status.h"
 #include "analysis/byte_source.h"
 #include "analysis/trace_events.h"
 
 namespace fleetprof::analysis {
-
-inline constexpr size_t kMaxNameBytes = 64 << 10;
 
 // Reads `source` to its end into `out` (format, events, metadata).
 absl::Status ReadKinetoJson(ByteSource& source, TraceEvents* out);

@@ -11,7 +11,8 @@
 namespace fleetprof::analysis {
 
 // Guesses the format from the file name (".xplane.pb" => XSpace, ".json"/".json.gz" =>
-// Kineto JSON) and, failing that, from the first bytes (after gunzip): '{' or '[' => JSON.
+// Kineto JSON) and, failing that, from the first bytes (after gunzip): '{' or '[' => JSON,
+// else a first byte 0x0a (XSpace field 1, planes) => XSpace.
 TraceFormat DetectTraceFormat(const std::string& file_name, std::string_view first_bytes);
 
 // Reads `source` (already decompressed) to its end and returns the summary. Memory grows

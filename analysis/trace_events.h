@@ -4,6 +4,7 @@
 // Chrome-trace JSON, picoseconds relative to `base_ns` for XSpace, so that XSpace sums stay
 // exact in ps and are floored to ns once, when a value is reported (ANALYSIS.md, Time).
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -15,6 +16,10 @@
 namespace fleetprof::analysis {
 
 using Ticks = int64_t;
+
+// Names (events, planes, lines, ids) longer than this are cut to their first kMaxNameBytes
+// bytes by every reader, so that one absurd string cannot take the memory of a trace.
+inline constexpr size_t kMaxNameBytes = 64 << 10;
 
 // One kernel, memcpy or memset on a device.
 struct DeviceActivity {

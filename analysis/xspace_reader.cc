@@ -9,7 +9,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "analysis/decimal_time.h"
 #include "analysis/kineto_event.h"
-#include "analysis/kineto_json_reader.h"
 #include "analysis/proto_reader.h"
 
 namespace fleetprof::analysis {

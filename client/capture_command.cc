@@ -100,6 +100,7 @@ int RunCapture(const CliOptions& options) {
   request.set_record_shapes(options.record_shapes);
   request.set_profile_memory(options.profile_memory);
   request.set_with_stack(options.with_stack);
+  request.set_timeout_ms(options.capture_timeout_ms);
   v1::Capture capture;
   {
     grpc::ClientContext context;

@@ -26,6 +26,7 @@ struct CliOptions {
   int64_t iterations = 0;
   int64_t start_delay_ms = 0;
   bool wait = false;
+  int64_t capture_timeout_ms = 0;
   bool record_shapes = false;
   bool profile_memory = false;
   bool with_stack = false;

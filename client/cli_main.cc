@@ -87,6 +87,8 @@ int main(int argc, char** argv) {
   flags.AddInt("iterations", &options.iterations, "capture: trace this many iterations (Kineto)");
   flags.AddInt("start_delay_ms", &options.start_delay_ms, "capture: shared start this far in the future");
   flags.AddBool("wait", &options.wait, "capture: follow progress until every target is done");
+  flags.AddInt("capture_timeout_ms", &options.capture_timeout_ms,
+               "capture: give up on a target this long after the start (default max(60 s, 2 x duration))");
   flags.AddBool("record_shapes", &options.record_shapes, "capture: record input shapes (Kineto)");
   flags.AddBool("profile_memory", &options.profile_memory, "capture: record allocations (Kineto)");
   flags.AddBool("with_stack", &options.with_stack, "capture: record Python stacks (Kineto)");

@@ -244,7 +244,7 @@ std::string DynologApiServer::HandleRequest(std::string_view request) {
   if (fn == "getStatus") return "{\"status\":1}";
   if (fn == "getVersion") return absl::StrCat("{\"version\":", JsonString(options_.version), "}");
   if (fn != "setKinetOnDemandRequest") {
-    return ErrorReply(absl::StrCat("unknown fn \"", fn, "\""));
+    return ErrorReply(absl::StrCat("unknown fn \"", std::string(fn), "\""));
   }
 
   std::string_view config;

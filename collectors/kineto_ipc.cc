@@ -247,7 +247,7 @@ absl::Status KinetoIpcSocket::Send(const sockaddr_un& to, socklen_t to_len, std:
     return absl::FailedPreconditionError("sender has no address to answer");
   }
   if (type.size() >= kKinetoTypeSize) {
-    return absl::InvalidArgumentError(absl::StrCat("message type too long: ", type));
+    return absl::InvalidArgumentError(absl::StrCat("message type too long: ", std::string(type)));
   }
   char header[kKinetoHeaderSize] = {};
   const uint64_t size = payload.size();

@@ -121,7 +121,8 @@ class XprofCapture {
   tensorflow::ProfileRequest BuildRequest() const;
   std::chrono::milliseconds Deadline() const;
   // One Profile call that gives up when `cancelled_()` turns true.
-  grpc::Status CallProfile(const tensorflow::ProfileRequest& request,
+  grpc::Status CallProfile(std::chrono::milliseconds deadline,
+                           const tensorflow::ProfileRequest& request,
                            tensorflow::ProfileResponse* response, bool* was_cancelled);
   void SendTerminate();
   absl::Status DescribeFailure(const grpc::Status& status, int attempts) const;
@@ -130,6 +131,7 @@ class XprofCapture {
   XprofCaptureOptions options_;
   const std::function<bool()>& cancelled_;
   std::string trace_path_;  // <repository_root>/<session_id>/<host>.xplane.pb
+  std::chrono::milliseconds last_deadline_{0};  // of the latest Profile call, for messages
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<tensorflow::ProfilerService::Stub> stub_;
 };
@@ -203,12 +205,13 @@ absl::StatusOr<std::string> XprofCapture::Run() {
   for (int attempt = 1;; ++attempt) {
     tensorflow::ProfileResponse response;
     bool was_cancelled = false;
-    const grpc::Status status = CallProfile(request, &response, &was_cancelled);
+    last_deadline_ = Deadline();
+    const grpc::Status status = CallProfile(last_deadline_, request, &response, &was_cancelled);
     if (was_cancelled) {
       SendTerminate();
       return absl::CancelledError(
-          absl::StrCat("xprof capture from ", options_.address, " cancelled (session ",
-                       options_.session_id, " sent Terminate)"));
+          absl::StrCat("xprof capture from ", options_.address,
+                       " cancelled (sent Terminate for session ", options_.session_id, ")"));
     }
     if (status.ok()) return SaveTrace(response);
 
@@ -226,10 +229,11 @@ absl::StatusOr<std::string> XprofCapture::Run() {
   }
 }
 
-grpc::Status XprofCapture::CallProfile(const tensorflow::ProfileRequest& request,
+grpc::Status XprofCapture::CallProfile(std::chrono::milliseconds deadline,
+                                       const tensorflow::ProfileRequest& request,
                                        tensorflow::ProfileResponse* response, bool* was_cancelled) {
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + Deadline());
+  context.set_deadline(std::chrono::system_clock::now() + deadline);
   std::mutex mutex;
   std::condition_variable finished_cv;
   bool finished = false;
@@ -278,7 +282,7 @@ absl::Status XprofCapture::DescribeFailure(const grpc::Status& status, int attem
                                            attempts, " attempt(s): ", detail));
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       return FromGrpc(status, absl::StrCat("profiler server at ", address,
-                                           " did not finish the capture within ", Deadline().count(),
+                                           " did not finish the capture within ", last_deadline_.count(),
                                            " ms: ", detail));
     case grpc::StatusCode::UNIMPLEMENTED:
       return FromGrpc(status, absl::StrCat("server at ", address,

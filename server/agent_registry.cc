@@ -4,6 +4,10 @@
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
+namespace {
+constexpr int64_t kHistoryNs = int64_t{3600} * 1'000'000'000;
+constexpr size_t kMaxHistory = 100'000;
+}  // namespace
 
 AgentRegistry::AgentRegistry(ProfileStore* store, ServerMetrics* metrics)
     : store_(store), metrics_(metrics) {
@@ -52,6 +56,24 @@ void AgentRegistry::Heartbeat(const std::string& node, const v1::AgentHeartbeat&
   if (session != sessions_.end()) {
     session->second.devices.assign(heartbeat.devices().begin(), heartbeat.devices().end());
   }
+  auto& history = history_[node];
+  for (const auto& d : heartbeat.devices()) history.push_back(d);
+  const int64_t keep_from = UnixNanos() - kHistoryNs;
+  while (!history.empty() && (history.front().sampled_at_ns() < keep_from || history.size() > kMaxHistory)) {
+    history.pop_front();
+  }
+}
+
+std::vector<v1::DeviceSample> AgentRegistry::DeviceHistory(const std::string& node, int64_t from_ns,
+                                                            int64_t to_ns) {
+  std::lock_guard lock(mu_);
+  std::vector<v1::DeviceSample> out;
+  auto it = history_.find(node);
+  if (it == history_.end()) return out;
+  for (const auto& d : it->second) {
+    if (d.sampled_at_ns() >= from_ns && d.sampled_at_ns() <= to_ns) out.push_back(d);
+  }
+  return out;
 }
 
 bool AgentRegistry::Send(const std::string& node, const v1::ServerMessage& message) {

@@ -3,6 +3,7 @@
 // lives in memory; every change is also written to the store so `fleetprof agents` lists
 // disconnected nodes after a server restart too.
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -32,6 +33,8 @@ class AgentRegistry {
   bool Send(const std::string& node, const v1::ServerMessage& message);
   // Latest device samples of every connected agent, by node.
   std::map<std::string, std::vector<v1::DeviceSample>> DeviceSamples();
+  // Every sample `node` reported with sampled_at_ns in [from_ns, to_ns] (the last hour is kept).
+  std::vector<v1::DeviceSample> DeviceHistory(const std::string& node, int64_t from_ns, int64_t to_ns);
 
  private:
   void Persist(const v1::AgentInfo& info);
@@ -46,6 +49,7 @@ class AgentRegistry {
     std::vector<v1::DeviceSample> devices;
   };
   std::map<std::string, Session> sessions_;  // node -> live session
+  std::map<std::string, std::deque<v1::DeviceSample>> history_;  // node -> recent samples
   int64_t next_session_ = 1;
 };
 

@@ -12,6 +12,7 @@ namespace {
 constexpr int64_t kNanosPerMs = 1'000'000;
 constexpr int64_t kDefaultDurationMs = 2000;
 constexpr int64_t kMaxDurationMs = 10 * 60 * 1000;
+constexpr int64_t kGraceNs = 10'000 * kNanosPerMs;
 
 bool IsFinal(const std::string& state) { return state == "INDEXED" || state == "FAILED"; }
 
@@ -212,7 +213,9 @@ void CaptureCoordinator::ExpireLoop() {
     const int64_t now = UnixNanos();
     for (auto it = active_.begin(); it != active_.end();) {
       Active& active = it->second;
-      if (active.capture.state() == "RUNNING" && now > active.capture.deadline_unix_ns()) {
+      // Agents enforce the deadline themselves and report why; the grace lets that reason
+      // arrive before this generic one.
+      if (active.capture.state() == "RUNNING" && now > active.capture.deadline_unix_ns() + kGraceNs) {
         for (auto& t : *active.capture.mutable_targets()) {
           if (IsFinal(t.state())) continue;
           t.set_error(t.state() == "PENDING"

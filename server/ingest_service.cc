@@ -218,10 +218,16 @@ grpc::Status IngestServiceImpl::ReceiveAndCommit(grpc::ServerContext* context,
   info.set_ingested_at_ns(UnixNanos());
   info.set_events(summary->events);
   info.set_skipped_events(summary->skipped_events);
-  if (absl::Status s = store_->CommitProfile(info, SummaryToProto(*summary)); !s.ok()) {
+  v1::ProfileSummary stored = SummaryToProto(*summary);
+  if (auto rank = summary->metadata.find("rank"); rank != summary->metadata.end()) {
+    info.mutable_labels()->insert({"rank", rank->second});  // an uploader's own label wins
+  }
+  if (before_commit_) before_commit_(info, stored);
+  if (absl::Status s = store_->CommitProfile(info, stored); !s.ok()) {
     metrics_->RecordUpload("error", 0);
     return ToGrpcStatus(s);
   }
+  if (after_commit_) after_commit_(info, stored);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   metrics_->RecordUpload("ok", seconds);

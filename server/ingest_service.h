@@ -2,6 +2,7 @@
 // IngestService: receives trace files as chunked client streams, stores the original bytes,
 // analyses them while they stream in, and commits the profile with its summary atomically.
 
+#include <functional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -19,8 +20,18 @@ struct IngestLimits {
 
 class IngestServiceImpl final : public v1::IngestService::Service {
  public:
-  IngestServiceImpl(ProfileStore* store, ServerMetrics* metrics, IngestLimits limits)
-      : store_(store), metrics_(metrics), limits_(limits) {}
+  // Runs just before a profile is committed and may add to it (device series of captures).
+  using BeforeCommit = std::function<void(v1::ProfileInfo&, v1::ProfileSummary&)>;
+  // Runs once a profile is committed (per-job metrics).
+  using AfterCommit = std::function<void(const v1::ProfileInfo&, const v1::ProfileSummary&)>;
+
+  IngestServiceImpl(ProfileStore* store, ServerMetrics* metrics, IngestLimits limits,
+                    BeforeCommit before_commit, AfterCommit after_commit)
+      : store_(store),
+        metrics_(metrics),
+        limits_(limits),
+        before_commit_(std::move(before_commit)),
+        after_commit_(std::move(after_commit)) {}
 
   grpc::Status Upload(grpc::ServerContext* context,
                       grpc::ServerReader<v1::UploadRequest>* reader,
@@ -41,6 +52,8 @@ class IngestServiceImpl final : public v1::IngestService::Service {
   ProfileStore* store_;
   ServerMetrics* metrics_;
   IngestLimits limits_;
+  BeforeCommit before_commit_;
+  AfterCommit after_commit_;
   std::mutex active_mu_;
   std::set<std::string> active_uploads_;
 };

@@ -20,6 +20,7 @@
 #include "server/capture_coordinator.h"
 #include "server/capture_service.h"
 #include "server/fleet_metrics.h"
+#include "server/job_metrics.h"
 #include "server/ingest_service.h"
 #include "server/query_service.h"
 #include "server/server_metrics.h"
@@ -38,6 +39,7 @@ struct ServerFlags {
   int64_t max_upload_mb = 16384;
   int64_t heartbeat_ms = 2000;
   int64_t stale_upload_hours = 24;
+  int64_t job_idle_minutes = 15;
 };
 
 constexpr char kUsage[] =
@@ -69,9 +71,26 @@ int Run(const ServerFlags& flags) {
   AgentRegistry registry(store->get(), &metrics);
   IngestLimits limits;
   limits.max_upload_bytes = flags.max_upload_mb << 20;
-  IngestServiceImpl ingest(store->get(), &metrics, limits);
-  QueryServiceImpl query(store->get(), &metrics);
   CaptureCoordinator captures(store->get(), &registry, &metrics);
+  auto job_metrics = std::make_shared<JobMetrics>(std::chrono::minutes(flags.job_idle_minutes));
+  // A captured profile keeps its node's device samples from the capture window.
+  auto attach_device_samples = [&](v1::ProfileInfo& info, v1::ProfileSummary& summary) {
+    auto label = info.labels().find("capture_id");
+    if (label == info.labels().end()) return;
+    auto capture = captures.Get(label->second);
+    if (!capture.ok()) return;
+    for (auto& sample : registry.DeviceHistory(info.node(), capture->start_time_unix_ns() - 1'000'000'000,
+                                               UnixNanos())) {
+      *summary.add_device_samples() = std::move(sample);
+    }
+  };
+  IngestServiceImpl ingest(
+      store->get(), &metrics, limits,
+      attach_device_samples,
+      [&](const v1::ProfileInfo& info, const v1::ProfileSummary& summary) {
+        job_metrics->Observe(info.job(), summary);
+      });
+  QueryServiceImpl query(store->get(), &metrics);
   CaptureServiceImpl capture_service(&captures);
   AgentServiceImpl agents(&registry, flags.heartbeat_ms,
                           [&captures](const std::string& node, const v1::CaptureUpdate& update) {
@@ -105,6 +124,7 @@ int Run(const ServerFlags& flags) {
   // The fleet view: every connected agent's latest device samples, built at scrape time.
   auto fleet = std::make_shared<FleetMetrics>(&registry);
   exposer->RegisterCollectable(fleet);
+  exposer->RegisterCollectable(job_metrics);
   const std::string grpc_addr = WithPort(flags.grpc_addr, grpc_port);
   const std::string http_addr = WithPort(flags.http_addr, exposer->GetListeningPorts().at(0));
   server->GetHealthCheckService()->SetServingStatus(true);
@@ -155,6 +175,8 @@ int main(int argc, char** argv) {
   set.AddString("log_level", &flags.log_level, "trace, debug, info, warn or error");
   set.AddInt("max_upload_mb", &flags.max_upload_mb, "largest accepted trace file, MiB");
   set.AddInt("heartbeat_ms", &flags.heartbeat_ms, "heartbeat interval asked of agents");
+  set.AddInt("job_idle_minutes", &flags.job_idle_minutes,
+             "per-job profile gauges disappear after this long without a new profile");
   set.AddInt("stale_upload_hours", &flags.stale_upload_hours,
              "interrupted uploads older than this are deleted at start");
   if (absl::Status s = set.Parse(argc, argv); !s.ok()) {

@@ -1,13 +1,17 @@
 // MaybeGunzip: plain bytes pass through; gzip (several members too) inflates on the worker
 // thread; damaged streams fail with the compressed byte offset.
 
+#include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "analysis/byte_source.h"
+#include "analysis/trace_analyzer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/analysis/analysis_test_util.h"
+#include "tests/test_support.h"
 
 namespace fleetprof::analysis {
 namespace {
@@ -126,6 +130,23 @@ TEST(MaybeGunzip, StopsCleanlyWhenTheReaderLeavesEarly) {
 TEST(MaybeGunzip, KeepsTheInnerName) {
   std::unique_ptr<ByteSource> source = MaybeGunzip(OpenStringSource("upload-17", Gzip("x")));
   EXPECT_EQ(source->name(), "upload-17");
+}
+
+TEST(MaybeGunzip, AnalyzeTraceFileReportsTruncatedGzipWithOffset) {
+  const std::string corpus = fleetprof::testing::CorpusPath("kineto/mi250_rocm62.json.gz");
+  FLEETPROF_REQUIRE_PATH(corpus);
+  std::string gz = fleetprof::testing::ReadSmallFile(corpus);
+  const size_t cut = gz.size() / 2;
+  const std::string path = ::testing::TempDir() + "/truncated_trace.json.gz";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(gz.data(), static_cast<std::streamsize>(cut));
+  }
+  absl::StatusOr<TraceSummary> summary = AnalyzeTraceFile(path);
+  ASSERT_FALSE(summary.ok());
+  EXPECT_THAT(summary.status().message(),
+              HasSubstr(absl::StrCat(path, ": truncated gzip stream at compressed byte ", cut)));
+  std::remove(path.c_str());
 }
 
 }  // namespace

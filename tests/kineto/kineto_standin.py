@@ -175,6 +175,8 @@ def main():
     parser.add_argument("--never-write", action="store_true")
     parser.add_argument("--max-trace-ms", type=float, default=2000)
     parser.add_argument("--report-latencies", action="store_true")
+    parser.add_argument("--start-at", type=float, default=0,
+                        help="unix time of the first poll (lets many clients start together)")
     args = parser.parse_args()
 
     stopping = []
@@ -184,6 +186,8 @@ def main():
     client = Client(args)
     emit(event="start", pid=os.getpid(), ancestry=client.pids, job_id=args.job_id,
          address=repr(client.address), daemon=repr(client.daemon))
+    while not stopping and time.time() < args.start_at:
+        time.sleep(min(0.05, args.start_at - time.time()))
     busy_left = args.busy_polls
     tracing_until = None
     log_file = ""

@@ -85,7 +85,8 @@ ChildProcess::~ChildProcess() {
   }
 }
 
-void ChildProcess::Start(const std::vector<std::string>& argv, const std::string& log_path) {
+void ChildProcess::Start(const std::vector<std::string>& argv, const std::string& log_path,
+                         const std::vector<std::string>& env) {
   pid_ = fork();
   if (pid_ == 0) {
     int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -97,6 +98,7 @@ void ChildProcess::Start(const std::vector<std::string>& argv, const std::string
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (const auto& kv : env) putenv(const_cast<char*>(kv.c_str()));
     auto args = ArgvPointers(argv);
     execv(args[0], args.data());
     _exit(127);

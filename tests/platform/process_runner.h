@@ -25,8 +25,10 @@ class ChildProcess {
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
-  // Starts `argv` with stdout+stderr appended to `log_path`.
-  void Start(const std::vector<std::string>& argv, const std::string& log_path);
+  // Starts `argv` with stdout+stderr appended to `log_path`; `env` ("K=V") adds to or
+  // overrides the inherited environment.
+  void Start(const std::vector<std::string>& argv, const std::string& log_path,
+             const std::vector<std::string>& env = {});
   // Sends SIGTERM and waits; returns the exit status (or -signal).
   int Stop(int timeout_s = 15);
   bool Running();

@@ -45,14 +45,25 @@ int TestCluster::StartAgent(const std::vector<std::string>& extra) {
                       std::to_string(ready_serial_++);
   std::vector<std::string> argv = {BinDir() + "/fleetprof-agent", "--server=" + grpc_addr_,
                                    "--metrics_addr=127.0.0.1:0", "--ready_file=" + ready};
-  bool has_state_dir = false;
-  for (const auto& flag : extra) has_state_dir |= flag.rfind("--state_dir", 0) == 0;
-  if (!has_state_dir) argv.push_back("--state_dir=" + root_ + "/agent" + std::to_string(index));
+  // Defaults that keep parallel tests apart: own state, own Kineto socket, free API port.
+  auto has = [&](const std::string& flag) {
+    for (const auto& f : extra) {
+      if (f.rfind("--" + flag, 0) == 0) return true;
+    }
+    return false;
+  };
+  const std::string own = root_ + "/agent" + std::to_string(index);
+  if (!has("state_dir")) argv.push_back("--state_dir=" + own);
+  if (!has("kineto_socket_dir")) argv.push_back("--kineto_socket_dir=" + own);
+  if (!has("kineto_trace_dir")) argv.push_back("--kineto_trace_dir=" + own + "/kineto_traces");
+  if (!has("dynolog_addr")) argv.push_back("--dynolog_addr=127.0.0.1:0");
+  if (!has("nvml_library")) argv.push_back("--nvml_library=");
   argv.insert(argv.end(), extra.begin(), extra.end());
   agents_.push_back(std::make_unique<ChildProcess>());
   agents_.back()->Start(argv, root_ + "/agent" + std::to_string(index) + ".log");
   std::string text = WaitForFile(ready, 20);
   agent_metrics_.push_back(JsonStringField(text, "metrics"));
+  agent_dynolog_.push_back(JsonStringField(text, "dynolog"));
   return text.empty() ? -1 : index;
 }
 

@@ -32,6 +32,8 @@ class TestCluster {
   const std::string& grpc_addr() const { return grpc_addr_; }
   const std::string& http_addr() const { return http_addr_; }
   const std::string& agent_metrics_addr(int index) const { return agent_metrics_[index]; }
+  // The agent's dynolog-compatible API address ("" when off).
+  const std::string& agent_dynolog_addr(int index) const { return agent_dynolog_[index]; }
   std::string ServerLog() const;
 
  private:
@@ -39,6 +41,7 @@ class TestCluster {
   std::unique_ptr<ChildProcess> server_;
   std::vector<std::unique_ptr<ChildProcess>> agents_;
   std::vector<std::string> agent_metrics_;
+  std::vector<std::string> agent_dynolog_;
   std::string grpc_addr_;
   std::string http_addr_;
   int ready_serial_ = 0;

@@ -1,0 +1,38 @@
+#pragma once
+// Per-job gauges from the latest profile of each job: device busy ratio and peak device
+// memory. A job with no new profile for `idle_after` drops out, so cardinality stays bounded
+// by the jobs that are actually being profiled.
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fleetprof/v1/profile.pb.h"
+#include "prometheus/collectable.h"
+#include "prometheus/metric_family.h"
+
+namespace fleetprof {
+
+class JobMetrics : public prometheus::Collectable {
+ public:
+  explicit JobMetrics(std::chrono::seconds idle_after) : idle_after_(idle_after) {}
+
+  // Records the summary of a newly stored profile of `job`.
+  void Observe(const std::string& job, const v1::ProfileSummary& summary);
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  struct Latest {
+    double busy_ratio = 0;
+    bool has_memory = false;
+    double peak_memory_bytes = 0;
+    std::chrono::steady_clock::time_point at;
+  };
+  const std::chrono::seconds idle_after_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, Latest> jobs_;
+};
+
+}  // namespace fleetprof

@@ -1,0 +1,238 @@
+// KinetoEndpoint against real fake-PyTorch processes (kineto_standin.py) over real unix
+// datagram sockets in a temporary KINETO_IPC_SOCKET_DIR-style folder, so the tests cannot
+// collide with a dynolog or agent on this host.
+#include "collectors/kineto_endpoint.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "collectors/trace_file_waiter.h"
+#include "gtest/gtest.h"
+#include "tests/kineto/kineto_test_env.h"
+
+namespace fleetprof {
+namespace {
+
+using namespace std::chrono_literals;
+using ::fleetprof::testing::CountOccurrences;
+using ::fleetprof::testing::kPython;
+using ::fleetprof::testing::ScriptProcess;
+using ::fleetprof::testing::StartKinetoStandin;
+using ::fleetprof::testing::TempDir;
+
+std::string DurationConfig(const std::string& log_file, int duration_ms) {
+  KinetoTraceRequest request;
+  request.log_file = log_file;
+  request.duration_ms = duration_ms;
+  return KinetoEndpoint::BuildConfig(request);
+}
+
+class KinetoEndpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    FLEETPROF_REQUIRE_PATH(kPython);
+    ASSERT_FALSE(dir_.path().empty());
+  }
+
+  // Starts an endpoint on the test's socket folder.
+  std::unique_ptr<KinetoEndpoint> StartEndpoint(std::chrono::seconds forget_after = 60s) {
+    KinetoEndpoint::Options options;
+    options.socket_dir = dir_.path();
+    options.forget_after = forget_after;
+    auto endpoint = std::make_unique<KinetoEndpoint>(options);
+    endpoint->set_on_triggered([this](const KinetoProcess& process, const std::string& log_file) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      handed_out_.emplace_back(process.pid, log_file);
+    });
+    absl::Status started = endpoint->Start();
+    EXPECT_TRUE(started.ok()) << started;
+    return endpoint;
+  }
+
+  // Waits until a process whose ancestry includes `pid` has registered.
+  static std::optional<KinetoProcess> WaitForProcess(const KinetoEndpoint& endpoint, int32_t pid,
+                                                     std::chrono::milliseconds timeout = 15s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      for (const KinetoProcess& process : endpoint.Processes()) {
+        for (int32_t ancestor : process.ancestry) {
+          if (ancestor == pid) return process;
+        }
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return std::nullopt;
+  }
+
+  std::vector<std::pair<int32_t, std::string>> HandedOut() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return handed_out_;
+  }
+
+  TempDir dir_;
+  std::mutex mutex_;
+  std::vector<std::pair<int32_t, std::string>> handed_out_;
+};
+
+TEST_F(KinetoEndpointTest, HandsQueuedConfigToPollingProcessExactlyOnce) {
+  auto endpoint = StartEndpoint();
+  auto standin = StartKinetoStandin(dir_.path(), dir_.path(), "standin");
+  std::optional<KinetoProcess> process = WaitForProcess(*endpoint, standin->pid());
+  ASSERT_TRUE(process.has_value()) << standin->Output();
+  EXPECT_EQ(process->pid, standin->pid());
+  EXPECT_EQ(process->ancestry.front(), standin->pid());
+  EXPECT_EQ(process->host_pid, standin->pid());
+
+  const std::string log_file = dir_.path() + "/once.pt.trace.json";
+  TriggerResult result = endpoint->Trigger({process->pid}, 0, DurationConfig(log_file, 100), 0);
+  EXPECT_EQ(result.matched, std::vector<int32_t>{process->pid});
+  EXPECT_EQ(result.triggered, std::vector<int32_t>{process->pid});
+  EXPECT_EQ(result.busy, 0);
+
+  ASSERT_TRUE(standin->WaitForOutput("\"event\": \"wrote\"", 15s)) << standin->Output();
+  std::this_thread::sleep_for(600ms);  // a dozen more polls: none may carry the config again
+  EXPECT_EQ(standin->Stop(), 0);
+  const std::string output = standin->Output();
+  EXPECT_EQ(CountOccurrences(output, "\"event\": \"config\""), 1) << output;
+  EXPECT_NE(output.find("ACTIVITIES_LOG_FILE=" + log_file), std::string::npos) << output;
+  EXPECT_NE(output.find("\"configs\": 1,"), std::string::npos) << output;
+  EXPECT_TRUE(::fleetprof::testing::PathExists(
+      KinetoEndpoint::TracePathFor(log_file, process->pid)));
+
+  const auto handed_out = HandedOut();
+  ASSERT_EQ(handed_out.size(), 1u);
+  EXPECT_EQ(handed_out[0].first, process->pid);
+  EXPECT_EQ(handed_out[0].second, log_file);
+}
+
+TEST_F(KinetoEndpointTest, BusyClientKeepsItsConfigUntilItPollsForActivities) {
+  auto endpoint = StartEndpoint();
+  // 60 busy polls of 50 ms: three seconds in which the config must stay pending.
+  auto standin = StartKinetoStandin(dir_.path(), dir_.path(), "busy", {"--busy-polls", "60"});
+  std::optional<KinetoProcess> process = WaitForProcess(*endpoint, standin->pid());
+  ASSERT_TRUE(process.has_value()) << standin->Output();
+
+  const std::string config = DurationConfig(dir_.path() + "/busy.json", 50);
+  TriggerResult first = endpoint->Trigger({}, 0, config, 0);
+  EXPECT_EQ(first.triggered, std::vector<int32_t>{process->pid});
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(CountOccurrences(standin->Output(), "\"event\": \"config\""), 0) << standin->Output();
+  // Still pending, so a second request finds the process busy and changes nothing.
+  TriggerResult second = endpoint->Trigger({}, 0, config, 0);
+  EXPECT_EQ(second.matched, std::vector<int32_t>{process->pid});
+  EXPECT_TRUE(second.triggered.empty());
+  EXPECT_EQ(second.busy, 1);
+  EXPECT_TRUE(HandedOut().empty());
+
+  ASSERT_TRUE(standin->WaitForOutput("\"event\": \"config\"", 20s)) << standin->Output();
+  EXPECT_EQ(standin->Stop(), 0);
+  const std::string output = standin->Output();
+  EXPECT_EQ(CountOccurrences(output, "\"event\": \"config\""), 1) << output;
+  EXPECT_NE(output.find("\"poll_type\": 2"), std::string::npos) << output;
+  EXPECT_NE(output.find("\"configs_while_busy\": 0"), std::string::npos) << output;
+  EXPECT_EQ(HandedOut().size(), 1u);
+}
+
+TEST_F(KinetoEndpointTest, ForgetsProcessAfterSilenceButKeepsPollingOnes) {
+  auto endpoint = StartEndpoint(/*forget_after=*/1s);
+  auto quitter = StartKinetoStandin(dir_.path(), dir_.path(), "quitter", {"--polls", "3"});
+  auto steady = StartKinetoStandin(dir_.path(), dir_.path(), "steady");
+  const pid_t quitter_pid = quitter->pid();
+  ASSERT_TRUE(WaitForProcess(*endpoint, quitter_pid).has_value()) << quitter->Output();
+  ASSERT_TRUE(WaitForProcess(*endpoint, steady->pid()).has_value()) << steady->Output();
+  EXPECT_EQ(quitter->Wait(15s), 0) << quitter->Output();
+
+  std::this_thread::sleep_for(2500ms);
+  std::vector<KinetoProcess> processes = endpoint->Processes();
+  ASSERT_EQ(processes.size(), 1u);
+  EXPECT_EQ(processes[0].pid, steady->pid());
+  // A forgotten process cannot be triggered.
+  EXPECT_TRUE(endpoint->Trigger({quitter_pid}, 0, "X=1", 0).matched.empty());
+}
+
+TEST_F(KinetoEndpointTest, JobComesFromFleetprofJobElseJobIdElseUnassigned) {
+  auto endpoint = StartEndpoint();
+  auto named = StartKinetoStandin(dir_.path(), dir_.path(), "named", {"--job-id", "99"},
+                                  {{"FLEETPROF_JOB", "llama-pretrain"}});
+  auto slurm = StartKinetoStandin(dir_.path(), dir_.path(), "slurm", {"--job-id", "4242"});
+  auto anonymous = StartKinetoStandin(dir_.path(), dir_.path(), "anonymous");
+
+  std::optional<KinetoProcess> p1 = WaitForProcess(*endpoint, named->pid());
+  std::optional<KinetoProcess> p2 = WaitForProcess(*endpoint, slurm->pid());
+  std::optional<KinetoProcess> p3 = WaitForProcess(*endpoint, anonymous->pid());
+  ASSERT_TRUE(p1 && p2 && p3);
+  EXPECT_EQ(p1->job, "llama-pretrain");
+  EXPECT_EQ(p1->job_id, 99);
+  EXPECT_EQ(p2->job, "4242");
+  EXPECT_EQ(p2->job_id, 4242);
+  EXPECT_EQ(p3->job, "unassigned");
+  EXPECT_GT(p3->last_poll_ns, 0);
+
+  // job_id narrows a trigger to the processes that sent it.
+  TriggerResult result = endpoint->Trigger({0}, 4242, "X=1", 0);
+  EXPECT_EQ(result.matched, std::vector<int32_t>{slurm->pid()});
+}
+
+TEST_F(KinetoEndpointTest, ClientThatNeverWritesTimesOutWithClearMessage) {
+  auto endpoint = StartEndpoint();
+  auto standin = StartKinetoStandin(dir_.path(), dir_.path(), "silent", {"--never-write"});
+  std::optional<KinetoProcess> process = WaitForProcess(*endpoint, standin->pid());
+  ASSERT_TRUE(process.has_value()) << standin->Output();
+  const std::string log_file = dir_.path() + "/never.pt.trace.json";
+  ASSERT_EQ(endpoint->Trigger({process->pid}, 0, DurationConfig(log_file, 100), 0).triggered.size(),
+            1u);
+  ASSERT_TRUE(standin->WaitForOutput("\"event\": \"not_written\"", 15s)) << standin->Output();
+
+  const std::string expected = KinetoEndpoint::TracePathFor(log_file, process->pid);
+  absl::StatusOr<std::string> trace =
+      WaitForTraceFile(expected, std::chrono::steady_clock::now() + 1s, {});
+  ASSERT_FALSE(trace.ok());
+  EXPECT_TRUE(absl::IsDeadlineExceeded(trace.status()));
+  EXPECT_EQ(std::string(trace.status().message()),
+            "job wrote no trace within the deadline (expected " + expected + ")");
+}
+
+TEST_F(KinetoEndpointTest, SecondEndpointOnSameSocketFileFailsAndFirstKeepsServing) {
+  auto first = StartEndpoint();
+  KinetoEndpoint::Options options;
+  options.socket_dir = dir_.path();
+  KinetoEndpoint second(options);
+  absl::Status started = second.Start();
+  ASSERT_FALSE(started.ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(started)) << started;
+  EXPECT_NE(started.message().find(dir_.path() + "/dynolog"), absl::string_view::npos) << started;
+  second.Stop();
+
+  // The loser must not have removed the winner's socket file.
+  auto standin = StartKinetoStandin(dir_.path(), dir_.path(), "after");
+  EXPECT_TRUE(WaitForProcess(*first, standin->pid()).has_value()) << standin->Output();
+}
+
+TEST_F(KinetoEndpointTest, StaleSocketFileFromDeadDaemonIsReplaced) {
+  {
+    auto dead = StartEndpoint();
+    dead->Stop();
+  }
+  // Leave a socket file behind the way a crashed daemon does: bound, then closed.
+  const std::string path = dir_.path() + "/dynolog";
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ::close(fd);
+  ASSERT_TRUE(::fleetprof::testing::PathExists(path));
+
+  auto endpoint = StartEndpoint();
+  auto standin = StartKinetoStandin(dir_.path(), dir_.path(), "fresh");
+  EXPECT_TRUE(WaitForProcess(*endpoint, standin->pid()).has_value()) << standin->Output();
+}
+
+}  // namespace
+}  // namespace fleetprof

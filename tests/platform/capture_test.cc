@@ -1,0 +1,177 @@
+// Captures end to end: the real server and agent binaries, and stand-in jobs written apart
+// from the code under test (Python: a gRPC profiler server, a Kineto client speaking the
+// datagram layout with struct.pack), so a wrong field number or layout cannot agree with itself.
+
+#include <filesystem>
+
+#include "absl/strings/ascii.h"
+
+#include "gtest/gtest.h"
+#include "simdjson.h"
+#include "tests/platform/reference_compare.h"
+#include "tests/platform/test_cluster.h"
+#include "tests/test_support.h"
+
+namespace fleetprof::testing {
+namespace {
+
+namespace fs = std::filesystem;
+const char kPython[] = "/usr/bin/python3";
+
+struct CaptureOutcome {
+  int exit_code = -1;
+  std::string state;
+  std::vector<std::string> target_states;
+  std::vector<std::string> profile_ids;
+  std::vector<std::string> errors;
+  std::string error;
+  std::string raw;
+};
+
+CaptureOutcome Capture(TestCluster& cluster, std::vector<std::string> args) {
+  args.insert(args.begin(), "capture");
+  args.push_back("--json");
+  CommandResult r = cluster.Cli(args, 180);
+  CaptureOutcome out;
+  out.exit_code = r.exit_code;
+  out.raw = r.out + r.err;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(r.out).get(doc) != simdjson::SUCCESS) return out;
+  std::string_view text;
+  if (doc["state"].get(text) == simdjson::SUCCESS) out.state = text;
+  if (doc["error"].get(text) == simdjson::SUCCESS) out.error = text;
+  simdjson::dom::array targets;
+  if (doc["targets"].get(targets) == simdjson::SUCCESS) {
+    for (auto t : targets) {
+      out.target_states.emplace_back(std::string_view(t["state"]));
+      out.profile_ids.emplace_back(std::string_view(t["profile_id"]));
+      out.errors.emplace_back(std::string_view(t["error"]));
+    }
+  }
+  return out;
+}
+
+bool AgentReportsTarget(TestCluster& cluster, const std::string& fragment) {
+  return cluster.Cli({"agents", "--json"}).out.find(fragment) != std::string::npos;
+}
+
+void ExpectKernelsMatchReference(TestCluster& cluster, const std::string& profile_id,
+                                 const std::string& reference) {
+  CommandResult kernels = cluster.Cli({"kernels", profile_id, "--json"});
+  ASSERT_EQ(kernels.exit_code, 0) << kernels.err;
+  EXPECT_EQ(CompareSection(kernels.out, ReadSmallFile(CorpusPath(reference)), "kernels"), "");
+}
+
+TEST(CaptureTest, XlaJobCaptureIsIndexedAndMatchesReference) {
+  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py";
+  FLEETPROF_REQUIRE_PATH(kPython);
+  FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer());
+  ChildProcess job;
+  const std::string ready = cluster.root() + "/standin.ready";
+  job.Start({kPython, standin, "--mode", "emit", "--record", cluster.root() + "/requests.json",
+             "--ready", ready, "--xspace", CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")},
+            cluster.root() + "/standin.log");
+  std::string port_json = WaitForFile(ready, 30);
+  ASSERT_FALSE(port_json.empty()) << "profiler stand-in did not start";
+  const std::string port = port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1);
+  const std::string address = "127.0.0.1:" + std::string(absl::StripAsciiWhitespace(port));
+  ASSERT_GE(cluster.StartAgent({"--node=gpu-1", "--target=job=jax-train,xprof=" + address}), 0);
+  ASSERT_TRUE(Eventually(10, [&] { return AgentReportsTarget(cluster, "\"address\":\"" + address); }));
+
+  CaptureOutcome capture = Capture(cluster, {"--job", "jax-train", "--duration_ms", "300", "--wait"});
+  ASSERT_EQ(capture.exit_code, 0) << capture.raw;
+  EXPECT_EQ(capture.state, "DONE");
+  ASSERT_EQ(capture.target_states, std::vector<std::string>{"INDEXED"}) << capture.raw;
+  ExpectKernelsMatchReference(cluster, capture.profile_ids[0], "reference/tf_8gpu_multi_worker.xplane.ref.json");
+  CommandResult listed = cluster.Cli({"profiles", "--job", "jax-train", "--json"});
+  EXPECT_NE(listed.out.find("\"node\":\"gpu-1\""), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("\"capture_id\":"), std::string::npos) << listed.out;
+}
+
+class KinetoCaptureTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    FLEETPROF_REQUIRE_PATH(kPython);
+    FLEETPROF_REQUIRE_PATH(CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz"));
+    ASSERT_TRUE(cluster_.StartServer());
+    socket_dir_ = cluster_.root() + "/kineto";
+    fs::create_directories(socket_dir_);
+    trace_dir_ = cluster_.root() + "/kineto_traces";
+    agent_ = cluster_.StartAgent({"--node=gpu-2", "--kineto_socket_dir=" + socket_dir_,
+                                  "--kineto_trace_dir=" + trace_dir_});
+    ASSERT_GE(agent_, 0);
+  }
+
+  // Starts a fake PyTorch process of `job` polling the agent every 100 ms.
+  void StartJob(const std::string& job, const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {kPython,
+                                     std::string(FLEETPROF_SOURCE_DIR) + "/tests/kineto/kineto_standin.py",
+                                     "--socket-dir", socket_dir_, "--interval-ms", "100"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    job_.Start(argv, cluster_.root() + "/job.log",
+               {"FLEETPROF_JOB=" + job, "KINETO_IPC_SOCKET_DIR=" + socket_dir_});
+    ASSERT_TRUE(Eventually(15, [&] {
+      return AgentReportsTarget(cluster_, "{\"job\":\"" + job + "\",\"kind\":\"kineto\"");
+    })) << cluster_.Cli({"agents", "--json"}).out;
+  }
+
+  TestCluster cluster_;
+  ChildProcess job_;
+  std::string socket_dir_;
+  std::string trace_dir_;
+  int agent_ = -1;
+};
+
+TEST_F(KinetoCaptureTest, PyTorchJobCaptureIsIndexedAndLeavesNoTraceBehind) {
+  StartJob("llama-train", {"--trace-file", CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz")});
+  CaptureOutcome capture = Capture(cluster_, {"--job", "llama-train", "--duration_ms", "200", "--wait"});
+  ASSERT_EQ(capture.exit_code, 0) << capture.raw;
+  EXPECT_EQ(capture.state, "DONE");
+  ASSERT_EQ(capture.target_states, std::vector<std::string>{"INDEXED"}) << capture.raw;
+  ExpectKernelsMatchReference(cluster_, capture.profile_ids[0], "reference/v100_resnet_rank0.pt.trace.ref.json");
+  // Uploaded and indexed: nothing stays on the node's disk.
+  int left = 0;
+  for (const auto& entry : fs::directory_iterator(trace_dir_)) left += entry.is_regular_file() ? 1 : 0;
+  EXPECT_EQ(left, 0);
+}
+
+TEST_F(KinetoCaptureTest, JobThatWritesNoTraceFailsWithThatReason) {
+  StartJob("stuck", {"--never-write"});
+  CaptureOutcome capture = Capture(
+      cluster_, {"--job", "stuck", "--duration_ms", "200", "--capture_timeout_ms", "2000", "--wait"});
+  EXPECT_EQ(capture.exit_code, 1) << capture.raw;
+  EXPECT_EQ(capture.state, "FAILED");
+  ASSERT_EQ(capture.errors.size(), 1u) << capture.raw;
+  EXPECT_NE(capture.errors[0].find("wrote no trace"), std::string::npos) << capture.raw;
+}
+
+TEST_F(KinetoCaptureTest, DynoGputraceThroughTheAgentIsUploadedToo) {
+  StartJob("dyno-job", {"--trace-file", CorpusPath("kineto/mi250_rocm62.json.gz")});
+  const std::string api = cluster_.agent_dynolog_addr(agent_);
+  ASSERT_FALSE(api.empty());
+  CommandResult dyno = RunCommand({kPython, std::string(FLEETPROF_SOURCE_DIR) + "/tests/kineto/dyno_standin.py",
+                                   "--port", api.substr(api.rfind(':') + 1), "gputrace",
+                                   "--log-file", cluster_.root() + "/dyno_trace.json"});
+  ASSERT_EQ(dyno.exit_code, 0) << dyno.out << dyno.err;
+  EXPECT_NE(dyno.out.find("\"activityProfilersTriggered\":["), std::string::npos) << dyno.out;
+  EXPECT_TRUE(Eventually(20, [&] {
+    return cluster_.Cli({"profiles", "--job", "dyno-job", "--label", "source=dyno", "--json"})
+               .out.find("\"profile_id\"") != std::string::npos;
+  })) << cluster_.Cli({"profiles", "--json"}).out;
+}
+
+TEST(CaptureTest, CaptureOfUnknownJobFailsWithActionableReason) {
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer());
+  ASSERT_GE(cluster.StartAgent({"--node=gpu-3"}), 0);
+  CaptureOutcome capture = Capture(cluster, {"--job", "nobody", "--wait"});
+  EXPECT_EQ(capture.exit_code, 1);
+  EXPECT_EQ(capture.state, "FAILED");
+  EXPECT_NE(capture.error.find("no process matched job nobody"), std::string::npos) << capture.raw;
+}
+
+}  // namespace
+}  // namespace fleetprof::testing
