@@ -20,6 +20,8 @@ constexpr char kUsage[] =
     "  upload FILE --job J [--node N] [--label k=v]...\n"
     "                                     store a trace on the server; prints its profile id\n"
     "  profiles [--job J] [--label k=v]   list stored profiles, newest first\n"
+    "  profile PROFILE                    everything stored about one profile (steps, memory,\n"
+    "                                     device samples of a capture window)\n"
     "  ops PROFILE                        op breakdown (the key_averages() view)\n"
     "  kernels PROFILE                    kernel breakdown, merged across devices\n"
     "  breakdown PROFILE                  per-device busy/idle/compute/communication/memory time\n"
@@ -40,6 +42,7 @@ int Dispatch(const std::string& command, const CliOptions& options) {
   if (command == "breakdown") return RunBreakdown(options);
   if (command == "agents") return RunAgents(options);
   if (command == "capture") return RunCapture(options);
+  if (command == "profile") return RunProfile(options);
   return Fail("unknown command '" + command + "' (see fleetprof --help)");
 }
 

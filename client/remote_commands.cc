@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "analysis/summary_json.h"
 #include "client/cli.h"
+#include "client/json_format.h"
 #include "client/table_printer.h"
 #include "client/upload_client.h"
 #include "common/runtime.h"
@@ -28,20 +29,6 @@ int FailRpc(const grpc::Status& s, const CliOptions& options) {
 
 void SetDeadline(grpc::ClientContext* context, const CliOptions& options) {
   context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(options.timeout_s));
-}
-
-std::string LabelsJson(const google::protobuf::Map<std::string, std::string>& labels) {
-  std::string out = "{";
-  std::map<std::string, std::string> sorted(labels.begin(), labels.end());
-  bool first = true;
-  for (const auto& [key, value] : sorted) {
-    if (!first) out += ",";
-    first = false;
-    analysis::AppendJsonString(&out, key);
-    out += ":";
-    analysis::AppendJsonString(&out, value);
-  }
-  return out + "}";
 }
 
 std::string LabelsText(const google::protobuf::Map<std::string, std::string>& labels) {
@@ -117,21 +104,8 @@ int RunProfiles(const CliOptions& options) {
   if (options.json) {
     std::string out = "{\"profiles\":[";
     for (size_t i = 0; i < profiles.size(); ++i) {
-      const auto& p = profiles[i];
       if (i > 0) out += ",";
-      out += "{\"profile_id\":";
-      analysis::AppendJsonString(&out, p.profile_id());
-      out += ",\"job\":";
-      analysis::AppendJsonString(&out, p.job());
-      out += ",\"node\":";
-      analysis::AppendJsonString(&out, p.node());
-      out += ",\"format\":";
-      analysis::AppendJsonString(&out, p.format());
-      absl::StrAppend(&out, ",\"start_ns\":", p.start_ns(), ",\"end_ns\":", p.end_ns(),
-                      ",\"labels\":", LabelsJson(p.labels()), ",\"file_name\":");
-      analysis::AppendJsonString(&out, p.file_name());
-      absl::StrAppend(&out, ",\"size_bytes\":", p.size_bytes(), ",\"events\":", p.events(),
-                      ",\"ingested_at_ns\":", p.ingested_at_ns(), "}");
+      out += ProfileInfoJson(profiles[i]);
     }
     std::cout << out << "]}\n";
     return 0;

@@ -169,8 +169,10 @@ void KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid) {
       JobNameFor(options_.proc_root, host_pid > 0 ? host_pid : pid, poll.job_id);
   std::lock_guard<std::mutex> lock(mutex_);
   Registration& registration = processes_[pid];
-  if (registration.process.pid != 0) {
-    spdlog::info("Kineto process pid={} changed (ancestry or job id); dropping its pending config",
+  if (registration.process.pid != 0 && registration.process.ancestry != poll.pids &&
+      registration.pending_config.has_value()) {
+    // New ancestry under a known pid: the pid was recycled by another process.
+    spdlog::info("Kineto pid={} now belongs to another process; dropping its pending config",
                  pid);
     registration.pending_config.reset();
   }

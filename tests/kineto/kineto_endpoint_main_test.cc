@@ -1,7 +1,7 @@
 // The endpoint driver as its own process, the way the agent runs the Kineto side: a `dyno`
 // request reaches a fake PyTorch process through it, and the trace wait finds the file.
 #include <chrono>
-#include <regex>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -30,11 +30,11 @@ TEST(KinetoEndpointMain, DynoTriggerReachesStandinAndTraceWaitSucceeds) {
                            dir.path() + "/daemon.log"));
   for (int i = 0; i < 500 && !PathExists(ready); ++i) std::this_thread::sleep_for(20ms);
   ASSERT_TRUE(PathExists(ready)) << daemon.Output();
-  std::smatch port_match;
   const std::string ready_json = ::fleetprof::testing::ReadSmallFile(ready);
-  ASSERT_TRUE(std::regex_search(ready_json, port_match, std::regex("\"port\":([0-9]+)")))
-      << ready_json;
-  const int port = std::stoi(port_match[1]);
+  const size_t port_at = ready_json.find("\"port\":");
+  ASSERT_NE(port_at, std::string::npos) << ready_json;
+  const int port = std::atoi(ready_json.c_str() + port_at + 7);
+  ASSERT_GT(port, 0) << ready_json;
 
   auto standin = StartKinetoStandin(dir.path(), dir.path(), "job");
   ASSERT_TRUE(daemon.WaitForOutput("Kineto process registered: pid=" +

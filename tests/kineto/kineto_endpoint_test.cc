@@ -140,18 +140,29 @@ TEST_F(KinetoEndpointTest, BusyClientKeepsItsConfigUntilItPollsForActivities) {
 }
 
 TEST_F(KinetoEndpointTest, ForgetsProcessAfterSilenceButKeepsPollingOnes) {
-  auto endpoint = StartEndpoint(/*forget_after=*/1s);
+  auto endpoint = StartEndpoint(/*forget_after=*/2s);
   auto quitter = StartKinetoStandin(dir_.path(), dir_.path(), "quitter", {"--polls", "3"});
   auto steady = StartKinetoStandin(dir_.path(), dir_.path(), "steady");
   const pid_t quitter_pid = quitter->pid();
   ASSERT_TRUE(WaitForProcess(*endpoint, quitter_pid).has_value()) << quitter->Output();
   ASSERT_TRUE(WaitForProcess(*endpoint, steady->pid()).has_value()) << steady->Output();
   EXPECT_EQ(quitter->Wait(15s), 0) << quitter->Output();
+  const auto quit_time = std::chrono::steady_clock::now();
 
-  std::this_thread::sleep_for(2500ms);
-  std::vector<KinetoProcess> processes = endpoint->Processes();
-  ASSERT_EQ(processes.size(), 1u);
-  EXPECT_EQ(processes[0].pid, steady->pid());
+  auto registered = [&](pid_t pid) {
+    for (const KinetoProcess& process : endpoint->Processes()) {
+      if (process.pid == pid) return true;
+    }
+    return false;
+  };
+  while (registered(quitter_pid) && std::chrono::steady_clock::now() - quit_time < 10s) {
+    std::this_thread::sleep_for(50ms);
+  }
+  const auto forgotten_after = std::chrono::steady_clock::now() - quit_time;
+  EXPECT_FALSE(registered(quitter_pid));
+  EXPECT_GE(forgotten_after, 1500ms);  // not before forget_after (less the last poll's age)
+  EXPECT_LT(forgotten_after, 5s);
+  EXPECT_TRUE(registered(steady->pid()));
   // A forgotten process cannot be triggered.
   EXPECT_TRUE(endpoint->Trigger({quitter_pid}, 0, "X=1", 0).matched.empty());
 }

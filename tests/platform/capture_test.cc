@@ -78,7 +78,9 @@ TEST(CaptureTest, XlaJobCaptureIsIndexedAndMatchesReference) {
   ASSERT_FALSE(port_json.empty()) << "profiler stand-in did not start";
   const std::string port = port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1);
   const std::string address = "127.0.0.1:" + std::string(absl::StripAsciiWhitespace(port));
-  ASSERT_GE(cluster.StartAgent({"--node=gpu-1", "--target=job=jax-train,xprof=" + address}), 0);
+  ASSERT_GE(cluster.StartAgent({"--node=gpu-1", "--target=job=jax-train,xprof=" + address,
+                                std::string("--nvml_library=") + FAKE_NVML_PATH, "--sample_interval_ms=100"}),
+            0);
   ASSERT_TRUE(Eventually(10, [&] { return AgentReportsTarget(cluster, "\"address\":\"" + address); }));
 
   CaptureOutcome capture = Capture(cluster, {"--job", "jax-train", "--duration_ms", "300", "--wait"});
@@ -89,6 +91,11 @@ TEST(CaptureTest, XlaJobCaptureIsIndexedAndMatchesReference) {
   CommandResult listed = cluster.Cli({"profiles", "--job", "jax-train", "--json"});
   EXPECT_NE(listed.out.find("\"node\":\"gpu-1\""), std::string::npos) << listed.out;
   EXPECT_NE(listed.out.find("\"capture_id\":"), std::string::npos) << listed.out;
+  // The profile keeps the node's device samples from the capture window (stand-in NVML).
+  CommandResult profile = cluster.Cli({"profile", capture.profile_ids[0], "--json"});
+  ASSERT_EQ(profile.exit_code, 0) << profile.err;
+  EXPECT_NE(profile.out.find("\"device_samples\":[{"), std::string::npos) << profile.out.substr(0, 300);
+  EXPECT_NE(profile.out.find("\"memory_used_bytes\":10737418240"), std::string::npos);
 }
 
 class KinetoCaptureTest : public ::testing::Test {

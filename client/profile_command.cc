@@ -1,0 +1,53 @@
+// `fleetprof profile PROFILE`: everything stored about one profile — its record, the whole
+// summary (devices, kernels, ops, steps, memory) and, for captures, the node's device samples
+// during the capture window.
+
+#include <chrono>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "analysis/summary_json.h"
+#include "client/cli.h"
+#include "client/json_format.h"
+#include "client/table_printer.h"
+#include "client/upload_client.h"
+#include "fleetprof/v1/query.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/summary_codec.h"
+
+namespace fleetprof::cli {
+
+int RunProfile(const CliOptions& options) {
+  if (options.args.size() != 1) return Fail("usage: fleetprof profile PROFILE_ID [--json]");
+  auto stub = v1::QueryService::NewStub(MakeChannel(options.server));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(options.timeout_s));
+  v1::GetProfileRequest request;
+  request.set_profile_id(options.args[0]);
+  v1::GetProfileResponse response;
+  grpc::Status s = stub->GetProfile(&context, request, &response);
+  if (!s.ok()) {
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      return Fail(absl::StrCat("cannot reach fleetprof-server at ", options.server, " (", s.error_message(), ")"));
+    }
+    return Fail(s.error_message());
+  }
+  const analysis::TraceSummary summary = SummaryFromProto(response.summary());
+  if (options.json) {
+    std::cout << "{\"profile\":" << ProfileInfoJson(response.profile())
+              << ",\"summary\":" << analysis::SummaryToJson(summary)
+              << ",\"device_samples\":" << DeviceSamplesJson(response.summary().device_samples()) << "}\n";
+    return 0;
+  }
+  const v1::ProfileInfo& p = response.profile();
+  std::cout << "profile " << p.profile_id() << "  job " << p.job() << "  node " << p.node() << "  "
+            << p.format() << "  " << p.file_name() << "\n"
+            << "span " << FormatNanos(p.end_ns() - p.start_ns()) << ", " << p.events() << " events, "
+            << summary.steps.size() << " steps, " << response.summary().device_samples_size()
+            << " device samples\n\nDevices\n"
+            << DevicesTable(summary.devices) << "\nKernels\n" << KernelsTable(summary.kernels, options.limit);
+  if (!summary.ops.empty()) std::cout << "\nOps\n" << OpsTable(summary.ops, options.limit);
+  return 0;
+}
+
+}  // namespace fleetprof::cli
