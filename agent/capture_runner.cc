@@ -1,5 +1,6 @@
 #include "agent/capture_runner.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -86,7 +87,10 @@ absl::StatusOr<std::string> CaptureRunner::Trigger(const v1::CaptureCommand& com
     xprof.start_timestamp_ns = command.start_time_unix_ns();
     xprof.delay_ms = std::max<int64_t>(0, (command.start_time_unix_ns() - UnixNanos()) / kNanosPerMs);
     xprof.repository_root = options_.xprof_dir;
-    xprof.session_id = command.capture_id();
+    // One session folder per target, so two XLA jobs on one node never share a file.
+    std::string session = absl::StrCat(command.capture_id(), "_", target.address());
+    std::replace(session.begin(), session.end(), ':', '_');
+    xprof.session_id = session;
     xprof.host_name = options_.node;
     return CaptureXprof(xprof, [this] { return cancelled(); });
   }
@@ -108,6 +112,10 @@ absl::StatusOr<std::string> CaptureRunner::Trigger(const v1::CaptureCommand& com
     if (triggered.matched.empty()) {
       return absl::NotFoundError(absl::StrCat("no process matched: pid ", target.pid(),
                                               " no longer polls this agent's Kineto endpoint"));
+    }
+    if (triggered.triggered.empty()) {
+      return absl::UnavailableError(absl::StrCat(
+          "target busy: pid ", target.pid(), " still has an earlier trace request pending"));
     }
     return WaitForTraceFile(KinetoEndpoint::TracePathFor(request.log_file, target.pid()), deadline,
                             [this] { return cancelled(); });
