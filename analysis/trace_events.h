@@ -69,6 +69,11 @@ struct TraceEvents {
   std::vector<HostEvent> host;
   std::vector<MemoryEvent> memory;
   std::vector<StepEvent> steps;
+  // XSpace: the XLA op view, aggregated by the reader while it streams (per plane, by event
+  // metadata), since per-event records would cost what the aggregation saves.
+  std::vector<XlaOpSummary> xla_ops;
+  // XSpace: per memory device (allocator), the highest peak_bytes_in_use it reported.
+  std::map<std::string, int64_t> allocator_peak_bytes;
   int64_t events = 0;          // every event read, all phases
   int64_t skipped_events = 0;  // malformed, see the reader
   int64_t unknown_category_events = 0;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,10 +77,30 @@ struct MemorySummary {
   int64_t samples = 0;
   int64_t peak_bytes = 0;
   Nanos peak_ns = 0;
+  // XSpace allocators: the highest `peak_bytes_in_use` they reported, their own high-water
+  // mark since start-up, which may predate the trace. 0 when unknown (Kineto).
+  int64_t allocator_peak_bytes = 0;
   // At most kMaxMemoryTimelinePoints points, keeping the peak.
   std::vector<MemorySample> timeline;
 };
 inline constexpr int kMaxMemoryTimelinePoints = 512;
+
+// One HLO op of an XSpace profile: GPU kernels grouped by their `hlo_op` stat, or the events
+// of a TPU plane's "XLA Ops" line (analysis/xla_op_breakdown.h). Merged across devices by
+// (name, module).
+struct XlaOpSummary {
+  std::string name;
+  std::string category;  // hlo_category; empty when the trace has none
+  std::string module;    // hlo_module; empty when the trace has none
+  int64_t count = 0;     // events (GPU: kernels launched for the op)
+  Nanos total_ns = 0;    // picoseconds summed, floored once
+  // Present only when the trace carries `flops` / `bytes_accessed` for the op; the rates
+  // (per second of the op's own time) only when that time is not zero.
+  std::optional<int64_t> flops;
+  std::optional<double> flops_per_second;
+  std::optional<int64_t> bytes_accessed;
+  std::optional<double> bytes_accessed_per_second;
+};
 
 struct TraceSummary {
   TraceFormat format = TraceFormat::kUnknown;
@@ -95,6 +116,7 @@ struct TraceSummary {
   std::vector<OpSummary> ops;          // self_ns desc, then name
   std::vector<StepSummary> steps;      // by step number
   std::vector<MemorySummary> memory;   // by device
+  std::vector<XlaOpSummary> xla_ops;   // XSpace only; total_ns desc, then name, module
   // Facts found in the trace, e.g. "rank", "world_size" (Kineto distributedInfo), "hostname".
   std::map<std::string, std::string> metadata;
 };

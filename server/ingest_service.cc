@@ -19,6 +19,29 @@ std::string NewProfileId() {
   return absl::StrCat(absl::Hex(UnixNanos(), absl::kZeroPad16), RandomHex(4));
 }
 
+v1::ProfileInfo ProfileInfoFor(const v1::UploadRecord& record, const std::string& file_name,
+                               const analysis::TraceSummary& summary) {
+  const v1::UploadMetadata& metadata = record.metadata();
+  v1::ProfileInfo info;
+  info.set_profile_id(NewProfileId());
+  info.set_job(metadata.job());
+  info.set_node(metadata.node());
+  info.set_format(analysis::TraceFormatName(summary.format));
+  info.set_start_ns(summary.start_ns);
+  info.set_end_ns(summary.end_ns);
+  *info.mutable_labels() = metadata.labels();
+  if (auto rank = summary.metadata.find("rank"); rank != summary.metadata.end()) {
+    info.mutable_labels()->insert({"rank", rank->second});  // an uploader's own label wins
+  }
+  info.set_file_name(file_name);
+  info.set_upload_id(metadata.upload_id());
+  info.set_size_bytes(record.received_bytes());
+  info.set_ingested_at_ns(UnixNanos());
+  info.set_events(summary.events);
+  info.set_skipped_events(summary.skipped_events);
+  return info;
+}
+
 class UploadIdClaim {
  public:
   UploadIdClaim(std::function<void()> release) : release_(std::move(release)) {}
@@ -38,6 +61,14 @@ bool IsValidUploadId(const std::string& id) {
     if (!ok) return false;
   }
   return true;
+}
+
+grpc::Status IngestServiceImpl::Reject(const std::string& upload_id, grpc::StatusCode code,
+                                       const std::string& message) {
+  store_->AbortUpload(upload_id).IgnoreError();  // nothing of a rejected upload stays behind
+  metrics_->RecordUpload("invalid", 0);
+  spdlog::warn("upload rejected upload_id={} error=\"{}\"", upload_id, message);
+  return grpc::Status(code, message);
 }
 
 bool IngestServiceImpl::ClaimUploadId(const std::string& id) {
@@ -144,21 +175,17 @@ grpc::Status IngestServiceImpl::ReceiveAndCommit(grpc::ServerContext* context,
   while (reader->Read(&message)) {
     if (!message.has_chunk()) {
       analysis.Cancel();
-      store_->AbortUpload(id).IgnoreError();
-      metrics_->RecordUpload("invalid", 0);
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "only the first upload message may carry metadata");
+      return Reject(id, grpc::StatusCode::INVALID_ARGUMENT,
+                    "only the first upload message may carry metadata");
     }
     std::string* chunk = message.mutable_chunk();
     if (static_cast<int64_t>(chunk->size()) > limits_.max_chunk_bytes ||
         record.received_bytes() + static_cast<int64_t>(chunk->size()) > limits_.max_upload_bytes) {
       analysis.Cancel();
-      store_->AbortUpload(id).IgnoreError();
-      metrics_->RecordUpload("invalid", 0);
-      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          absl::StrCat("upload exceeds the limits: chunks of at most ",
-                                       limits_.max_chunk_bytes, " bytes, files of at most ",
-                                       limits_.max_upload_bytes, " bytes"));
+      return Reject(id, grpc::StatusCode::RESOURCE_EXHAUSTED,
+                    absl::StrCat("upload exceeds the limits: chunks of at most ",
+                                 limits_.max_chunk_bytes, " bytes, files of at most ",
+                                 limits_.max_upload_bytes, " bytes"));
     }
     record.set_updated_at_ns(UnixNanos());
     if (absl::Status s = store_->AppendRaw(id, record, *chunk); !s.ok()) {
@@ -197,31 +224,18 @@ grpc::Status IngestServiceImpl::ReceiveAndCommit(grpc::ServerContext* context,
   absl::StatusOr<analysis::TraceSummary> summary =
       early ? *std::move(early) : analysis.Finish();
   if (!summary.ok()) {
-    store_->AbortUpload(id).IgnoreError();
-    metrics_->RecordUpload("invalid", 0);
-    spdlog::warn("upload rejected upload_id={} file={} error=\"{}\"", id, file_name,
-                 std::string(summary.status().message()));
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(summary.status().message()));
+    return Reject(id, grpc::StatusCode::INVALID_ARGUMENT, std::string(summary.status().message()));
   }
 
-  v1::ProfileInfo info;
-  info.set_profile_id(NewProfileId());
-  info.set_job(metadata.job());
-  info.set_node(metadata.node());
-  info.set_format(analysis::TraceFormatName(summary->format));
-  info.set_start_ns(summary->start_ns);
-  info.set_end_ns(summary->end_ns);
-  *info.mutable_labels() = metadata.labels();
-  info.set_file_name(file_name);
-  info.set_upload_id(id);
-  info.set_size_bytes(record.received_bytes());
-  info.set_ingested_at_ns(UnixNanos());
-  info.set_events(summary->events);
-  info.set_skipped_events(summary->skipped_events);
-  v1::ProfileSummary stored = SummaryToProto(*summary);
-  if (auto rank = summary->metadata.find("rank"); rank != summary->metadata.end()) {
-    info.mutable_labels()->insert({"rank", rank->second});  // an uploader's own label wins
-  }
+  return Commit(record, file_name, *summary, started, response);
+}
+
+grpc::Status IngestServiceImpl::Commit(const v1::UploadRecord& record, const std::string& file_name,
+                                       const analysis::TraceSummary& summary,
+                                       std::chrono::steady_clock::time_point started,
+                                       v1::UploadResponse* response) {
+  v1::ProfileInfo info = ProfileInfoFor(record, file_name, summary);
+  v1::ProfileSummary stored = SummaryToProto(summary);
   if (before_commit_) before_commit_(info, stored);
   if (absl::Status s = store_->CommitProfile(info, stored); !s.ok()) {
     metrics_->RecordUpload("error", 0);

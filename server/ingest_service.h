@@ -2,11 +2,13 @@
 // IngestService: receives trace files as chunked client streams, stores the original bytes,
 // analyses them while they stream in, and commits the profile with its summary atomically.
 
+#include <chrono>
 #include <functional>
 #include <mutex>
 #include <set>
 #include <string>
 
+#include "analysis/trace_summary.h"
 #include "fleetprof/v1/ingest.grpc.pb.h"
 #include "server/server_metrics.h"
 #include "storage/profile_store.h"
@@ -45,6 +47,12 @@ class IngestServiceImpl final : public v1::IngestService::Service {
   grpc::Status ReceiveAndCommit(grpc::ServerContext* context,
                                 grpc::ServerReader<v1::UploadRequest>* reader,
                                 v1::UploadRecord record, v1::UploadResponse* response);
+  // Stores the profile and its summary; fills the response.
+  grpc::Status Commit(const v1::UploadRecord& record, const std::string& file_name,
+                      const analysis::TraceSummary& summary,
+                      std::chrono::steady_clock::time_point started, v1::UploadResponse* response);
+  // Drops an upload's bytes and answers `code` with `message`.
+  grpc::Status Reject(const std::string& upload_id, grpc::StatusCode code, const std::string& message);
   // Only one stream per upload_id at a time.
   bool ClaimUploadId(const std::string& id);
   void ReleaseUploadId(const std::string& id);
