@@ -5,7 +5,8 @@ WORKDIR /src
 COPY scripts/install-deps.sh scripts/
 RUN bash scripts/install-deps.sh --build-only
 COPY . .
-RUN FLEETPROF_JOBS=$(nproc) bash scripts/build.sh build \
+RUN FLEETPROF_JOBS=$(nproc) FLEETPROF_TARGETS="fleetprof fleetprof-server fleetprof-agent" \
+      bash scripts/build.sh build \
  && strip build/bin/fleetprof build/bin/fleetprof-server build/bin/fleetprof-agent
 
 FROM debian:bookworm-slim

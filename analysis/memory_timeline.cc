@@ -55,6 +55,10 @@ std::vector<MemorySummary> MemoryBreakdown(const TraceEvents& events) {
       timeline.push_back(MemorySample{ts, current});
     }
     summary.timeline = Downsample(timeline);
+    if (auto peak = events.allocator_peak_bytes.find(device);
+        peak != events.allocator_peak_bytes.end()) {
+      summary.allocator_peak_bytes = peak->second;
+    }
     result.push_back(std::move(summary));
   }
   return result;

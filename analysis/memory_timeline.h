@@ -1,6 +1,7 @@
 #pragma once
 // Allocated memory per device over time, from allocator samples: Kineto "[memory]"
-// instants ("Total Allocated" when present, else a running sum of "Bytes").
+// instants ("Total Allocated" when present, else a running sum of "Bytes"), or XSpace
+// allocator events (bytes_allocated, analysis/xspace_memory.h).
 
 #include <vector>
 

@@ -1,5 +1,8 @@
 #include "analysis/summary_json.h"
 
+#include <charconv>
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 
 namespace fleetprof::analysis {
@@ -12,6 +15,15 @@ class ObjectWriter {
   void Int(std::string_view key, int64_t value) {
     Key(key);
     absl::StrAppend(out_, value);
+  }
+  // Shortest text that reads back as the same double; JSON has no NaN or infinity, so
+  // such a value (which the analysis never produces) is left out.
+  void Double(std::string_view key, double value) {
+    if (!std::isfinite(value)) return;
+    Key(key);
+    char buf[32];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
+    out_->append(buf, end);
   }
   void String(std::string_view key, std::string_view value) {
     Key(key);
@@ -155,11 +167,28 @@ std::string SummaryToJson(const TraceSummary& summary, const SummaryJsonSections
       w.Int("samples", m.samples);
       w.Int("peak_bytes", m.peak_bytes);
       w.Int("peak_ns", m.peak_ns);
+      if (m.allocator_peak_bytes != 0) w.Int("allocator_peak_bytes", m.allocator_peak_bytes);
       w.Key("timeline");
       WriteArray(&out, m.timeline, [](ObjectWriter& p, const MemorySample& sample) {
         p.Int("ts_ns", sample.ts_ns);
         p.Int("allocated_bytes", sample.allocated_bytes);
       });
+    });
+  }
+  if (sections.xla_ops && !summary.xla_ops.empty()) {
+    top.Key("xla_ops");
+    WriteArray(&out, summary.xla_ops, [](ObjectWriter& w, const XlaOpSummary& op) {
+      w.String("name", op.name);
+      if (!op.category.empty()) w.String("category", op.category);
+      if (!op.module.empty()) w.String("module", op.module);
+      w.Int("count", op.count);
+      w.Int("total_ns", op.total_ns);
+      if (op.flops) w.Int("flops", *op.flops);
+      if (op.flops_per_second) w.Double("flops_per_second", *op.flops_per_second);
+      if (op.bytes_accessed) w.Int("bytes_accessed", *op.bytes_accessed);
+      if (op.bytes_accessed_per_second) {
+        w.Double("bytes_accessed_per_second", *op.bytes_accessed_per_second);
+      }
     });
   }
   if (sections.metadata) {

@@ -66,6 +66,7 @@ TraceSummary Summarize(const TraceEvents& events) {
   summary.ops = OpBreakdown(events);
   summary.steps = StepBreakdown(events);
   summary.memory = MemoryBreakdown(events);
+  summary.xla_ops = events.xla_ops;
   return summary;
 }
 

@@ -1,5 +1,6 @@
 #include "analysis/xspace_reader.h"
 
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
@@ -10,6 +11,9 @@
 #include "analysis/decimal_time.h"
 #include "analysis/kineto_event.h"
 #include "analysis/proto_reader.h"
+#include "analysis/xla_op_breakdown.h"
+#include "analysis/xspace_memory.h"
+#include "analysis/xspace_stats.h"
 
 namespace fleetprof::analysis {
 namespace {
@@ -24,6 +28,20 @@ LineKind ClassifyLine(std::string_view name) {
 }
 
 bool IsDevicePlane(std::string_view name) { return name.substr(0, 8) == "/device:"; }
+
+constexpr std::string_view kHostPlane = "/host:CPU";
+
+XlaOpCollector::Line OpsLine(LineKind kind) {
+  if (kind == LineKind::kStream) return XlaOpCollector::Line::kStream;
+  if (kind == LineKind::kXlaOps) return XlaOpCollector::Line::kXlaOps;
+  return XlaOpCollector::Line::kUnknown;
+}
+
+// Which stats of an event the reader parses: all of them (XLA op view), only an instant's
+// (allocator candidates: the duration is read before the stats in writers' field order),
+// or none. kOnlyInstants: only an instant matters at all (events of the known host plane),
+// so a timed event is skipped whole once its duration is read: most host events.
+enum class StatsWanted { kNone, kInstants, kOnlyInstants, kAll };
 
 ActivityKind StreamEventKind(std::string_view name) {
   if (name.substr(0, 6) == "Memcpy" || name.substr(0, 6) == "Memset") return ActivityKind::kMemory;
@@ -67,9 +85,11 @@ class XSpaceReader {
  private:
   bool ReadPlane(uint64_t limit);
   bool ReadLine(uint64_t limit);
-  bool ReadEvent(uint64_t limit, RawEvent* event);
+  bool ReadEvent(uint64_t limit, RawEvent* event, StatsWanted wanted);
   bool ReadEventMetadataEntry(uint64_t limit);
-  bool ReadEventMetadataName(uint64_t limit, int64_t* id, std::string* name);
+  // While the plane's name is unknown (it may come last) it may be either.
+  bool MayBeDevice() const { return !plane_name_known_ || IsDevicePlane(plane_name_); }
+  bool MayBeHost() const { return !plane_name_known_ || plane_name_ == kHostPlane; }
   void FinishLine(const PendingLine& line, int64_t timestamp_ns);
   void FinishPlane();
 
@@ -83,8 +103,12 @@ class XSpaceReader {
   std::vector<PendingLine> lines_;
   std::vector<RawEvent> events_;
   absl::flat_hash_map<int64_t, NameId> metadata_names_;
+  PlaneStats plane_stats_;
+  StatScratch stats_;
 
   std::map<std::string, PlaneByName> planes_;
+  XlaOpCollector ops_;
+  XSpaceMemoryCollector memory_;
   std::string scratch_;
   std::string line_name_;
 };
@@ -113,6 +137,8 @@ absl::Status XSpaceReader::Read() {
     if (plane.has_stream_line) continue;
     out_->activity.insert(out_->activity.end(), plane.xla_ops.begin(), plane.xla_ops.end());
   }
+  out_->xla_ops = ops_.Finish();
+  memory_.Finish(out_, &base_set_);
   return absl::OkStatus();
 }
 
@@ -122,12 +148,13 @@ bool XSpaceReader::ReadPlane(uint64_t limit) {
   lines_.clear();
   events_.clear();
   metadata_names_.clear();
+  plane_stats_.Clear();
   while (in_.More(limit, "XPlane")) {
     uint32_t field;
     int wire;
     if (!in_.ReadTag(&field, &wire, "XPlane")) return false;
     uint64_t end;
-    if (wire == kLengthDelimited && (field == 2 || field == 3 || field == 4)) {
+    if (wire == kLengthDelimited && field >= 2 && field <= 5) {
       if (!in_.ReadLength(limit, &end, "XPlane field", "XPlane")) return false;
       bool ok;
       if (field == 2) {
@@ -135,10 +162,12 @@ bool XSpaceReader::ReadPlane(uint64_t limit) {
         plane_name_known_ = true;
       } else if (field == 3) {
         ok = ReadLine(end);
-      } else if (plane_name_known_ && !IsDevicePlane(plane_name_)) {
-        ok = in_.Skip(end - in_.Offset(), "XPlane.event_metadata");  // names never needed
-      } else {
+      } else if (!MayBeDevice() && !MayBeHost()) {
+        ok = in_.Skip(end - in_.Offset(), "XPlane metadata");  // never needed
+      } else if (field == 4) {
         ok = ReadEventMetadataEntry(end);
+      } else {
+        ok = ReadStatMetadataEntry(in_, end, &plane_stats_);
       }
       if (!ok) return false;
     } else if (!in_.SkipField(wire, limit, "XPlane field", "XPlane")) {
@@ -156,6 +185,8 @@ bool XSpaceReader::ReadLine(uint64_t limit) {
   bool name_known = false;
   int64_t timestamp_ns = 0;
   line_name_.clear();
+  ops_.BeginLine();
+  memory_.BeginLine();
   while (in_.More(limit, "XLine")) {
     uint32_t field;
     int wire;
@@ -175,18 +206,38 @@ bool XSpaceReader::ReadLine(uint64_t limit) {
       ++out_->events;
       uint64_t end;
       if (!in_.ReadLength(limit, &end, "XEvent", "XLine")) return false;
-      if (name_known && line.kind == LineKind::kOther) {
-        if (!in_.Skip(end - in_.Offset(), "XEvent")) return false;  // not activity
+      const bool activity = !name_known || line.kind != LineKind::kOther;
+      const bool ops = MayBeDevice() && (!name_known || line.kind == LineKind::kStream ||
+                                         line.kind == LineKind::kXlaOps);
+      const bool host = MayBeHost();
+      if (!activity && !host) {
+        if (!in_.Skip(end - in_.Offset(), "XEvent")) return false;  // nothing to learn
         continue;
       }
       RawEvent event;
-      if (!ReadEvent(end, &event)) return false;
-      events_.push_back(event);
+      stats_.Clear();
+      StatsWanted wanted = StatsWanted::kNone;
+      if (ops) {
+        wanted = StatsWanted::kAll;
+      } else if (host) {
+        wanted = MayBeDevice() ? StatsWanted::kInstants : StatsWanted::kOnlyInstants;
+      }
+      if (!ReadEvent(end, &event, wanted)) return false;
+      if (activity) events_.push_back(event);
+      if (ops && event.dur_ps >= 0) {
+        ops_.AddEvent(name_known ? OpsLine(line.kind) : XlaOpCollector::Line::kUnknown,
+                      event.metadata_id, event.dur_ps, stats_, &plane_stats_);
+      }
+      if (host && event.dur_ps == 0) {
+        memory_.AddCandidate(event.metadata_id, event.start, stats_, &plane_stats_);
+      }
     } else if (!in_.SkipField(wire, limit, "XLine field", "XLine")) {
       return false;
     }
   }
   if (!in_.ok()) return false;
+  memory_.EndLine(timestamp_ns);
+  ops_.EndLine(OpsLine(line.kind));
   line.end_event = events_.size();
   if (line.kind == LineKind::kOther) {
     events_.resize(line.first_event);  // the name came after the events
@@ -197,7 +248,7 @@ bool XSpaceReader::ReadLine(uint64_t limit) {
   return true;
 }
 
-bool XSpaceReader::ReadEvent(uint64_t limit, RawEvent* event) {
+bool XSpaceReader::ReadEvent(uint64_t limit, RawEvent* event, StatsWanted wanted) {
   while (in_.More(limit, "XEvent")) {
     uint32_t field;
     int wire;
@@ -212,7 +263,17 @@ bool XSpaceReader::ReadEvent(uint64_t limit, RawEvent* event) {
         event->start = v;
       else
         event->dur_ps = v;
-    } else if (!in_.SkipField(wire, limit, "XEvent field", "XEvent")) {  // stats, occurrences
+      if (field == 3 && v != 0 && wanted == StatsWanted::kOnlyInstants) {
+        return in_.Skip(limit - in_.Offset(), "XEvent");
+      }
+    } else if (field == 4 && wire == kLengthDelimited &&
+               (wanted == StatsWanted::kAll ||
+                (wanted != StatsWanted::kNone && event->dur_ps == 0))) {
+      uint64_t end;
+      if (!in_.ReadLength(limit, &end, "XStat", "XEvent") || !ReadXStat(in_, end, &stats_)) {
+        return false;
+      }
+    } else if (!in_.SkipField(wire, limit, "XEvent field", "XEvent")) {  // occurrences
       return false;
     }
   }
@@ -241,55 +302,34 @@ void XSpaceReader::FinishLine(const PendingLine& line, int64_t timestamp_ns) {
 }
 
 bool XSpaceReader::ReadEventMetadataEntry(uint64_t limit) {
-  int64_t key = 0;
-  int64_t value_id = 0;
-  bool has_key = false;
-  scratch_.clear();
-  while (in_.More(limit, "event_metadata entry")) {
-    uint32_t field;
-    int wire;
-    if (!in_.ReadTag(&field, &wire, "event_metadata entry")) return false;
-    if (field == 1 && wire == kVarint) {
-      uint64_t value;
-      if (!in_.ReadVarint(&value, "event_metadata key")) return false;
-      key = static_cast<int64_t>(value);
-      has_key = true;
-    } else if (field == 2 && wire == kLengthDelimited) {
-      uint64_t end;
-      if (!in_.ReadLength(limit, &end, "XEventMetadata", "event_metadata entry")) return false;
-      if (!ReadEventMetadataName(end, &value_id, &scratch_)) return false;
-    } else if (!in_.SkipField(wire, limit, "event_metadata field", "event_metadata entry")) {
-      return false;
-    }
+  int64_t id = 0;
+  // Stats only for device planes: where XLA puts per-op facts (hlo_op, flops, …).
+  if (!ReadEventMetadataEntryFields(in_, limit, &id, &scratch_,
+                                    MayBeDevice() ? &stats_ : nullptr)) {
+    return false;
   }
-  if (!in_.ok()) return false;
-  metadata_names_[has_key ? key : value_id] = out_->names.Intern(scratch_);
+  if (MayBeHost()) memory_.NoteEventName(id, scratch_);
+  if (MayBeDevice()) {
+    // Host planes have thousands of names that only the allocator check above needs.
+    metadata_names_[id] = out_->names.Intern(scratch_);
+    std::vector<RawStat>& stats = plane_stats_.metadata_stats[id];
+    stats.clear();
+    plane_stats_.InternTexts(stats_, &stats);
+    if (stats.empty()) plane_stats_.metadata_stats.erase(id);
+  }
   return true;
 }
 
-bool XSpaceReader::ReadEventMetadataName(uint64_t limit, int64_t* id, std::string* name) {
-  while (in_.More(limit, "XEventMetadata")) {
-    uint32_t field;
-    int wire;
-    if (!in_.ReadTag(&field, &wire, "XEventMetadata")) return false;
-    if (field == 1 && wire == kVarint) {
-      uint64_t value;
-      if (!in_.ReadVarint(&value, "XEventMetadata.id")) return false;
-      *id = static_cast<int64_t>(value);
-    } else if (field == 2 && wire == kLengthDelimited) {
-      uint64_t end;
-      if (!in_.ReadLength(limit, &end, "XEventMetadata.name", "XEventMetadata")) return false;
-      if (!in_.ReadBytes(end - in_.Offset(), kMaxNameBytes, name, "XEventMetadata.name")) {
-        return false;
-      }
-    } else if (!in_.SkipField(wire, limit, "XEventMetadata field", "XEventMetadata")) {
-      return false;
-    }
-  }
-  return in_.ok();
-}
-
 void XSpaceReader::FinishPlane() {
+  bool has_stream_line = false;
+  for (const PendingLine& line : lines_) has_stream_line |= line.kind == LineKind::kStream;
+  ops_.FinishPlane(plane_name_, IsDevicePlane(plane_name_), has_stream_line, plane_stats_,
+                   [this](int64_t id) -> std::string_view {
+                     auto it = metadata_names_.find(id);
+                     return it == metadata_names_.end() ? "" : out_->names.Get(it->second);
+                   });
+  memory_.FinishPlane(plane_name_ == kHostPlane, plane_stats_, &out_->names);
+  plane_stats_.Clear();
   if (!IsDevicePlane(plane_name_) || lines_.empty()) return;
   PlaneByName& plane = planes_[plane_name_];
   const NameId device = out_->names.Intern(plane_name_);

@@ -33,6 +33,20 @@ void OpToProto(const analysis::OpSummary& in, v1::OpStat* out) {
   out->set_device_total_ns(in.device_total_ns);
 }
 
+void XlaOpToProto(const analysis::XlaOpSummary& in, v1::XlaOpStat* out) {
+  out->set_name(in.name);
+  out->set_category(in.category);
+  out->set_module(in.module);
+  out->set_count(in.count);
+  out->set_total_ns(in.total_ns);
+  if (in.flops) out->set_flops(*in.flops);
+  if (in.flops_per_second) out->set_flops_per_second(*in.flops_per_second);
+  if (in.bytes_accessed) out->set_bytes_accessed(*in.bytes_accessed);
+  if (in.bytes_accessed_per_second) {
+    out->set_bytes_accessed_per_second(*in.bytes_accessed_per_second);
+  }
+}
+
 analysis::DeviceSummary DeviceFromProto(const v1::DeviceBreakdown& in) {
   analysis::DeviceSummary out;
   out.device = in.device();
@@ -70,6 +84,22 @@ analysis::OpSummary OpFromProto(const v1::OpStat& in) {
   return out;
 }
 
+analysis::XlaOpSummary XlaOpFromProto(const v1::XlaOpStat& in) {
+  analysis::XlaOpSummary out;
+  out.name = in.name();
+  out.category = in.category();
+  out.module = in.module();
+  out.count = in.count();
+  out.total_ns = in.total_ns();
+  if (in.has_flops()) out.flops = in.flops();
+  if (in.has_flops_per_second()) out.flops_per_second = in.flops_per_second();
+  if (in.has_bytes_accessed()) out.bytes_accessed = in.bytes_accessed();
+  if (in.has_bytes_accessed_per_second()) {
+    out.bytes_accessed_per_second = in.bytes_accessed_per_second();
+  }
+  return out;
+}
+
 v1::ProfileSummary SummaryToProto(const analysis::TraceSummary& summary) {
   v1::ProfileSummary out;
   out.set_format(analysis::TraceFormatName(summary.format));
@@ -95,12 +125,14 @@ v1::ProfileSummary SummaryToProto(const analysis::TraceSummary& summary) {
     mem->set_samples(m.samples);
     mem->set_peak_bytes(m.peak_bytes);
     mem->set_peak_ns(m.peak_ns);
+    mem->set_allocator_peak_bytes(m.allocator_peak_bytes);
     for (const auto& p : m.timeline) {
       auto* point = mem->add_timeline();
       point->set_ts_ns(p.ts_ns);
       point->set_allocated_bytes(p.allocated_bytes);
     }
   }
+  for (const auto& op : summary.xla_ops) XlaOpToProto(op, out.add_xla_ops());
   for (const auto& [key, value] : summary.metadata) (*out.mutable_metadata())[key] = value;
   return out;
 }
@@ -125,9 +157,11 @@ analysis::TraceSummary SummaryFromProto(const v1::ProfileSummary& proto) {
     mem.samples = m.samples();
     mem.peak_bytes = m.peak_bytes();
     mem.peak_ns = m.peak_ns();
+    mem.allocator_peak_bytes = m.allocator_peak_bytes();
     for (const auto& p : m.timeline()) mem.timeline.push_back({p.ts_ns(), p.allocated_bytes()});
     out.memory.push_back(std::move(mem));
   }
+  for (const auto& op : proto.xla_ops()) out.xla_ops.push_back(XlaOpFromProto(op));
   for (const auto& [key, value] : proto.metadata()) out.metadata[key] = value;
   return out;
 }

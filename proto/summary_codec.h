@@ -14,8 +14,10 @@ analysis::TraceSummary SummaryFromProto(const v1::ProfileSummary& proto);
 void DeviceToProto(const analysis::DeviceSummary& in, v1::DeviceBreakdown* out);
 void KernelToProto(const analysis::KernelSummary& in, v1::KernelStat* out);
 void OpToProto(const analysis::OpSummary& in, v1::OpStat* out);
+void XlaOpToProto(const analysis::XlaOpSummary& in, v1::XlaOpStat* out);
 analysis::DeviceSummary DeviceFromProto(const v1::DeviceBreakdown& in);
 analysis::KernelSummary KernelFromProto(const v1::KernelStat& in);
 analysis::OpSummary OpFromProto(const v1::OpStat& in);
+analysis::XlaOpSummary XlaOpFromProto(const v1::XlaOpStat& in);
 
 }  // namespace fleetprof

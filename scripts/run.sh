@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --build-only
-bash scripts/build.sh build
+FLEETPROF_TARGETS="fleetprof fleetprof-server fleetprof-agent" bash scripts/build.sh build
 
 bin=$PWD/build/bin
 mkdir -p var/server var/agent var/traces

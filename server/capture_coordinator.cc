@@ -24,6 +24,40 @@ int Rank(const std::string& state) {
   return 3;
 }
 
+// Every target of a connected agent that the request selects, with its node.
+std::vector<std::pair<std::string, v1::Target>> MatchTargets(const std::vector<v1::AgentInfo>& agents,
+                                                             const v1::StartCaptureRequest& request) {
+  std::vector<std::pair<std::string, v1::Target>> matched;
+  for (const auto& agent : agents) {
+    if (agent.state() != "CONNECTED") continue;
+    if (!request.node().empty() && agent.node() != request.node()) continue;
+    for (const auto& target : agent.targets()) {
+      if (!request.job().empty() && target.job() != request.job()) continue;
+      if (!request.target().empty() && TargetName(target) != request.target()) continue;
+      matched.emplace_back(agent.node(), target);
+    }
+  }
+  return matched;
+}
+
+// The command that asks an agent to capture `target` for `capture`.
+v1::ServerMessage CommandFor(const v1::Capture& capture, const v1::Target& target) {
+  const v1::StartCaptureRequest& request = capture.request();
+  v1::ServerMessage message;
+  v1::CaptureCommand* command = message.mutable_capture();
+  command->set_capture_id(capture.capture_id());
+  command->set_target_name(TargetName(target));
+  *command->mutable_target() = target;
+  command->set_duration_ms(request.duration_ms());
+  command->set_iterations(request.iterations());
+  command->set_start_time_unix_ns(capture.start_time_unix_ns());
+  command->set_deadline_unix_ns(capture.deadline_unix_ns());
+  command->set_record_shapes(request.record_shapes());
+  command->set_profile_memory(request.profile_memory());
+  command->set_with_stack(request.with_stack());
+  return message;
+}
+
 }  // namespace
 
 std::string TargetName(const v1::Target& target) {
@@ -82,20 +116,15 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
   capture.set_deadline_unix_ns(capture.start_time_unix_ns() + timeout_ms * kNanosPerMs);
   *capture.mutable_request() = request;
 
-  for (const auto& agent : registry_->List()) {
-    if (agent.state() != "CONNECTED") continue;
-    if (!request.node().empty() && agent.node() != request.node()) continue;
-    for (const auto& target : agent.targets()) {
-      if (!request.job().empty() && target.job() != request.job()) continue;
-      if (!request.target().empty() && TargetName(target) != request.target()) continue;
-      auto* t = capture.add_targets();
-      t->set_node(agent.node());
-      t->set_target(TargetName(target));
-      t->set_state("PENDING");
-      t->set_job(target.job());
-      t->set_kind(target.kind());
-      t->set_pid(target.pid());
-    }
+  std::vector<std::pair<std::string, v1::Target>> matched = MatchTargets(registry_->List(), request);
+  for (const auto& [node, target] : matched) {
+    auto* t = capture.add_targets();
+    t->set_node(node);
+    t->set_target(TargetName(target));
+    t->set_state("PENDING");
+    t->set_job(target.job());
+    t->set_kind(target.kind());
+    t->set_pid(target.pid());
   }
   if (capture.targets().empty()) {
     capture.set_error(absl::StrCat(
@@ -110,25 +139,9 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
   std::lock_guard lock(mu_);
   Active& active = active_[capture.capture_id()];
   active.capture = capture;
-  for (auto& t : *active.capture.mutable_targets()) {
-    v1::ServerMessage message;
-    v1::CaptureCommand* command = message.mutable_capture();
-    command->set_capture_id(capture.capture_id());
-    command->set_target_name(t.target());
-    for (const auto& agent : registry_->List()) {
-      if (agent.node() != t.node()) continue;
-      for (const auto& target : agent.targets()) {
-        if (TargetName(target) == t.target()) *command->mutable_target() = target;
-      }
-    }
-    command->set_duration_ms(request.duration_ms());
-    command->set_iterations(request.iterations());
-    command->set_start_time_unix_ns(capture.start_time_unix_ns());
-    command->set_deadline_unix_ns(capture.deadline_unix_ns());
-    command->set_record_shapes(request.record_shapes());
-    command->set_profile_memory(request.profile_memory());
-    command->set_with_stack(request.with_stack());
-    if (!registry_->Send(t.node(), message)) {
+  for (int i = 0; i < active.capture.targets_size(); ++i) {
+    v1::CaptureTarget& t = *active.capture.mutable_targets(i);
+    if (!registry_->Send(t.node(), CommandFor(capture, matched[i].second))) {
       t.set_state("FAILED");
       t.set_error(absl::StrCat("agent on node ", t.node(), " disconnected before the capture started"));
     }

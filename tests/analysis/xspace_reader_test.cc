@@ -9,89 +9,21 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/analysis/analysis_test_util.h"
+#include "tests/analysis/xspace_builder.h"
 #include "tests/test_support.h"
 
 namespace fleetprof::analysis {
 namespace {
 
 using testing::AnalyzeXSpace;
+using testing::Event;
 using testing::FindDevice;
 using testing::FindKernel;
 using ::testing::HasSubstr;
-
-// A protobuf message under construction.
-class Proto {
- public:
-  Proto& Varint(int field, uint64_t value) {
-    Key(field, 0);
-    PutVarint(value);
-    return *this;
-  }
-  Proto& Bytes(int field, const std::string& value) {
-    Key(field, 2);
-    PutVarint(value.size());
-    bytes_ += value;
-    return *this;
-  }
-  Proto& Message(int field, const Proto& message) { return Bytes(field, message.bytes_); }
-  Proto& Fixed64(int field, uint64_t value) {
-    Key(field, 1);
-    bytes_.append(reinterpret_cast<const char*>(&value), 8);
-    return *this;
-  }
-  Proto& Fixed32(int field, uint32_t value) {
-    Key(field, 5);
-    bytes_.append(reinterpret_cast<const char*>(&value), 4);
-    return *this;
-  }
-  Proto& Raw(const std::string& bytes) {
-    bytes_ += bytes;
-    return *this;
-  }
-  const std::string& bytes() const { return bytes_; }
-
- private:
-  void Key(int field, int wire) { PutVarint((static_cast<uint64_t>(field) << 3) | wire); }
-  void PutVarint(uint64_t v) {
-    while (v >= 0x80) {
-      bytes_.push_back(static_cast<char>(v | 0x80));
-      v >>= 7;
-    }
-    bytes_.push_back(static_cast<char>(v));
-  }
-  std::string bytes_;
-};
-
-Proto Event(int64_t metadata_id, int64_t offset_ps, int64_t duration_ps) {
-  return Proto().Varint(1, metadata_id).Varint(2, offset_ps).Varint(3, duration_ps);
-}
-
-Proto Metadata(int64_t id, const std::string& name) {
-  return Proto().Varint(1, id).Message(2, Proto().Varint(1, id).Bytes(2, name));
-}
-
-Proto Line(const std::string& name, int64_t timestamp_ns, const std::vector<Proto>& events) {
-  Proto line;
-  line.Varint(1, 7).Bytes(2, name).Varint(3, timestamp_ns);
-  for (const Proto& e : events) line.Message(4, e);
-  return line;
-}
-
-// A plane: lines first, then event metadata, as XProf serialises it.
-Proto Plane(const std::string& name, const std::vector<Proto>& lines,
-            const std::vector<std::pair<int64_t, std::string>>& metadata) {
-  Proto plane;
-  plane.Varint(1, 42).Bytes(2, name);
-  for (const Proto& l : lines) plane.Message(3, l);
-  for (const auto& [id, n] : metadata) plane.Message(4, Metadata(id, n));
-  return plane;
-}
-
-std::string Space(const std::vector<Proto>& planes) {
-  Proto space;
-  for (const Proto& p : planes) space.Message(1, p);
-  return space.bytes();
-}
+using testing::Line;
+using testing::Plane;
+using testing::Proto;
+using testing::Space;
 
 TraceSummary Analyze(const std::string& bytes) {
   absl::StatusOr<TraceSummary> summary = AnalyzeXSpace(bytes);
@@ -174,9 +106,13 @@ TEST(XSpaceReader, CountsXlaOpsOnlyOnPlanesWithoutStreamLines) {
 TEST(XSpaceReader, AcceptsAnyFieldOrderAndSkipsUnknownFields) {
   // Line name after its events, metadata entry with value before key, plane name last,
   // and unknown fields of every wire type at every level.
-  Proto event = Event(9, 2000, 3000).Fixed32(15, 1).Bytes(4, "stats").Varint(20, 1);
+  // Stats (XEvent 4, XEventMetadata 5) are read since the XLA op view: they must be XStats.
+  Proto stat = Proto().Varint(1, 3).Fixed32(9, 0).Varint(4, 5).Bytes(12, "x");
+  Proto event = Event(9, 2000, 3000).Fixed32(15, 1).Message(4, stat).Varint(20, 1);
   Proto line = Proto().Varint(3, 100).Message(4, event).Fixed64(30, 0).Bytes(2, "Stream #2");
-  Proto entry = Proto().Message(2, Proto().Bytes(2, "late_kernel").Bytes(5, "x")).Varint(1, 9);
+  Proto metadata_stat = Proto().Bytes(5, "v").Fixed64(13, 0).Varint(1, 4);
+  Proto entry =
+      Proto().Message(2, Proto().Bytes(2, "late_kernel").Message(5, metadata_stat)).Varint(1, 9);
   Proto plane = Proto()
                     .Message(3, line)
                     .Message(4, entry)
