@@ -145,6 +145,11 @@ TEST_F(KinetoCaptureTest, PyTorchJobCaptureIsIndexedAndLeavesNoTraceBehind) {
   EXPECT_EQ(capture.state, "DONE");
   ASSERT_EQ(capture.target_states, std::vector<std::string>{"INDEXED"}) << capture.raw;
   ExpectKernelsMatchReference(cluster_, capture.profile_ids[0], "reference/v100_resnet_rank0.pt.trace.ref.json");
+  // Labels: job and node as fields; capture_id, pid and rank (from distributedInfo) as labels.
+  CommandResult listed = cluster_.Cli({"profiles", "--job", "llama-train", "--json"});
+  for (const char* label : {"\"capture_id\":\"c", "\"pid\":\"", "\"rank\":\"0\"", "\"node\":\"gpu-2\""}) {
+    EXPECT_NE(listed.out.find(label), std::string::npos) << label << " in " << listed.out;
+  }
   // Uploaded and indexed: nothing stays on the node's disk.
   int left = 0;
   for (const auto& entry : fs::directory_iterator(trace_dir_)) left += entry.is_regular_file() ? 1 : 0;
