@@ -145,7 +145,11 @@ int PrintSection(const CliOptions& options, const char* command, bool devices, b
   analysis::TraceSummary summary;
   if (!FetchSummary(options, command, &summary)) return 1;
   if (options.json) {
-    analysis::SummaryJsonSections sections{devices, kernels, ops, false, false, false};
+    analysis::SummaryJsonSections sections;
+    sections.devices = devices;
+    sections.kernels = kernels;
+    sections.ops = ops;
+    sections.steps = sections.memory = sections.metadata = sections.xla_ops = false;
     std::cout << analysis::SummaryToJson(summary, sections) << "\n";
   } else if (devices) {
     std::cout << DevicesTable(summary.devices);

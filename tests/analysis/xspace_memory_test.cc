@@ -173,6 +173,17 @@ TEST(XSpaceMemory, HandlesLateNamesAndBoundsTheTimeline) {
   EXPECT_EQ(SummaryToJson(Analyze(bytes, 3)), SummaryToJson(s));
 }
 
+TEST(XSpaceMemory, TruncatedStatsAndMetadataFailCleanly) {
+  // Every cut inside the host plane (stats, event and stat metadata) is an error naming the
+  // byte offset; only a cut between top-level fields would be a (shorter) valid XSpace.
+  const std::string bytes = HostSpace();
+  for (size_t cut = 1; cut < bytes.size(); ++cut) {
+    absl::StatusOr<TraceSummary> summary = AnalyzeXSpace(bytes.substr(0, cut));
+    ASSERT_FALSE(summary.ok()) << "cut at " << cut;
+    EXPECT_NE(summary.status().message().find(" at byte "), absl::string_view::npos);
+  }
+}
+
 TEST(XSpaceMemory, MatchesTensorFlowCorpusAllocators) {
   // Expected values computed from the file with an independent Python protobuf decoder.
   const std::string path = fleetprof::testing::CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb");
