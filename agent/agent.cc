@@ -35,6 +35,35 @@ absl::Status Agent::Start() {
     if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
   }
 
+  if (absl::Status s = StartMetrics(); !s.ok()) return s;
+  auto channel = MakeChannel(config_.server);
+  TraceUploaderOptions uploads;
+  uploads.dirs = config_.trace_dirs;
+  uploads.job = config_.job;
+  uploads.node = config_.node;
+  uploads.journal_path = config_.state_dir + "/uploaded.journal";
+  uploads.scan_interval_ms = config_.scan_interval_ms;
+  uploads.settle_ms = config_.settle_ms;
+  uploader_ = std::make_unique<TraceUploader>(uploads, channel, *registry_);
+  if (!config_.trace_dirs.empty()) {
+    if (absl::Status s = uploader_->Start(); !s.ok()) return s;
+  }
+
+  StartKineto(channel);
+  discovered_ = DiscoverXprofTargets(config_.proc_root);
+  link_ = std::make_unique<ServerLink>(
+      channel, [this] { return Hello(); }, [this] { return Heartbeat(); },
+      [this](const v1::ServerMessage& message) {
+        if (message.has_capture()) captures_->Run(message.capture());
+      });
+  discover_ = std::thread([this] { DiscoverLoop(); });  // reads link_: start it after
+  link_->Start();
+  spdlog::info("fleetprof-agent ready node={} server={} metrics=http://{}/metrics trace_dirs={} targets={}",
+               config_.node, config_.server, metrics_addr_, config_.trace_dirs.size(), Targets().size());
+  return absl::OkStatus();
+}
+
+absl::Status Agent::StartMetrics() {
   registry_ = std::make_shared<prometheus::Registry>();
   link_gauge_ = &prometheus::BuildGauge()
                      .Name("fleetprof_agent_server_connected")
@@ -58,19 +87,10 @@ absl::Status Agent::Start() {
   sampler_ = std::make_unique<MetricsSampler>(sampling, registry_);
   if (absl::Status s = sampler_->Start(); !s.ok()) return s;
 
-  auto channel = MakeChannel(config_.server);
-  TraceUploaderOptions uploads;
-  uploads.dirs = config_.trace_dirs;
-  uploads.job = config_.job;
-  uploads.node = config_.node;
-  uploads.journal_path = config_.state_dir + "/uploaded.journal";
-  uploads.scan_interval_ms = config_.scan_interval_ms;
-  uploads.settle_ms = config_.settle_ms;
-  uploader_ = std::make_unique<TraceUploader>(uploads, channel, *registry_);
-  if (!config_.trace_dirs.empty()) {
-    if (absl::Status s = uploader_->Start(); !s.ok()) return s;
-  }
+  return absl::OkStatus();
+}
 
+void Agent::StartKineto(const std::shared_ptr<grpc::Channel>& channel) {
   // Kineto endpoint: only one daemon per network namespace can hold the socket; without it
   // the agent still serves everything else.
   KinetoEndpoint::Options kineto_options;
@@ -101,17 +121,6 @@ absl::Status Agent::Start() {
     }
   }
 
-  discovered_ = DiscoverXprofTargets(config_.proc_root);
-  discover_ = std::thread([this] { DiscoverLoop(); });
-  link_ = std::make_unique<ServerLink>(
-      channel, [this] { return Hello(); }, [this] { return Heartbeat(); },
-      [this](const v1::ServerMessage& message) {
-        if (message.has_capture()) captures_->Run(message.capture());
-      });
-  link_->Start();
-  spdlog::info("fleetprof-agent ready node={} server={} metrics=http://{}/metrics trace_dirs={} targets={}",
-               config_.node, config_.server, metrics_addr_, config_.trace_dirs.size(), Targets().size());
-  return absl::OkStatus();
 }
 
 std::string Agent::dynolog_addr() const {
@@ -187,7 +196,7 @@ void Agent::DiscoverLoop() {
   auto next = std::chrono::steady_clock::now();
   while (!stopping_.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    link_gauge_->Set(link_ && link_->connected() ? 1 : 0);
+    link_gauge_->Set(link_->connected() ? 1 : 0);
     if (std::chrono::steady_clock::now() < next) continue;
     next = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.discover_interval_ms);
     auto found = DiscoverXprofTargets(config_.proc_root);

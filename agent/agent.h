@@ -56,6 +56,11 @@ class Agent {
   std::string dynolog_addr() const;
 
  private:
+  // The /metrics endpoint and the device/host sampler behind it.
+  absl::Status StartMetrics();
+  // The Kineto endpoint (off when another daemon holds its socket), the capture runner and
+  // the dynolog-compatible API, in the order their callbacks need.
+  void StartKineto(const std::shared_ptr<grpc::Channel>& channel);
   v1::AgentHello Hello();
   v1::AgentHeartbeat Heartbeat();
   std::vector<v1::Target> Targets();
