@@ -22,6 +22,7 @@ int RunAnalyze(const CliOptions& options) {
   std::cout << "\n\nDevices\n" << DevicesTable(summary->devices) << "\nKernels\n"
             << KernelsTable(summary->kernels, options.limit);
   if (!summary->ops.empty()) std::cout << "\nOps\n" << OpsTable(summary->ops, options.limit);
+  if (!summary->xla_ops.empty()) std::cout << "\nXLA ops\n" << XlaOpsTable(summary->xla_ops, options.limit);
   return 0;
 }
 

@@ -53,5 +53,6 @@ bool ParseLabels(const std::vector<std::string>& labels, std::map<std::string, s
 std::string DevicesTable(const std::vector<analysis::DeviceSummary>& devices);
 std::string KernelsTable(const std::vector<analysis::KernelSummary>& kernels, int64_t limit);
 std::string OpsTable(const std::vector<analysis::OpSummary>& ops, int64_t limit);
+std::string XlaOpsTable(const std::vector<analysis::XlaOpSummary>& ops, int64_t limit);
 
 }  // namespace fleetprof::cli

@@ -47,6 +47,7 @@ int RunProfile(const CliOptions& options) {
             << " device samples\n\nDevices\n"
             << DevicesTable(summary.devices) << "\nKernels\n" << KernelsTable(summary.kernels, options.limit);
   if (!summary.ops.empty()) std::cout << "\nOps\n" << OpsTable(summary.ops, options.limit);
+  if (!summary.xla_ops.empty()) std::cout << "\nXLA ops\n" << XlaOpsTable(summary.xla_ops, options.limit);
   return 0;
 }
 

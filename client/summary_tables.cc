@@ -1,6 +1,7 @@
 // Human-readable tables of analysis results, shared by `analyze` and the query commands.
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "client/cli.h"
 #include "client/table_printer.h"
 
@@ -51,6 +52,19 @@ std::string OpsTable(const std::vector<analysis::OpSummary>& ops, int64_t limit)
     table.AddRow({Ellipsize(o.name, kNameWidth), absl::StrCat(o.count), FormatNanos(o.total_ns),
                   FormatNanos(o.self_ns), FormatNanos(o.device_self_ns),
                   FormatNanos(o.device_total_ns)});
+  }
+  return table.Render() + MoreRows(rows, ops.size());
+}
+
+std::string XlaOpsTable(const std::vector<analysis::XlaOpSummary>& ops, int64_t limit) {
+  TablePrinter table({"XLA OP", "CATEGORY", ">COUNT", ">TOTAL", ">TFLOP/S", ">GB/S"});
+  const size_t rows = std::min<size_t>(ops.size(), limit > 0 ? limit : kDefaultRows);
+  for (size_t i = 0; i < rows; ++i) {
+    const auto& o = ops[i];
+    table.AddRow({Ellipsize(o.name, kNameWidth), o.category, absl::StrCat(o.count), FormatNanos(o.total_ns),
+                  o.flops_per_second ? absl::StrFormat("%.2f", *o.flops_per_second / 1e12) : "-",
+                  o.bytes_accessed_per_second ? absl::StrFormat("%.1f", *o.bytes_accessed_per_second / 1e9)
+                                              : "-"});
   }
   return table.Render() + MoreRows(rows, ops.size());
 }
