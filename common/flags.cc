@@ -112,7 +112,9 @@ std::string FlagSet::HelpText() const {
     absl::StrAppend(&out, "  --", name);
     if (flag.kind == Kind::kRepeated) absl::StrAppend(&out, " (repeatable)");
     absl::StrAppend(&out, "\n      ", flag.help);
-    if (!flag.default_text.empty()) absl::StrAppend(&out, " (default: ", flag.default_text, ")");
+    // Zero and false usually mean "off" or "automatic", which the help text itself explains.
+    const std::string& d = flag.default_text;
+    if (!d.empty() && d != "0" && d != "false") absl::StrAppend(&out, " (default: ", d, ")");
     absl::StrAppend(&out, "\n");
   }
   absl::StrAppend(&out, "  --help\n      Show this text.\n");
