@@ -1,4 +1,3 @@
-#include "server/grpc_status.h"
 #include "server/ingest_service.h"
 
 #include <chrono>
@@ -8,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/runtime.h"
 #include "proto/summary_codec.h"
+#include "server/grpc_status.h"
 #include "server/streaming_analysis.h"
 #include "spdlog/spdlog.h"
 

@@ -1,7 +1,8 @@
-#include "server/grpc_status.h"
 #include "server/query_service.h"
 
 #include <chrono>
+
+#include "server/grpc_status.h"
 
 namespace fleetprof {
 namespace {
