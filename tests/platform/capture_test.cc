@@ -3,6 +3,8 @@
 // datagram layout with struct.pack), so a wrong field number or layout cannot agree with itself.
 
 #include <filesystem>
+#include <fstream>
+#include <map>
 
 #include "absl/strings/ascii.h"
 
@@ -65,7 +67,42 @@ void ExpectKernelsMatchReference(TestCluster& cluster, const std::string& profil
 
 // Recent jaxlib answers with the XSpace (emit_xspace); older servers write it under the
 // repository_root the agent passed (file mode). Both must end INDEXED.
-class XlaCaptureTest : public ::testing::TestWithParam<std::string> {};
+// The third case sends an XSpace past 64 MB (the corpus file repeated: repeated `planes`
+// concatenate), far over gRPC's default 4 MB receive limit.
+struct XlaCase {
+  const char* mode;
+  int copies;
+};
+
+class XlaCaptureTest : public ::testing::TestWithParam<XlaCase> {};
+
+// Kernels of `served` must be the reference's with count and total scaled by `copies`.
+std::string CompareScaledKernels(const std::string& served, const std::string& reference, int copies) {
+  simdjson::dom::parser p1, p2;
+  simdjson::dom::element got, want;
+  if (p1.parse(served).get(got) != simdjson::SUCCESS || p2.parse(reference).get(want) != simdjson::SUCCESS) {
+    return "not JSON";
+  }
+  std::map<std::string, std::pair<int64_t, int64_t>> expected;
+  for (auto k : want["kernels"].get_array()) {
+    expected[std::string(std::string_view(k["name"]))] = {int64_t(k["count"]) * copies,
+                                                          int64_t(k["total_ns"]) * copies};
+  }
+  std::string diff;
+  size_t seen = 0;
+  for (auto k : got["kernels"].get_array()) {
+    const std::string name{std::string_view(k["name"])};
+    auto it = expected.find(name);
+    if (it == expected.end()) {
+      diff += "unexpected " + name + "\n";
+    } else if (it->second != std::pair<int64_t, int64_t>{int64_t(k["count"]), int64_t(k["total_ns"])}) {
+      diff += "wrong totals for " + name + "\n";
+    }
+    ++seen;
+  }
+  if (seen != expected.size()) diff += "kernel count differs\n";
+  return diff;
+}
 
 TEST_P(XlaCaptureTest, XlaJobCaptureIsIndexedAndMatchesReference) {
   const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py";
@@ -73,10 +110,20 @@ TEST_P(XlaCaptureTest, XlaJobCaptureIsIndexedAndMatchesReference) {
   FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
   TestCluster cluster;
   ASSERT_TRUE(cluster.StartServer());
+  const XlaCase param = GetParam();
+  std::string xspace = CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb");
+  if (param.copies > 1) {
+    const std::string one = ReadSmallFile(xspace);
+    xspace = cluster.root() + "/large.xplane.pb";
+    std::ofstream out(xspace, std::ios::binary);
+    for (int i = 0; i < param.copies; ++i) out << one;
+    out.close();
+    ASSERT_GT(fs::file_size(xspace), 64u << 20);
+  }
   ChildProcess job;
   const std::string ready = cluster.root() + "/standin.ready";
-  job.Start({kPython, standin, "--mode", GetParam(), "--record", cluster.root() + "/requests.json",
-             "--ready", ready, "--xspace", CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")},
+  job.Start({kPython, standin, "--mode", param.mode, "--record", cluster.root() + "/requests.json",
+             "--ready", ready, "--xspace", xspace},
             cluster.root() + "/standin.log");
   std::string port_json = WaitForFile(ready, 30);
   ASSERT_FALSE(port_json.empty()) << "profiler stand-in did not start";
@@ -91,7 +138,15 @@ TEST_P(XlaCaptureTest, XlaJobCaptureIsIndexedAndMatchesReference) {
   ASSERT_EQ(capture.exit_code, 0) << capture.raw;
   EXPECT_EQ(capture.state, "DONE");
   ASSERT_EQ(capture.target_states, std::vector<std::string>{"INDEXED"}) << capture.raw;
-  ExpectKernelsMatchReference(cluster, capture.profile_ids[0], "reference/tf_8gpu_multi_worker.xplane.ref.json");
+  if (param.copies == 1) {
+    ExpectKernelsMatchReference(cluster, capture.profile_ids[0], "reference/tf_8gpu_multi_worker.xplane.ref.json");
+  } else {
+    CommandResult kernels = cluster.Cli({"kernels", capture.profile_ids[0], "--json"});
+    EXPECT_EQ(CompareScaledKernels(kernels.out,
+                                   ReadSmallFile(CorpusPath("reference/tf_8gpu_multi_worker.xplane.ref.json")),
+                                   param.copies),
+              "");
+  }
   CommandResult listed = cluster.Cli({"profiles", "--job", "jax-train", "--json"});
   EXPECT_NE(listed.out.find("\"node\":\"gpu-1\""), std::string::npos) << listed.out;
   EXPECT_NE(listed.out.find("\"capture_id\":"), std::string::npos) << listed.out;
@@ -102,7 +157,8 @@ TEST_P(XlaCaptureTest, XlaJobCaptureIsIndexedAndMatchesReference) {
   EXPECT_NE(profile.out.find("\"memory_used_bytes\":10737418240"), std::string::npos);
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, XlaCaptureTest, ::testing::Values("emit", "file"));
+INSTANTIATE_TEST_SUITE_P(Modes, XlaCaptureTest,
+                         ::testing::Values(XlaCase{"emit", 1}, XlaCase{"file", 1}, XlaCase{"emit", 24}));
 
 class KinetoCaptureTest : public ::testing::Test {
  protected:
