@@ -137,4 +137,39 @@ int RunCapture(const CliOptions& options) {
   return ExitCode(capture);
 }
 
+int RunCaptures(const CliOptions& options) {
+  auto stub = v1::CaptureService::NewStub(MakeChannel(options.server));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(options.timeout_s));
+  v1::ListCapturesRequest request;
+  request.set_job(options.job);
+  request.set_limit(static_cast<int32_t>(options.limit));
+  v1::ListCapturesResponse response;
+  grpc::Status s = stub->ListCaptures(&context, request, &response);
+  if (!s.ok()) {
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      return Fail(absl::StrCat("cannot reach fleetprof-server at ", options.server, " (", s.error_message(), ")"));
+    }
+    return Fail(s.error_message());
+  }
+  if (options.json) {
+    std::string out = "{\"captures\":[";
+    for (int i = 0; i < response.captures_size(); ++i) {
+      if (i > 0) out += ",";
+      out += CaptureJson(response.captures(i));
+    }
+    std::cout << out << "]}\n";
+    return 0;
+  }
+  TablePrinter table({"CAPTURE", "JOB", "STATE", ">TARGETS", ">INDEXED"});
+  for (const auto& c : response.captures()) {
+    int indexed = 0;
+    for (const auto& t : c.targets()) indexed += t.state() == "INDEXED" ? 1 : 0;
+    table.AddRow({c.capture_id(), c.request().job(), c.state(), absl::StrCat(c.targets_size()),
+                  absl::StrCat(indexed)});
+  }
+  std::cout << table.Render();
+  return 0;
+}
+
 }  // namespace fleetprof::cli

@@ -41,6 +41,7 @@ int RunBreakdown(const CliOptions& options);
 int RunAgents(const CliOptions& options);
 int RunAnalyze(const CliOptions& options);
 int RunCapture(const CliOptions& options);
+int RunCaptures(const CliOptions& options);
 int RunProfile(const CliOptions& options);
 
 // Prints "fleetprof: <message>" to stderr and returns 1.

@@ -29,6 +29,7 @@ constexpr char kUsage[] =
     "  capture --job J [--node N] [--target T] [--duration_ms MS | --iterations N] [--wait]\n"
     "                                     capture running jobs now; --wait follows progress\n"
     "                                     (stderr) and exits 0 when all indexed, 3 if partial\n"
+    "  captures [--job J]                 recent captures, newest first\n"
     "\n"
     "Traces: PyTorch/Kineto JSON (.json, .json.gz) and XSpace (.xplane.pb).\n"
     "The server address can also come from $FLEETPROF_SERVER.";
@@ -42,6 +43,7 @@ int Dispatch(const std::string& command, const CliOptions& options) {
   if (command == "breakdown") return RunBreakdown(options);
   if (command == "agents") return RunAgents(options);
   if (command == "capture") return RunCapture(options);
+  if (command == "captures") return RunCaptures(options);
   if (command == "profile") return RunProfile(options);
   return Fail("unknown command '" + command + "' (see fleetprof --help)");
 }

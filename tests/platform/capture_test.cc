@@ -245,6 +245,10 @@ TEST(CaptureTest, CaptureOfUnknownJobFailsWithActionableReason) {
   EXPECT_EQ(capture.exit_code, 1);
   EXPECT_EQ(capture.state, "FAILED");
   EXPECT_NE(capture.error.find("no process matched job nobody"), std::string::npos) << capture.raw;
+  // Captures are kept: the list shows this one with its outcome.
+  CommandResult list = cluster.Cli({"captures", "--job", "nobody", "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("\"state\":\"FAILED\""), std::string::npos) << list.out;
 }
 
 }  // namespace
