@@ -132,8 +132,10 @@ void Agent::Stop() {
   if (discover_.joinable()) discover_.join();
   if (uploader_) uploader_->Stop();
   if (link_) link_->Stop();
-  captures_.reset();
+  // Sources of Kineto triggers stop before the runner their callback uses goes away.
   dynolog_.reset();
+  if (kineto_) kineto_->Stop();
+  captures_.reset();
   kineto_.reset();
   if (sampler_) sampler_->Stop();
 }
@@ -142,7 +144,12 @@ std::vector<v1::Target> Agent::Targets() {
   std::vector<v1::Target> targets = static_targets_;
   {
     std::lock_guard lock(mu_);
-    targets.insert(targets.end(), discovered_.begin(), discovered_.end());
+    // A job found in /proc may also be named by --target: one target per address.
+    for (const auto& found : discovered_) {
+      bool known = false;
+      for (const auto& t : static_targets_) known |= t.address() == found.address();
+      if (!known) targets.push_back(found);
+    }
   }
   if (kineto_) {
     for (const auto& process : kineto_->Processes()) {

@@ -139,8 +139,11 @@ void CaptureRunner::Execute(const v1::CaptureCommand& command) {
   upload.path = *trace;
   upload.job = command.target().job().empty() ? "unassigned" : command.target().job();
   upload.node = options_.node;
-  upload.upload_id = absl::StrCat(command.capture_id(), "-", options_.node, "-", command.target().pid(),
-                                  "-", std::hash<std::string>()(target) % 1000000);
+  // Bounded length whatever the node name: the capture id plus a hash of node and target.
+  upload.upload_id = absl::StrCat(
+      command.capture_id(), "-",
+      absl::Hex(std::hash<std::string>()(absl::StrCat(options_.node, "\n", target)), absl::kZeroPad16));
+  upload.cancelled = [this] { return cancelled(); };
   upload.labels["capture_id"] = command.capture_id();
   upload.labels["source"] = "capture";
   if (command.target().pid() > 0) upload.labels["pid"] = absl::StrCat(command.target().pid());
@@ -174,6 +177,7 @@ void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const std::st
     upload.job = process.job;
     upload.node = options_.node;
     upload.labels["source"] = "dyno";
+    upload.cancelled = [this] { return cancelled(); };
     upload.labels["pid"] = absl::StrCat(process.pid);
     auto response = UploadFile(channel_, upload);
     if (response.ok()) {

@@ -53,6 +53,7 @@ void ServerLink::Send(const v1::AgentMessage& message) {
   }
   if (!stream->Write(message)) {
     std::lock_guard lock(mu_);
+    if (outbox_.size() >= kMaxQueued) outbox_.pop_front();
     outbox_.push_back(message);  // the session is breaking; resend after reconnect
   }
 }

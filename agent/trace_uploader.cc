@@ -65,6 +65,10 @@ void TraceUploader::UploadOne(const TraceFile& file) {
   upload.upload_id = UploadIdFor(options_.node, file);
   upload.labels["source"] = "trace_dir";
   upload.max_attempts = 2;
+  upload.cancelled = [this] {
+    std::lock_guard lock(mu_);
+    return stopping_;
+  };
   auto response = UploadFile(channel_, upload);
   if (response.ok()) {
     const char* result = response->already_existed() ? "duplicate" : "ok";
@@ -78,6 +82,7 @@ void TraceUploader::UploadOne(const TraceFile& file) {
     return;
   }
   const absl::Status& error = response.status();
+  if (absl::IsCancelled(error)) return;  // the agent is stopping; the next start resumes it
   if (absl::IsInvalidArgument(error) || absl::IsResourceExhausted(error) || absl::IsNotFound(error)) {
     // The file itself is the problem: say so once and do not retry it until it changes.
     results_.Add({{"result", "rejected"}}).Increment();

@@ -54,6 +54,10 @@ grpc::Status SendOnce(v1::IngestService::Stub& stub, const UploadOptions& option
   std::string buffer(static_cast<size_t>(options.chunk_bytes), '\0');
   int64_t sent = offset;
   while (open && sent < size) {
+    if (options.cancelled && options.cancelled()) {
+      context.TryCancel();
+      break;
+    }
     file.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
     std::streamsize got = file.gcount();
     if (got <= 0) break;
@@ -87,6 +91,9 @@ absl::StatusOr<v1::UploadResponse> UploadFile(const std::shared_ptr<grpc::Channe
 
   grpc::Status last;
   for (int attempt = 1; attempt <= options.max_attempts; ++attempt) {
+    if (options.cancelled && options.cancelled()) {
+      return absl::CancelledError(absl::StrCat("upload of ", options.path, " cancelled"));
+    }
     if (attempt > 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200 << std::min(attempt, 6)));
     }

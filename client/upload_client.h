@@ -24,6 +24,9 @@ struct UploadOptions {
   int64_t chunk_bytes = 1 << 20;
   // Called after each chunk with bytes sent so far and the file size.
   std::function<void(int64_t sent, int64_t total)> progress;
+  // Polled between chunks and attempts; true abandons the upload (the server keeps what it
+  // received, so the same upload_id resumes later). Lets daemons stop promptly.
+  std::function<bool()> cancelled;
 };
 
 // Sends the file; on UNAVAILABLE or an interrupted stream asks the server how much it holds

@@ -34,7 +34,10 @@ TraceDirWatcher::TraceDirWatcher(std::vector<std::string> dirs, std::string job,
 
 std::vector<TraceFile> TraceDirWatcher::Scan(int64_t now_ns) {
   std::vector<TraceFile> ready;
+  ++scan_;
   for (const auto& dir : dirs_) ScanDir(dir, now_ns, &ready);
+  // Files gone from the folders are forgotten, so rotating traces do not grow this map.
+  std::erase_if(seen_, [&](const auto& entry) { return entry.second.scan != scan_; });
   return ready;
 }
 
@@ -62,7 +65,8 @@ void TraceDirWatcher::ScanDir(const std::string& root, int64_t now_ns, std::vect
     const std::string path = entry.path().string();
     Seen& seen = seen_[path];
     const bool changed = seen.size != size || seen.mtime_ns != mtime;
-    if (changed) seen = Seen{size, mtime, false};
+    if (changed) seen = Seen{size, mtime, false, 0};
+    seen.scan = scan_;
     // Settled: unchanged since the last scan and untouched for settle_ns.
     if (seen.handed_out || changed || now_ns - mtime < settle_ns_ || size == 0) continue;
     seen.handed_out = true;

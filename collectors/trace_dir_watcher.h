@@ -35,6 +35,7 @@ class TraceDirWatcher {
     int64_t size = 0;
     int64_t mtime_ns = 0;
     bool handed_out = false;
+    uint64_t scan = 0;  // the last scan that saw the file
   };
   void ScanDir(const std::string& root, int64_t now_ns, std::vector<TraceFile>* out);
 
@@ -42,6 +43,7 @@ class TraceDirWatcher {
   std::string job_;
   int64_t settle_ns_;
   std::map<std::string, Seen> seen_;
+  uint64_t scan_ = 0;
 };
 
 }  // namespace fleetprof

@@ -12,6 +12,7 @@ namespace {
 constexpr int64_t kNanosPerMs = 1'000'000;
 constexpr int64_t kDefaultDurationMs = 2000;
 constexpr int64_t kMaxDurationMs = 10 * 60 * 1000;
+constexpr int64_t kMaxDelayMs = 60 * 60 * 1000;
 constexpr int64_t kGraceNs = 10'000 * kNanosPerMs;
 
 bool IsFinal(const std::string& state) { return state == "INDEXED" || state == "FAILED"; }
@@ -80,6 +81,14 @@ std::string CaptureStateOf(const v1::Capture& capture) {
 CaptureCoordinator::CaptureCoordinator(ProfileStore* store, AgentRegistry* registry,
                                        ServerMetrics* metrics)
     : store_(store), registry_(registry), metrics_(metrics) {
+  // Captures that were running when the server stopped go on: agents resend their updates
+  // after reconnecting, and the expirer fails whatever is left at the deadline.
+  auto stored = store_->ListCaptures("", 1000);
+  if (stored.ok()) {
+    for (auto& capture : *stored) {
+      if (capture.state() == "RUNNING") active_[capture.capture_id()].capture = std::move(capture);
+    }
+  }
   expirer_ = std::thread([this] { ExpireLoop(); });
 }
 
@@ -100,6 +109,11 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
   if (request.duration_ms() == 0 && request.iterations() == 0) request.set_duration_ms(kDefaultDurationMs);
   if (request.duration_ms() > kMaxDurationMs) {
     return absl::InvalidArgumentError(absl::StrCat("duration_ms is capped at ", kMaxDurationMs));
+  }
+  if (request.start_delay_ms() > kMaxDelayMs || request.timeout_ms() < 0 ||
+      request.timeout_ms() > kMaxDelayMs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("start_delay_ms and timeout_ms must lie in 0..", kMaxDelayMs));
   }
   if (request.job().empty() && request.node().empty() && request.target().empty()) {
     return absl::InvalidArgumentError("name a job, a node or a target to capture");

@@ -42,7 +42,8 @@ grpc::Status CaptureServiceImpl::WatchCapture(grpc::ServerContext* context,
       return grpc::Status(grpc::StatusCode::NOT_FOUND, "capture " + request->capture_id() + ": not found");
     }
     if (!writer->Write(capture)) return grpc::Status::CANCELLED;
-    if (capture.state() != "RUNNING") return grpc::Status::OK;
+    // INT64_MAX: a stored capture no longer followed in memory; it cannot change any more.
+    if (capture.state() != "RUNNING" || version == INT64_MAX) return grpc::Status::OK;
   }
   return grpc::Status::CANCELLED;
 }

@@ -10,6 +10,7 @@ ChunkQueue::ChunkQueue(std::string name, size_t capacity_bytes)
 
 bool ChunkQueue::Push(std::string chunk) {
   std::unique_lock lock(mu_);
+  if (chunk.empty()) return !reading_stopped_;  // Read() returning 0 would mean end of stream
   changed_.wait(lock, [&] { return reading_stopped_ || queued_bytes_ < capacity_; });
   if (reading_stopped_) return false;
   queued_bytes_ += chunk.size();

@@ -205,6 +205,10 @@ grpc::Status IngestServiceImpl::ReceiveAndCommit(grpc::ServerContext* context,
     early = analysis.Finish();
     // A reader that stopped early without an error ignores trailing bytes; keep them anyway.
     while (early->ok() && reader->Read(&message) && message.has_chunk()) {
+      if (static_cast<int64_t>(message.chunk().size()) > limits_.max_chunk_bytes ||
+          record.received_bytes() + static_cast<int64_t>(message.chunk().size()) > limits_.max_upload_bytes) {
+        return Reject(id, grpc::StatusCode::RESOURCE_EXHAUSTED, "upload exceeds the size limits");
+      }
       if (absl::Status s = store_->AppendRaw(id, record, message.chunk()); !s.ok()) {
         return ToGrpcStatus(s);
       }
@@ -224,7 +228,12 @@ grpc::Status IngestServiceImpl::ReceiveAndCommit(grpc::ServerContext* context,
   absl::StatusOr<analysis::TraceSummary> summary =
       early ? *std::move(early) : analysis.Finish();
   if (!summary.ok()) {
-    return Reject(id, grpc::StatusCode::INVALID_ARGUMENT, std::string(summary.status().message()));
+    // Bad input drops the upload; anything else (storage, threads) keeps it resumable.
+    if (absl::IsInvalidArgument(summary.status()) || absl::IsDataLoss(summary.status())) {
+      return Reject(id, grpc::StatusCode::INVALID_ARGUMENT, std::string(summary.status().message()));
+    }
+    metrics_->RecordUpload("error", 0);
+    return ToGrpcStatus(summary.status());
   }
 
   return Commit(record, file_name, *summary, started, response);

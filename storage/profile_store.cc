@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "rocksdb/db.h"
@@ -215,8 +216,9 @@ absl::StatusOr<ProfilePage> ProfileStore::ListProfiles(const v1::ListProfilesReq
   if (!request.job().empty()) {
     prefix = keys::JobIndexPrefix(request.job());
   } else if (!request.labels().empty()) {
-    const auto& [key, value] = *request.labels().begin();
-    prefix = keys::LabelIndexPrefix(key, value);
+    // Protobuf map order varies between messages; page 2 must pick the same index as page 1.
+    std::map<std::string, std::string> sorted(request.labels().begin(), request.labels().end());
+    prefix = keys::LabelIndexPrefix(sorted.begin()->first, sorted.begin()->second);
   }
   int page_size = request.page_size() <= 0 ? 100 : std::min(request.page_size(), 1000);
   std::string resume;

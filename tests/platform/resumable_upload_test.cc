@@ -108,5 +108,32 @@ TEST(ResumableUploadTest, InterruptedUploadResumesFromServerOffset) {
             "");
 }
 
+TEST(ResumableUploadTest, EmptyChunksDoNotEndTheStream) {
+  const std::string trace = CorpusPath("kineto/mi250_rocm62.json.gz");
+  FLEETPROF_REQUIRE_PATH(trace);
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer());
+  const std::string bytes = ReadAll(trace);
+  auto channel = grpc::CreateChannel(cluster.grpc_addr(), grpc::InsecureChannelCredentials());
+  auto ingest = v1::IngestService::NewStub(channel);
+  grpc::ClientContext context;
+  v1::UploadResponse response;
+  auto writer = ingest->Upload(&context, &response);
+  ASSERT_TRUE(writer->Write(Metadata("empty-chunks", 0, static_cast<int64_t>(bytes.size()))));
+  v1::UploadRequest empty;
+  empty.set_chunk("");
+  ASSERT_TRUE(writer->Write(empty));
+  const size_t half = bytes.size() / 2;
+  for (const std::string& part : {bytes.substr(0, half), std::string(), bytes.substr(half)}) {
+    v1::UploadRequest request;
+    request.set_chunk(part);
+    ASSERT_TRUE(writer->Write(request));
+  }
+  writer->WritesDone();
+  grpc::Status status = writer->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_FALSE(response.profile_id().empty());
+}
+
 }  // namespace
 }  // namespace fleetprof::testing

@@ -63,6 +63,30 @@ TEST_F(ProfileStoreTest, ListsNewestFirstAndPagesWithoutGapsOrRepeats) {
   EXPECT_EQ(page->profiles.size(), 12u);
 }
 
+TEST_F(ProfileStoreTest, PagingWithSeveralLabelsKeepsItsIndexAcrossPages) {
+  for (int i = 0; i < 25; ++i) {
+    v1::ProfileInfo info = Info("q" + std::to_string(i), "j", 2000 + i);
+    (*info.mutable_labels())["team"] = "infra";
+    (*info.mutable_labels())["zone"] = i % 5 == 0 ? "b" : "a";
+    ASSERT_TRUE(store_->CommitProfile(info, v1::ProfileSummary()).ok());
+  }
+  int found = 0;
+  v1::ListProfilesRequest request;
+  request.set_page_size(3);
+  (*request.mutable_labels())["zone"] = "a";
+  (*request.mutable_labels())["team"] = "infra";
+  do {
+    // A fresh request message per page, as each RPC parses one: map order may differ.
+    v1::ListProfilesRequest page_request;
+    page_request.CopyFrom(request);
+    auto page = store_->ListProfiles(page_request);
+    ASSERT_TRUE(page.ok()) << page.status();
+    found += static_cast<int>(page->profiles.size());
+    request.set_page_token(page->next_page_token);
+  } while (!request.page_token().empty());
+  EXPECT_EQ(found, 20);
+}
+
 TEST_F(ProfileStoreTest, PartialUploadIsInvisibleAndResumable) {
   v1::UploadRecord record;
   record.mutable_metadata()->set_upload_id("u1");
