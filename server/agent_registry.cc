@@ -29,7 +29,8 @@ void AgentRegistry::Persist(const v1::AgentInfo& info) {
   metrics_->SetConnectedAgents(static_cast<int64_t>(sessions_.size()));
 }
 
-int64_t AgentRegistry::Connected(const v1::AgentHello& hello, Sender sender) {
+int64_t AgentRegistry::Connected(const v1::AgentHello& hello, Sender sender,
+                                 std::function<void()> close) {
   std::lock_guard lock(mu_);
   v1::AgentInfo& info = agents_[hello.node()];
   info.set_node(hello.node());
@@ -38,7 +39,7 @@ int64_t AgentRegistry::Connected(const v1::AgentHello& hello, Sender sender) {
   info.set_last_seen_ns(UnixNanos());
   *info.mutable_targets() = hello.targets();
   int64_t session = next_session_++;
-  sessions_[hello.node()] = Session{session, std::move(sender), {}};
+  sessions_[hello.node()] = Session{session, std::move(sender), std::move(close), {}};
   Persist(info);
   spdlog::info("agent connected node={} version={} targets={}", hello.node(), hello.version(),
                hello.targets_size());
@@ -74,6 +75,11 @@ std::vector<v1::DeviceSample> AgentRegistry::DeviceHistory(const std::string& no
     if (d.sampled_at_ns() >= from_ns && d.sampled_at_ns() <= to_ns) out.push_back(d);
   }
   return out;
+}
+
+void AgentRegistry::CloseAll() {
+  std::lock_guard lock(mu_);
+  for (auto& [node, session] : sessions_) session.close();
 }
 
 bool AgentRegistry::Send(const std::string& node, const v1::ServerMessage& message) {

@@ -23,8 +23,11 @@ class AgentRegistry {
   // Writes one message down an agent's Connect stream; false once the stream is gone.
   using Sender = std::function<bool(const v1::ServerMessage&)>;
 
-  // A Connect stream said hello. Returns a session number for Disconnected.
-  int64_t Connected(const v1::AgentHello& hello, Sender sender);
+  // A Connect stream said hello; `close` ends that stream. Returns a session number for
+  // Disconnected.
+  int64_t Connected(const v1::AgentHello& hello, Sender sender, std::function<void()> close);
+  // Ends every agent stream now (shutdown: agents reconnect to the next server at once).
+  void CloseAll();
   void Heartbeat(const std::string& node, const v1::AgentHeartbeat& heartbeat);
   // The stream of `session` ended (a newer session of the same node stays connected).
   void Disconnected(const std::string& node, int64_t session);
@@ -46,6 +49,7 @@ class AgentRegistry {
   struct Session {
     int64_t number = 0;
     Sender sender;
+    std::function<void()> close;
     std::vector<v1::DeviceSample> devices;
   };
   std::map<std::string, Session> sessions_;  // node -> live session

@@ -150,6 +150,7 @@ int Run(const ServerFlags& flags) {
   int sig = WaitForShutdownSignal();
   spdlog::info("signal {} received: draining", sig);
   server->GetHealthCheckService()->SetServingStatus(false);
+  registry.CloseAll();  // agent streams never end on their own; uploads get the deadline below
   // In-flight uploads get a few seconds to finish; agent streams are cut at the deadline.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   server->Wait();

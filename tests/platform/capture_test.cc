@@ -237,6 +237,37 @@ TEST_F(KinetoCaptureTest, DynoGputraceThroughTheAgentIsUploadedToo) {
   })) << cluster_.Cli({"profiles", "--json"}).out;
 }
 
+TEST(CaptureTest, CaptureRunningAcrossAServerRestartStillCompletes) {
+  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py";
+  FLEETPROF_REQUIRE_PATH(kPython);
+  FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer());
+  ChildProcess job;
+  const std::string ready = cluster.root() + "/standin.ready";
+  // The profiler answers after 3 s, while the server is restarting.
+  job.Start({kPython, standin, "--mode", "emit", "--record", cluster.root() + "/requests.json", "--ready",
+             ready, "--sleep_ms", "3000", "--xspace", CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")},
+            cluster.root() + "/standin.log");
+  std::string port_json = WaitForFile(ready, 30);
+  ASSERT_FALSE(port_json.empty());
+  const std::string port(absl::StripAsciiWhitespace(
+      port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1)));
+  ASSERT_GE(cluster.StartAgent({"--node=gpu-4", "--target=job=slow,xprof=127.0.0.1:" + port}), 0);
+  ASSERT_TRUE(Eventually(10, [&] { return AgentReportsTarget(cluster, "\"job\":\"slow\""); }));
+  CaptureOutcome started = Capture(cluster, {"--job", "slow", "--duration_ms", "200"});
+  ASSERT_EQ(started.state, "RUNNING") << started.raw;
+  const std::string addr = cluster.grpc_addr();
+  cluster.StopServer();
+  ASSERT_TRUE(cluster.StartServer(addr)) << cluster.ServerLog();
+  std::string list;
+  EXPECT_TRUE(Eventually(30, [&] {
+    list = cluster.Cli({"captures", "--job", "slow", "--json"}).out;
+    return list.find("\"state\":\"DONE\"") != std::string::npos;
+  })) << list;
+  EXPECT_NE(list.find("\"state\":\"INDEXED\""), std::string::npos) << list;
+}
+
 TEST(CaptureTest, CaptureOfUnknownJobFailsWithActionableReason) {
   TestCluster cluster;
   ASSERT_TRUE(cluster.StartServer());
