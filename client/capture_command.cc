@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "analysis/summary_json.h"
 #include "client/cli.h"
+#include "client/rpc_helpers.h"
 #include "client/table_printer.h"
 #include "client/upload_client.h"
 #include "fleetprof/v1/capture.grpc.pb.h"
@@ -104,13 +105,10 @@ int RunCapture(const CliOptions& options) {
   v1::Capture capture;
   {
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(options.timeout_s));
+    SetDeadline(&context, options);
     grpc::Status s = stub->StartCapture(&context, request, &capture);
     if (!s.ok()) {
-      if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
-        return Fail(absl::StrCat("cannot reach fleetprof-server at ", options.server, " (", s.error_message(), ")"));
-      }
-      return Fail(s.error_message());
+      return FailRpc(s, options);
     }
   }
   if (options.wait && capture.state() == "RUNNING") {
@@ -140,17 +138,14 @@ int RunCapture(const CliOptions& options) {
 int RunCaptures(const CliOptions& options) {
   auto stub = v1::CaptureService::NewStub(MakeChannel(options.server));
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(options.timeout_s));
+  SetDeadline(&context, options);
   v1::ListCapturesRequest request;
   request.set_job(options.job);
   request.set_limit(static_cast<int32_t>(options.limit));
   v1::ListCapturesResponse response;
   grpc::Status s = stub->ListCaptures(&context, request, &response);
   if (!s.ok()) {
-    if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
-      return Fail(absl::StrCat("cannot reach fleetprof-server at ", options.server, " (", s.error_message(), ")"));
-    }
-    return Fail(s.error_message());
+    return FailRpc(s, options);
   }
   if (options.json) {
     std::string out = "{\"captures\":[";

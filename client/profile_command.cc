@@ -9,6 +9,7 @@
 #include "analysis/summary_json.h"
 #include "client/cli.h"
 #include "client/json_format.h"
+#include "client/rpc_helpers.h"
 #include "client/table_printer.h"
 #include "client/upload_client.h"
 #include "fleetprof/v1/query.grpc.pb.h"
@@ -21,16 +22,13 @@ int RunProfile(const CliOptions& options) {
   if (options.args.size() != 1) return Fail("usage: fleetprof profile PROFILE_ID [--json]");
   auto stub = v1::QueryService::NewStub(MakeChannel(options.server));
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(options.timeout_s));
+  SetDeadline(&context, options);
   v1::GetProfileRequest request;
   request.set_profile_id(options.args[0]);
   v1::GetProfileResponse response;
   grpc::Status s = stub->GetProfile(&context, request, &response);
   if (!s.ok()) {
-    if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
-      return Fail(absl::StrCat("cannot reach fleetprof-server at ", options.server, " (", s.error_message(), ")"));
-    }
-    return Fail(s.error_message());
+    return FailRpc(s, options);
   }
   const analysis::TraceSummary summary = SummaryFromProto(response.summary());
   if (options.json) {

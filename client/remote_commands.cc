@@ -8,6 +8,7 @@
 #include "analysis/summary_json.h"
 #include "client/cli.h"
 #include "client/json_format.h"
+#include "client/rpc_helpers.h"
 #include "client/table_printer.h"
 #include "client/upload_client.h"
 #include "common/runtime.h"
@@ -19,17 +20,6 @@
 namespace fleetprof::cli {
 namespace {
 
-int FailRpc(const grpc::Status& s, const CliOptions& options) {
-  if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
-    return Fail(absl::StrCat("cannot reach fleetprof-server at ", options.server, " (",
-                             s.error_message(), ")"));
-  }
-  return Fail(s.error_message());
-}
-
-void SetDeadline(grpc::ClientContext* context, const CliOptions& options) {
-  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(options.timeout_s));
-}
 
 std::string LabelsText(const google::protobuf::Map<std::string, std::string>& labels) {
   std::map<std::string, std::string> sorted(labels.begin(), labels.end());
