@@ -30,6 +30,8 @@ class KinetoJsonReader {
   // Value readers for the event fields; a value of the wrong type is skipped and flagged.
   bool ReadStringField(std::string* field, bool* has);
   bool ReadIdField(std::string* field, bool* has);  // string or number, kept as text
+  // Reads a number's text; a string or container in its place is skipped (is_number false).
+  bool ReadNumberToken(std::string_view* token, bool* is_number);
   bool ReadTimeField(Number* state, int64_t* ns);
   bool ReadIntField(int64_t* value, bool* has);
   // A scalar (string, number, bool, null) as text; *has false for objects and arrays.
@@ -221,29 +223,28 @@ bool KinetoJsonReader::ReadIdField(std::string* field, bool* has) {
   return true;
 }
 
-bool KinetoJsonReader::ReadTimeField(Number* state, int64_t* ns) {
+bool KinetoJsonReader::ReadNumberToken(std::string_view* token, bool* is_number) {
   char c = 0;
   if (!tok_.Peek(&c, "value")) return false;
-  if (c == '"' || c == '{' || c == '[') {
-    *state = Number::kBad;
-    return tok_.SkipValue();
-  }
+  *is_number = !(c == '"' || c == '{' || c == '[');
+  if (!*is_number) return tok_.SkipValue();  // a string or container where a number belongs
+  return tok_.ReadScalar(token);
+}
+
+bool KinetoJsonReader::ReadTimeField(Number* state, int64_t* ns) {
   std::string_view token;
-  if (!tok_.ReadScalar(&token)) return false;
-  *state = ParseMicrosAsNanos(token, ns) == DecimalParse::kOk ? Number::kOk : Number::kBad;
+  bool is_number = false;
+  if (!ReadNumberToken(&token, &is_number)) return false;
+  const bool ok = is_number && ParseMicrosAsNanos(token, ns) == DecimalParse::kOk;
+  *state = ok ? Number::kOk : Number::kBad;
   return true;
 }
 
 bool KinetoJsonReader::ReadIntField(int64_t* value, bool* has) {
-  char c = 0;
-  if (!tok_.Peek(&c, "value")) return false;
-  if (c == '"' || c == '{' || c == '[') {
-    *has = false;
-    return tok_.SkipValue();
-  }
   std::string_view token;
-  if (!tok_.ReadScalar(&token)) return false;
-  *has = ParseJsonInt64(token, value);
+  bool is_number = false;
+  if (!ReadNumberToken(&token, &is_number)) return false;
+  *has = is_number && ParseJsonInt64(token, value);
   return true;
 }
 
