@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "client/upload_client.h"
+#include "rpc/upload_client.h"
 #include "common/runtime.h"
 #include "collectors/target_discovery.h"
 #include "spdlog/spdlog.h"
@@ -155,7 +155,7 @@ std::vector<v1::Target> Agent::Targets() {
     for (const auto& process : kineto_->Processes()) {
       v1::Target target;
       target.set_job(process.job);
-      target.set_kind("kineto");
+      target.set_kind(v1::Target::kineto);
       target.set_pid(process.pid);
       targets.push_back(std::move(target));
     }

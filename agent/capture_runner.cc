@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "client/upload_client.h"
+#include "rpc/upload_client.h"
 #include "collectors/trace_file_waiter.h"
 #include "collectors/xprof_client.h"
 #include "common/runtime.h"
@@ -63,7 +63,7 @@ void CaptureRunner::Run(const v1::CaptureCommand& command) {
   Spawn([this, command] { Execute(command); });
 }
 
-void CaptureRunner::Report(const v1::CaptureCommand& command, const std::string& state,
+void CaptureRunner::Report(const v1::CaptureCommand& command, v1::CaptureTarget::State state,
                            const std::string& profile_id, const std::string& error) {
   v1::AgentMessage message;
   v1::CaptureUpdate* update = message.mutable_capture_update();
@@ -80,7 +80,7 @@ absl::StatusOr<std::string> CaptureRunner::Trigger(const v1::CaptureCommand& com
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::nanoseconds(std::max<int64_t>(
                             command.deadline_unix_ns() - UnixNanos(), 1'000 * kNanosPerMs));
-  if (target.kind() == "xprof") {
+  if (target.kind() == v1::Target::xprof) {
     XprofCaptureOptions xprof;
     xprof.address = target.address();
     xprof.duration_ms = command.duration_ms() > 0 ? command.duration_ms() : 2000;
@@ -94,7 +94,7 @@ absl::StatusOr<std::string> CaptureRunner::Trigger(const v1::CaptureCommand& com
     xprof.host_name = options_.node;
     return CaptureXprof(xprof, [this] { return cancelled(); });
   }
-  if (target.kind() == "kineto") {
+  if (target.kind() == v1::Target::kineto) {
     if (kineto_ == nullptr) {
       return absl::FailedPreconditionError("this agent's Kineto endpoint is not running (socket held by another daemon?)");
     }
@@ -120,21 +120,21 @@ absl::StatusOr<std::string> CaptureRunner::Trigger(const v1::CaptureCommand& com
     return WaitForTraceFile(KinetoEndpoint::TracePathFor(request.log_file, target.pid()), deadline,
                             [this] { return cancelled(); });
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown target kind '", target.kind(), "'"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown target kind ", static_cast<int>(target.kind())));
 }
 
 void CaptureRunner::Execute(const v1::CaptureCommand& command) {
   const std::string target = TargetLabel(command);
   spdlog::info("capture {} of {} starting", command.capture_id(), target);
-  Report(command, "RUNNING", "", "");
+  Report(command, v1::CaptureTarget::RUNNING, "", "");
   absl::StatusOr<std::string> trace = Trigger(command);
   if (!trace.ok()) {
     spdlog::warn("capture {} of {} failed: {}", command.capture_id(), target,
                  std::string(trace.status().message()));
-    Report(command, "FAILED", "", std::string(trace.status().message()));
+    Report(command, v1::CaptureTarget::FAILED, "", std::string(trace.status().message()));
     return;
   }
-  Report(command, "UPLOADING", "", "");
+  Report(command, v1::CaptureTarget::UPLOADING, "", "");
   UploadOptions upload;
   upload.path = *trace;
   upload.job = command.target().job().empty() ? "unassigned" : command.target().job();
@@ -150,14 +150,14 @@ void CaptureRunner::Execute(const v1::CaptureCommand& command) {
   auto response = UploadFile(channel_, upload);
   std::error_code ec;
   if (!response.ok()) {
-    Report(command, "FAILED", "",
+    Report(command, v1::CaptureTarget::FAILED, "",
            absl::StrCat("upload failed: ", std::string(response.status().message()),
                         " (trace kept at ", *trace, ")"));
     return;
   }
   std::filesystem::remove(*trace, ec);  // uploaded and indexed: nothing left on the node
   spdlog::info("capture {} of {} indexed as {}", command.capture_id(), target, response->profile_id());
-  Report(command, "INDEXED", response->profile_id(), "");
+  Report(command, v1::CaptureTarget::INDEXED, response->profile_id(), "");
 }
 
 void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const std::string& log_file) {

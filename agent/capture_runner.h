@@ -40,7 +40,7 @@ class CaptureRunner {
   void Execute(const v1::CaptureCommand& command);
   // Triggers the profiler and returns the local trace file.
   absl::StatusOr<std::string> Trigger(const v1::CaptureCommand& command);
-  void Report(const v1::CaptureCommand& command, const std::string& state,
+  void Report(const v1::CaptureCommand& command, v1::CaptureTarget::State state,
               const std::string& profile_id, const std::string& error);
   void Spawn(std::function<void()> work);
   bool cancelled() const;

@@ -1,6 +1,6 @@
 #include "agent/trace_uploader.h"
 
-#include "client/upload_client.h"
+#include "rpc/upload_client.h"
 #include "common/runtime.h"
 #include "spdlog/spdlog.h"
 

@@ -1,28 +1,30 @@
-// `fleetprof analyze FILE`: the whole analysis offline, no server.
+// `fleetprof analyze FILE`: the whole analysis offline, no server. Prints the summary in its
+// stored form, so the output equals what the server answers for the same file.
 
 #include <iostream>
 
-#include "analysis/summary_json.h"
 #include "analysis/trace_analyzer.h"
 #include "client/cli.h"
+#include "proto/proto_json.h"
+#include "proto/summary_codec.h"
 
 namespace fleetprof::cli {
 
 int RunAnalyze(const CliOptions& options) {
   if (options.args.size() != 1) return Fail("usage: fleetprof analyze FILE [--json]");
-  auto summary = analysis::AnalyzeTraceFile(options.args[0]);
-  if (!summary.ok()) return Fail(std::string(summary.status().message()));
+  auto analysed = analysis::AnalyzeTraceFile(options.args[0]);
+  if (!analysed.ok()) return Fail(std::string(analysed.status().message()));
+  const v1::ProfileSummary summary = SummaryToProto(*analysed);
   if (options.json) {
-    std::cout << analysis::SummaryToJson(*summary) << "\n";
+    std::cout << ProtoToJson(summary) << "\n";
     return 0;
   }
-  std::cout << options.args[0] << ": " << analysis::TraceFormatName(summary->format) << ", "
-            << summary->events << " events";
-  if (summary->skipped_events > 0) std::cout << " (" << summary->skipped_events << " skipped)";
-  std::cout << "\n\nDevices\n" << DevicesTable(summary->devices) << "\nKernels\n"
-            << KernelsTable(summary->kernels, options.limit);
-  if (!summary->ops.empty()) std::cout << "\nOps\n" << OpsTable(summary->ops, options.limit);
-  if (!summary->xla_ops.empty()) std::cout << "\nXLA ops\n" << XlaOpsTable(summary->xla_ops, options.limit);
+  std::cout << options.args[0] << ": " << summary.format() << ", " << summary.events() << " events";
+  if (summary.skipped_events() > 0) std::cout << " (" << summary.skipped_events() << " skipped)";
+  if (summary.unknown_category_events() > 0) {
+    std::cout << ", " << summary.unknown_category_events() << " of unknown category (analysed as host events)";
+  }
+  std::cout << "\n\n" << SummaryTables(summary, options.limit);
   return 0;
 }
 

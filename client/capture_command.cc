@@ -6,61 +6,31 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "analysis/summary_json.h"
+#include "proto/proto_json.h"
 #include "client/cli.h"
 #include "client/rpc_helpers.h"
 #include "client/table_printer.h"
-#include "client/upload_client.h"
+#include "rpc/upload_client.h"
 #include "fleetprof/v1/capture.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
 namespace fleetprof::cli {
 namespace {
 
-std::string CaptureJson(const v1::Capture& capture) {
-  std::string out = "{\"capture_id\":";
-  analysis::AppendJsonString(&out, capture.capture_id());
-  out += ",\"state\":";
-  analysis::AppendJsonString(&out, capture.state());
-  if (!capture.error().empty()) {
-    out += ",\"error\":";
-    analysis::AppendJsonString(&out, capture.error());
-  }
-  out += ",\"targets\":[";
-  for (int i = 0; i < capture.targets_size(); ++i) {
-    const auto& t = capture.targets(i);
-    if (i > 0) out += ",";
-    out += "{\"node\":";
-    analysis::AppendJsonString(&out, t.node());
-    out += ",\"target\":";
-    analysis::AppendJsonString(&out, t.target());
-    out += ",\"job\":";
-    analysis::AppendJsonString(&out, t.job());
-    out += ",\"state\":";
-    analysis::AppendJsonString(&out, t.state());
-    out += ",\"profile_id\":";
-    analysis::AppendJsonString(&out, t.profile_id());
-    out += ",\"error\":";
-    analysis::AppendJsonString(&out, t.error());
-    out += "}";
-  }
-  return out + "]}";
-}
-
 std::string CaptureTable(const v1::Capture& capture) {
   TablePrinter table({"NODE", "TARGET", "JOB", "STATE", "PROFILE", "ERROR"});
   for (const auto& t : capture.targets()) {
-    table.AddRow({t.node(), t.target(), t.job(), t.state(), t.profile_id(), t.error()});
+    table.AddRow({t.node(), t.target(), t.job(), v1::CaptureTarget::State_Name(t.state()), t.profile_id(), t.error()});
   }
-  std::string out = absl::StrCat("capture ", capture.capture_id(), ": ", capture.state(), "\n");
+  std::string out = absl::StrCat("capture ", capture.capture_id(), ": ", v1::Capture::State_Name(capture.state()), "\n");
   if (!capture.error().empty()) absl::StrAppend(&out, capture.error(), "\n");
   if (capture.targets_size() > 0) absl::StrAppend(&out, table.Render());
   return out;
 }
 
 int ExitCode(const v1::Capture& capture) {
-  if (capture.state() == "DONE") return 0;
-  if (capture.state() == "PARTIAL") return 3;
+  if (capture.state() == v1::Capture::DONE) return 0;
+  if (capture.state() == v1::Capture::PARTIAL) return 3;
   return 1;
 }
 
@@ -72,7 +42,7 @@ class ProgressPrinter {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     for (const auto& t : capture.targets()) {
       std::string key = t.node() + " " + t.target();
-      std::string now = t.state() + (t.error().empty() ? "" : ": " + t.error());
+      std::string now = v1::CaptureTarget::State_Name(t.state()) + (t.error().empty() ? "" : ": " + t.error());
       if (seen_[key] == now) continue;
       seen_[key] = now;
       std::cerr << absl::StrFormat("[%6.1fs] %s  %s\n", seconds, key, now);
@@ -111,7 +81,7 @@ int RunCapture(const CliOptions& options) {
       return FailRpc(s, options);
     }
   }
-  if (options.wait && capture.state() == "RUNNING") {
+  if (options.wait && capture.state() == v1::Capture::RUNNING) {
     ProgressPrinter progress;
     progress.Show(capture);
     grpc::ClientContext context;
@@ -127,11 +97,11 @@ int RunCapture(const CliOptions& options) {
     if (!s.ok()) return Fail(absl::StrCat("lost track of capture ", capture.capture_id(), ": ", s.error_message()));
   }
   if (options.json) {
-    std::cout << CaptureJson(capture) << "\n";
+    std::cout << ProtoToJson(capture) << "\n";
   } else {
     std::cout << CaptureTable(capture);
   }
-  if (!options.wait) return capture.state() == "FAILED" ? 1 : 0;
+  if (!options.wait) return capture.state() == v1::Capture::FAILED ? 1 : 0;
   return ExitCode(capture);
 }
 
@@ -148,19 +118,14 @@ int RunCaptures(const CliOptions& options) {
     return FailRpc(s, options);
   }
   if (options.json) {
-    std::string out = "{\"captures\":[";
-    for (int i = 0; i < response.captures_size(); ++i) {
-      if (i > 0) out += ",";
-      out += CaptureJson(response.captures(i));
-    }
-    std::cout << out << "]}\n";
+    std::cout << ProtoToJson(response) << "\n";
     return 0;
   }
   TablePrinter table({"CAPTURE", "JOB", "STATE", ">TARGETS", ">INDEXED"});
   for (const auto& c : response.captures()) {
     int indexed = 0;
-    for (const auto& t : c.targets()) indexed += t.state() == "INDEXED" ? 1 : 0;
-    table.AddRow({c.capture_id(), c.request().job(), c.state(), absl::StrCat(c.targets_size()),
+    for (const auto& t : c.targets()) indexed += t.state() == v1::CaptureTarget::INDEXED ? 1 : 0;
+    table.AddRow({c.capture_id(), c.request().job(), v1::Capture::State_Name(c.state()), absl::StrCat(c.targets_size()),
                   absl::StrCat(indexed)});
   }
   std::cout << table.Render();

@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/trace_summary.h"
+#include "fleetprof/v1/profile.pb.h"
+#include "google/protobuf/repeated_ptr_field.h"
 
 namespace fleetprof::cli {
 
@@ -50,10 +51,15 @@ int Fail(const std::string& message);
 bool ParseLabels(const std::vector<std::string>& labels, std::map<std::string, std::string>* out,
                  std::string* error);
 
-// Human tables of a summary's sections; `limit` rows at most (0 = 30).
-std::string DevicesTable(const std::vector<analysis::DeviceSummary>& devices);
-std::string KernelsTable(const std::vector<analysis::KernelSummary>& kernels, int64_t limit);
-std::string OpsTable(const std::vector<analysis::OpSummary>& ops, int64_t limit);
-std::string XlaOpsTable(const std::vector<analysis::XlaOpSummary>& ops, int64_t limit);
+// Human tables of a summary's sections (the stored form, so local and server answers print
+// alike); `limit` rows at most (0 = 30).
+template <typename T>
+using Rows = google::protobuf::RepeatedPtrField<T>;
+std::string DevicesTable(const Rows<v1::DeviceBreakdown>& devices);
+std::string KernelsTable(const Rows<v1::KernelStat>& kernels, int64_t limit);
+std::string OpsTable(const Rows<v1::OpStat>& ops, int64_t limit);
+std::string XlaOpsTable(const Rows<v1::XlaOpStat>& ops, int64_t limit);
+// The tables of every non-empty section of `summary`, under their headings.
+std::string SummaryTables(const v1::ProfileSummary& summary, int64_t limit);
 
 }  // namespace fleetprof::cli

@@ -1,20 +1,18 @@
-// `fleetprof profile PROFILE`: everything stored about one profile — its record, the whole
-// summary (devices, kernels, ops, steps, memory) and, for captures, the node's device samples
-// during the capture window.
+// `fleetprof profile PROFILE`: everything stored about one profile — its record and the whole
+// summary (devices, kernels, ops, steps, memory and, for captures, the node's device samples
+// during the capture window in summary.device_samples).
 
 #include <chrono>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
-#include "analysis/summary_json.h"
 #include "client/cli.h"
-#include "client/json_format.h"
 #include "client/rpc_helpers.h"
 #include "client/table_printer.h"
-#include "client/upload_client.h"
+#include "rpc/upload_client.h"
 #include "fleetprof/v1/query.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
-#include "proto/summary_codec.h"
+#include "proto/proto_json.h"
 
 namespace fleetprof::cli {
 
@@ -30,22 +28,17 @@ int RunProfile(const CliOptions& options) {
   if (!s.ok()) {
     return FailRpc(s, options);
   }
-  const analysis::TraceSummary summary = SummaryFromProto(response.summary());
   if (options.json) {
-    std::cout << "{\"profile\":" << ProfileInfoJson(response.profile())
-              << ",\"summary\":" << analysis::SummaryToJson(summary)
-              << ",\"device_samples\":" << DeviceSamplesJson(response.summary().device_samples()) << "}\n";
+    std::cout << ProtoToJson(response) << "\n";
     return 0;
   }
+  const v1::ProfileSummary& summary = response.summary();
   const v1::ProfileInfo& p = response.profile();
   std::cout << "profile " << p.profile_id() << "  job " << p.job() << "  node " << p.node() << "  "
             << p.format() << "  " << p.file_name() << "\n"
             << "span " << FormatNanos(p.end_ns() - p.start_ns()) << ", " << p.events() << " events, "
-            << summary.steps.size() << " steps, " << response.summary().device_samples_size()
-            << " device samples\n\nDevices\n"
-            << DevicesTable(summary.devices) << "\nKernels\n" << KernelsTable(summary.kernels, options.limit);
-  if (!summary.ops.empty()) std::cout << "\nOps\n" << OpsTable(summary.ops, options.limit);
-  if (!summary.xla_ops.empty()) std::cout << "\nXLA ops\n" << XlaOpsTable(summary.xla_ops, options.limit);
+            << summary.steps_size() << " steps, " << summary.device_samples_size()
+            << " device samples\n\n" << SummaryTables(summary, options.limit);
   return 0;
 }
 

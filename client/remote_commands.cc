@@ -5,17 +5,15 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
-#include "analysis/summary_json.h"
 #include "client/cli.h"
-#include "client/json_format.h"
 #include "client/rpc_helpers.h"
 #include "client/table_printer.h"
-#include "client/upload_client.h"
+#include "rpc/upload_client.h"
 #include "common/runtime.h"
 #include "fleetprof/v1/agent.grpc.pb.h"
 #include "fleetprof/v1/query.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
-#include "proto/summary_codec.h"
+#include "proto/proto_json.h"
 
 namespace fleetprof::cli {
 namespace {
@@ -60,9 +58,9 @@ int RunUpload(const CliOptions& options) {
   if (show_progress) std::cerr << "\r\033[K";
   if (!response.ok()) return Fail(std::string(response.status().message()));
   if (options.json) {
-    std::string out = "{\"profile_id\":";
-    analysis::AppendJsonString(&out, response->profile_id());
-    std::cout << out << "}\n";
+    v1::UploadResponse printed;
+    printed.set_profile_id(response->profile_id());  // the documented shape: {"profile_id":…}
+    std::cout << ProtoToJson(printed) << "\n";
   } else {
     std::cout << "profile " << response->profile_id()
               << (response->already_existed() ? " (already uploaded)" : "") << "\n";
@@ -79,25 +77,21 @@ int RunProfiles(const CliOptions& options) {
   if (!ParseLabels(options.labels, &labels, &error)) return Fail(error);
   for (const auto& [key, value] : labels) (*request.mutable_labels())[key] = value;
   request.set_page_size(1000);
-  std::vector<v1::ProfileInfo> profiles;
+  v1::ListProfilesResponse all;
+  auto& profiles = *all.mutable_profiles();
   do {
     grpc::ClientContext context;
     SetDeadline(&context, options);
     v1::ListProfilesResponse response;
     grpc::Status s = stub->ListProfiles(&context, request, &response);
     if (!s.ok()) return FailRpc(s, options);
-    for (const auto& p : response.profiles()) profiles.push_back(p);
+    for (auto& p : *response.mutable_profiles()) profiles.Add(std::move(p));
     request.set_page_token(response.next_page_token());
   } while (!request.page_token().empty() &&
            (options.limit <= 0 || static_cast<int64_t>(profiles.size()) < options.limit));
 
   if (options.json) {
-    std::string out = "{\"profiles\":[";
-    for (size_t i = 0; i < profiles.size(); ++i) {
-      if (i > 0) out += ",";
-      out += ProfileInfoJson(profiles[i]);
-    }
-    std::cout << out << "]}\n";
+    std::cout << ProtoToJson(all) << "\n";
     return 0;
   }
   TablePrinter table({"PROFILE", "JOB", "NODE", "FORMAT", ">DURATION", ">EVENTS", "FILE", "LABELS"});
@@ -111,54 +105,40 @@ int RunProfiles(const CliOptions& options) {
 
 namespace {
 
-// Fetches the stored summary of the profile named on the command line.
-bool FetchSummary(const CliOptions& options, const char* command, analysis::TraceSummary* out) {
+// Calls one breakdown RPC for the profile named on the command line and prints its answer:
+// the response message as JSON, or `table` of it.
+template <typename Response, typename Call, typename Table>
+int PrintSection(const CliOptions& options, const char* command, Call call, Table table) {
   std::string id = RequireProfileId(options, command);
-  if (id.empty()) return false;
+  if (id.empty()) return 1;
   auto stub = v1::QueryService::NewStub(MakeChannel(options.server));
   grpc::ClientContext context;
   SetDeadline(&context, options);
-  v1::GetProfileRequest request;
+  v1::BreakdownRequest request;
   request.set_profile_id(id);
-  v1::GetProfileResponse response;
-  grpc::Status s = stub->GetProfile(&context, request, &response);
-  if (!s.ok()) {
-    FailRpc(s, options);
-    return false;
-  }
-  *out = SummaryFromProto(response.summary());
-  return true;
-}
-
-int PrintSection(const CliOptions& options, const char* command, bool devices, bool kernels,
-                 bool ops) {
-  analysis::TraceSummary summary;
-  if (!FetchSummary(options, command, &summary)) return 1;
-  if (options.json) {
-    analysis::SummaryJsonSections sections;
-    sections.devices = devices;
-    sections.kernels = kernels;
-    sections.ops = ops;
-    sections.steps = sections.memory = sections.metadata = sections.xla_ops = false;
-    std::cout << analysis::SummaryToJson(summary, sections) << "\n";
-  } else if (devices) {
-    std::cout << DevicesTable(summary.devices);
-  } else if (kernels) {
-    std::cout << KernelsTable(summary.kernels, options.limit);
-  } else {
-    std::cout << OpsTable(summary.ops, options.limit);
-  }
+  Response response;
+  grpc::Status s = ((*stub).*call)(&context, request, &response);
+  if (!s.ok()) return FailRpc(s, options);
+  std::cout << (options.json ? ProtoToJson(response) + "\n" : table(response));
   return 0;
 }
 
 }  // namespace
 
-int RunOps(const CliOptions& options) { return PrintSection(options, "ops", false, false, true); }
+int RunOps(const CliOptions& options) {
+  return PrintSection<v1::OpBreakdownResponse>(
+      options, "ops", &v1::QueryService::Stub::OpBreakdown,
+      [&](const v1::OpBreakdownResponse& r) { return OpsTable(r.ops(), options.limit); });
+}
 int RunKernels(const CliOptions& options) {
-  return PrintSection(options, "kernels", false, true, false);
+  return PrintSection<v1::KernelBreakdownResponse>(
+      options, "kernels", &v1::QueryService::Stub::KernelBreakdown,
+      [&](const v1::KernelBreakdownResponse& r) { return KernelsTable(r.kernels(), options.limit); });
 }
 int RunBreakdown(const CliOptions& options) {
-  return PrintSection(options, "breakdown", true, false, false);
+  return PrintSection<v1::TemporalBreakdownResponse>(
+      options, "breakdown", &v1::QueryService::Stub::TemporalBreakdown,
+      [](const v1::TemporalBreakdownResponse& r) { return DevicesTable(r.devices()); });
 }
 
 int RunAgents(const CliOptions& options) {
@@ -169,35 +149,13 @@ int RunAgents(const CliOptions& options) {
   grpc::Status s = stub->ListAgents(&context, v1::ListAgentsRequest(), &response);
   if (!s.ok()) return FailRpc(s, options);
   if (options.json) {
-    std::string out = "{\"agents\":[";
-    for (int i = 0; i < response.agents_size(); ++i) {
-      const auto& a = response.agents(i);
-      if (i > 0) out += ",";
-      out += "{\"node\":";
-      analysis::AppendJsonString(&out, a.node());
-      out += ",\"state\":";
-      analysis::AppendJsonString(&out, a.state());
-      absl::StrAppend(&out, ",\"last_seen_ns\":", a.last_seen_ns(), ",\"targets\":[");
-      for (int t = 0; t < a.targets_size(); ++t) {
-        const auto& target = a.targets(t);
-        if (t > 0) out += ",";
-        out += "{\"job\":";
-        analysis::AppendJsonString(&out, target.job());
-        out += ",\"kind\":";
-        analysis::AppendJsonString(&out, target.kind());
-        absl::StrAppend(&out, ",\"pid\":", target.pid(), ",\"address\":");
-        analysis::AppendJsonString(&out, target.address());
-        out += "}";
-      }
-      out += "]}";
-    }
-    std::cout << out << "]}\n";
+    std::cout << ProtoToJson(response) << "\n";
     return 0;
   }
   TablePrinter table({"NODE", "STATE", ">LAST SEEN", ">TARGETS", "VERSION"});
   const int64_t now = UnixNanos();
   for (const auto& a : response.agents()) {
-    table.AddRow({a.node(), a.state(), FormatNanos(now - a.last_seen_ns()) + " ago",
+    table.AddRow({a.node(), v1::AgentInfo::State_Name(a.state()), FormatNanos(now - a.last_seen_ns()) + " ago",
                   absl::StrCat(a.targets_size()), a.version()});
   }
   std::cout << table.Render();

@@ -20,7 +20,7 @@ absl::StatusOr<v1::Target> ParseTargetFlag(const std::string& flag) {
     if (kv.first == "job") {
       target.set_job(kv.second);
     } else if (kv.first == "xprof") {
-      target.set_kind("xprof");
+      target.set_kind(v1::Target::xprof);
       target.set_address(kv.second);
     } else {
       return absl::InvalidArgumentError(
@@ -62,7 +62,7 @@ std::vector<v1::Target> DiscoverXprofTargets(const std::string& proc_root) {
     if (job.empty() || address.empty() || !addresses.insert(address).second) continue;
     v1::Target target;
     target.set_job(job);
-    target.set_kind("xprof");
+    target.set_kind(v1::Target::xprof);
     target.set_pid(pid);
     target.set_address(address);
     targets.push_back(std::move(target));

@@ -1,7 +1,8 @@
 #pragma once
-// Converts between the analysis library's TraceSummary and its stored/wire form
-// (fleetprof.v1.ProfileSummary). The one place both shapes meet, so the CLI prints a
-// server answer with the same JSON writer as `fleetprof analyze`.
+// Turns the analysis library's TraceSummary into fleetprof.v1.ProfileSummary, the form the
+// server stores and serves and every JSON output prints (proto/proto_json.h). The one place
+// the two shapes meet; nothing converts back, so a proto field exists once for every reader.
+// tests/analysis/summary_codec_test.cc fails when a summary field is not carried over.
 
 #include "analysis/trace_summary.h"
 #include "fleetprof/v1/profile.pb.h"
@@ -9,15 +10,5 @@
 namespace fleetprof {
 
 v1::ProfileSummary SummaryToProto(const analysis::TraceSummary& summary);
-analysis::TraceSummary SummaryFromProto(const v1::ProfileSummary& proto);
-
-void DeviceToProto(const analysis::DeviceSummary& in, v1::DeviceBreakdown* out);
-void KernelToProto(const analysis::KernelSummary& in, v1::KernelStat* out);
-void OpToProto(const analysis::OpSummary& in, v1::OpStat* out);
-void XlaOpToProto(const analysis::XlaOpSummary& in, v1::XlaOpStat* out);
-analysis::DeviceSummary DeviceFromProto(const v1::DeviceBreakdown& in);
-analysis::KernelSummary KernelFromProto(const v1::KernelStat& in);
-analysis::OpSummary OpFromProto(const v1::OpStat& in);
-analysis::XlaOpSummary XlaOpFromProto(const v1::XlaOpStat& in);
 
 }  // namespace fleetprof

@@ -6,11 +6,11 @@ set -euo pipefail
 BUILD_PKGS=(
   build-essential cmake ninja-build pkg-config ccache git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev librocksdb-dev prometheus-cpp-dev libspdlog-dev libsimdjson-dev
+  libabsl-dev librocksdb-dev prometheus-cpp-dev libspdlog-dev libsimdjson-dev libcpp-httplib-dev
   zlib1g-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev libisal-dev
 )
 # Only the tests need these: real PyTorch traces, a Python gRPC peer, a real Prometheus.
-TEST_PKGS=(python3 python3-torch python3-grpcio python3-protobuf prometheus time procps)
+TEST_PKGS=(python3 python3-torch python3-grpcio python3-protobuf python3-websocket prometheus time procps chromium)
 
 want=("${BUILD_PKGS[@]}")
 if [[ "${1:-}" != "--build-only" ]]; then want+=("${TEST_PKGS[@]}"); fi

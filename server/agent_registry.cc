@@ -17,7 +17,7 @@ AgentRegistry::AgentRegistry(ProfileStore* store, ServerMetrics* metrics)
     return;
   }
   for (auto& agent : *stored) {
-    agent.set_state("DISCONNECTED");  // nobody is connected to a server that just started
+    agent.set_state(v1::AgentInfo::DISCONNECTED);  // nobody is connected to a server that just started
     agents_[agent.node()] = std::move(agent);
   }
 }
@@ -34,7 +34,7 @@ int64_t AgentRegistry::Connected(const v1::AgentHello& hello, Sender sender,
   std::lock_guard lock(mu_);
   v1::AgentInfo& info = agents_[hello.node()];
   info.set_node(hello.node());
-  info.set_state("CONNECTED");
+  info.set_state(v1::AgentInfo::CONNECTED);
   info.set_version(hello.version());
   info.set_last_seen_ns(UnixNanos());
   *info.mutable_targets() = hello.targets();
@@ -106,7 +106,7 @@ void AgentRegistry::Disconnected(const std::string& node, int64_t session) {
   if (live == sessions_.end() || live->second.number != session) return;
   sessions_.erase(live);
   v1::AgentInfo& info = agents_[node];
-  info.set_state("DISCONNECTED");
+  info.set_state(v1::AgentInfo::DISCONNECTED);
   Persist(info);
   spdlog::info("agent disconnected node={}", node);
 }
@@ -116,6 +116,19 @@ std::vector<v1::AgentInfo> AgentRegistry::List() {
   std::vector<v1::AgentInfo> out;
   for (const auto& [node, info] : agents_) out.push_back(info);
   return out;
+}
+
+v1::ListAgentsResponse AgentRegistry::ListAgents() {
+  std::lock_guard lock(mu_);
+  v1::ListAgentsResponse response;
+  for (const auto& [node, info] : agents_) {
+    v1::AgentInfo* agent = response.add_agents();
+    *agent = info;
+    auto session = sessions_.find(node);
+    if (session == sessions_.end()) continue;
+    for (const auto& sample : session->second.devices) *agent->add_devices() = sample;
+  }
+  return response;
 }
 
 }  // namespace fleetprof

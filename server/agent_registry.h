@@ -32,6 +32,8 @@ class AgentRegistry {
   // The stream of `session` ended (a newer session of the same node stays connected).
   void Disconnected(const std::string& node, int64_t session);
   std::vector<v1::AgentInfo> List();
+  // Every agent as the API shows it: connected ones with their latest device samples.
+  v1::ListAgentsResponse ListAgents();
   // Sends `message` to the connected agent of `node`; false if it is not connected.
   bool Send(const std::string& node, const v1::ServerMessage& message);
   // Latest device samples of every connected agent, by node.

@@ -44,7 +44,7 @@ grpc::Status AgentServiceImpl::Connect(
 
 grpc::Status AgentServiceImpl::ListAgents(grpc::ServerContext*, const v1::ListAgentsRequest*,
                                           v1::ListAgentsResponse* response) {
-  for (auto& agent : registry_->List()) *response->add_agents() = std::move(agent);
+  *response = registry_->ListAgents();
   return grpc::Status::OK;
 }
 

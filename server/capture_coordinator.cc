@@ -15,22 +15,20 @@ constexpr int64_t kMaxDurationMs = 10 * 60 * 1000;
 constexpr int64_t kMaxDelayMs = 60 * 60 * 1000;
 constexpr int64_t kGraceNs = 10'000 * kNanosPerMs;
 
-bool IsFinal(const std::string& state) { return state == "INDEXED" || state == "FAILED"; }
+using TargetState = v1::CaptureTarget::State;
 
-// How far a state has come; updates never move a target backwards.
-int Rank(const std::string& state) {
-  if (state == "PENDING") return 0;
-  if (state == "RUNNING") return 1;
-  if (state == "UPLOADING") return 2;
-  return 3;
-}
+bool IsFinal(TargetState state) { return state == v1::CaptureTarget::INDEXED || state == v1::CaptureTarget::FAILED; }
+
+// How far a state has come (the enum lists them in order, INDEXED and FAILED both last);
+// updates never move a target backwards.
+int Rank(TargetState state) { return IsFinal(state) ? v1::CaptureTarget::INDEXED : state; }
 
 // Every target of a connected agent that the request selects, with its node.
 std::vector<std::pair<std::string, v1::Target>> MatchTargets(const std::vector<v1::AgentInfo>& agents,
                                                              const v1::StartCaptureRequest& request) {
   std::vector<std::pair<std::string, v1::Target>> matched;
   for (const auto& agent : agents) {
-    if (agent.state() != "CONNECTED") continue;
+    if (agent.state() != v1::AgentInfo::CONNECTED) continue;
     if (!request.node().empty() && agent.node() != request.node()) continue;
     for (const auto& target : agent.targets()) {
       if (!request.job().empty() && target.job() != request.job()) continue;
@@ -62,20 +60,21 @@ v1::ServerMessage CommandFor(const v1::Capture& capture, const v1::Target& targe
 }  // namespace
 
 std::string TargetName(const v1::Target& target) {
-  if (target.kind() == "xprof") return absl::StrCat("xprof:", target.address());
-  return absl::StrCat(target.kind(), ":pid=", target.pid());
+  const std::string& kind = v1::Target::Kind_Name(target.kind());
+  if (target.kind() == v1::Target::xprof) return absl::StrCat(kind, ":", target.address());
+  return absl::StrCat(kind, ":pid=", target.pid());
 }
 
-std::string CaptureStateOf(const v1::Capture& capture) {
-  if (capture.targets().empty()) return "FAILED";
+v1::Capture::State CaptureStateOf(const v1::Capture& capture) {
+  if (capture.targets().empty()) return v1::Capture::FAILED;
   int indexed = 0, failed = 0;
   for (const auto& t : capture.targets()) {
-    if (t.state() == "INDEXED") ++indexed;
-    else if (t.state() == "FAILED") ++failed;
-    else return "RUNNING";
+    if (t.state() == v1::CaptureTarget::INDEXED) ++indexed;
+    else if (t.state() == v1::CaptureTarget::FAILED) ++failed;
+    else return v1::Capture::RUNNING;
   }
-  if (failed == 0) return "DONE";
-  return indexed > 0 ? "PARTIAL" : "FAILED";
+  if (failed == 0) return v1::Capture::DONE;
+  return indexed > 0 ? v1::Capture::PARTIAL : v1::Capture::FAILED;
 }
 
 CaptureCoordinator::CaptureCoordinator(ProfileStore* store, AgentRegistry* registry,
@@ -86,7 +85,7 @@ CaptureCoordinator::CaptureCoordinator(ProfileStore* store, AgentRegistry* regis
   auto stored = store_->ListCaptures("", 1000);
   if (stored.ok()) {
     for (auto& capture : *stored) {
-      if (capture.state() == "RUNNING") active_[capture.capture_id()].capture = std::move(capture);
+      if (capture.state() == v1::Capture::RUNNING) active_[capture.capture_id()].capture = std::move(capture);
     }
   }
   expirer_ = std::thread([this] { ExpireLoop(); });
@@ -135,7 +134,7 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
     auto* t = capture.add_targets();
     t->set_node(node);
     t->set_target(TargetName(target));
-    t->set_state("PENDING");
+    t->set_state(v1::CaptureTarget::PENDING);
     t->set_job(target.job());
     t->set_kind(target.kind());
     t->set_pid(target.pid());
@@ -156,7 +155,7 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
   for (int i = 0; i < active.capture.targets_size(); ++i) {
     v1::CaptureTarget& t = *active.capture.mutable_targets(i);
     if (!registry_->Send(t.node(), CommandFor(capture, matched[i].second))) {
-      t.set_state("FAILED");
+      t.set_state(v1::CaptureTarget::FAILED);
       t.set_error(absl::StrCat("agent on node ", t.node(), " disconnected before the capture started"));
     }
   }
@@ -167,16 +166,16 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
 }
 
 void CaptureCoordinator::Changed(Active& active) {
-  const std::string before = active.capture.state();
+  const v1::Capture::State before = active.capture.state();
   active.capture.set_state(CaptureStateOf(active.capture));
   ++active.version;
   if (absl::Status s = store_->PutCapture(active.capture); !s.ok()) {
     spdlog::warn("could not store capture {}: {}", active.capture.capture_id(), std::string(s.message()));
   }
-  if (before != active.capture.state() && active.capture.state() != "RUNNING") {
-    metrics_->RecordCapture(active.capture.state());
-    spdlog::info("capture finished capture_id={} state={}", active.capture.capture_id(),
-                 active.capture.state());
+  if (before != active.capture.state() && active.capture.state() != v1::Capture::RUNNING) {
+    const std::string& state = v1::Capture::State_Name(active.capture.state());
+    metrics_->RecordCapture(state);
+    spdlog::info("capture finished capture_id={} state={}", active.capture.capture_id(), state);
   }
   changed_.notify_all();
 }
@@ -191,13 +190,14 @@ void CaptureCoordinator::OnUpdate(const std::string& node, const v1::CaptureUpda
     t.set_state(update.state());
     if (!update.profile_id().empty()) t.set_profile_id(update.profile_id());
     if (!update.error().empty()) t.set_error(update.error());
-    if (IsFinal(t.state())) metrics_->RecordCaptureTarget(t.state());
+    if (IsFinal(t.state())) metrics_->RecordCaptureTarget(v1::CaptureTarget::State_Name(t.state()));
     Changed(it->second);
     return;
   }
 }
 
 absl::StatusOr<v1::Capture> CaptureCoordinator::Get(const std::string& capture_id) {
+  if (capture_id.empty()) return absl::InvalidArgumentError("capture_id is required");
   {
     std::lock_guard lock(mu_);
     auto it = active_.find(capture_id);
@@ -206,8 +206,15 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Get(const std::string& capture_i
   return store_->GetCapture(capture_id);
 }
 
-absl::StatusOr<std::vector<v1::Capture>> CaptureCoordinator::List(const std::string& job, int limit) {
-  return store_->ListCaptures(job, limit <= 0 ? 50 : std::min(limit, 1000));
+absl::StatusOr<v1::ListCapturesResponse> CaptureCoordinator::List(const v1::ListCapturesRequest& request) {
+  if (request.limit() < 0 || request.limit() > 1000) {
+    return absl::InvalidArgumentError("limit must be between 0 (default 50) and 1000");
+  }
+  auto captures = store_->ListCaptures(request.job(), request.limit() == 0 ? 50 : request.limit());
+  if (!captures.ok()) return captures.status();
+  v1::ListCapturesResponse response;
+  for (auto& c : *captures) *response.add_captures() = std::move(c);
+  return response;
 }
 
 bool CaptureCoordinator::WaitForChange(const std::string& capture_id, int64_t* version,
@@ -242,19 +249,19 @@ void CaptureCoordinator::ExpireLoop() {
       Active& active = it->second;
       // Agents enforce the deadline themselves and report why; the grace lets that reason
       // arrive before this generic one.
-      if (active.capture.state() == "RUNNING" && now > active.capture.deadline_unix_ns() + kGraceNs) {
+      if (active.capture.state() == v1::Capture::RUNNING && now > active.capture.deadline_unix_ns() + kGraceNs) {
         for (auto& t : *active.capture.mutable_targets()) {
           if (IsFinal(t.state())) continue;
-          t.set_error(t.state() == "PENDING"
+          t.set_error(t.state() == v1::CaptureTarget::PENDING
                           ? "agent never started the capture before the deadline"
                           : "no result from the agent within the capture deadline");
-          t.set_state("FAILED");
-          metrics_->RecordCaptureTarget("FAILED");
+          t.set_state(v1::CaptureTarget::FAILED);
+          metrics_->RecordCaptureTarget(v1::CaptureTarget::State_Name(v1::CaptureTarget::FAILED));
         }
         Changed(active);
       }
       // Finished captures stay in memory a minute for watchers, then live in the store only.
-      if (active.capture.state() != "RUNNING" && now - active.capture.deadline_unix_ns() > 60'000 * kNanosPerMs) {
+      if (active.capture.state() != v1::Capture::RUNNING && now - active.capture.deadline_unix_ns() > 60'000 * kNanosPerMs) {
         it = active_.erase(it);
       } else {
         ++it;

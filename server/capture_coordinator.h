@@ -25,9 +25,11 @@ class CaptureCoordinator {
   ~CaptureCoordinator();
 
   // Picks the targets, sends the commands and returns the capture as it starts.
+  // Transport-free: the gRPC CaptureService and the HTTP API both call these.
   absl::StatusOr<v1::Capture> Start(const v1::StartCaptureRequest& request);
   absl::StatusOr<v1::Capture> Get(const std::string& capture_id);
-  absl::StatusOr<std::vector<v1::Capture>> List(const std::string& job, int limit);
+  // Recent captures, newest first; INVALID_ARGUMENT for a limit outside 0..1000 (0 = 50).
+  absl::StatusOr<v1::ListCapturesResponse> List(const v1::ListCapturesRequest& request);
   // Waits until the capture's version exceeds `*version` (or `timeout` passes); then fills
   // `*out` and `*version`. False if the capture is unknown.
   bool WaitForChange(const std::string& capture_id, int64_t* version, std::chrono::milliseconds timeout,
@@ -57,6 +59,6 @@ class CaptureCoordinator {
 // "xprof:HOST:PORT" or "kineto:pid=N": how users and updates name a target.
 std::string TargetName(const v1::Target& target);
 // RUNNING while a target is unfinished; else DONE (all INDEXED), PARTIAL or FAILED.
-std::string CaptureStateOf(const v1::Capture& capture);
+v1::Capture::State CaptureStateOf(const v1::Capture& capture);
 
 }  // namespace fleetprof

@@ -7,28 +7,19 @@ namespace fleetprof {
 grpc::Status CaptureServiceImpl::StartCapture(grpc::ServerContext*,
                                               const v1::StartCaptureRequest* request,
                                               v1::Capture* response) {
-  auto capture = coordinator_->Start(*request);
-  if (!capture.ok()) return ToGrpcStatus(capture.status());
-  *response = *std::move(capture);
-  return grpc::Status::OK;
+  return Reply(coordinator_->Start(*request), response);
 }
 
 grpc::Status CaptureServiceImpl::GetCapture(grpc::ServerContext*,
                                             const v1::GetCaptureRequest* request,
                                             v1::Capture* response) {
-  auto capture = coordinator_->Get(request->capture_id());
-  if (!capture.ok()) return ToGrpcStatus(capture.status());
-  *response = *std::move(capture);
-  return grpc::Status::OK;
+  return Reply(coordinator_->Get(request->capture_id()), response);
 }
 
 grpc::Status CaptureServiceImpl::ListCaptures(grpc::ServerContext*,
                                               const v1::ListCapturesRequest* request,
                                               v1::ListCapturesResponse* response) {
-  auto captures = coordinator_->List(request->job(), request->limit());
-  if (!captures.ok()) return ToGrpcStatus(captures.status());
-  for (auto& c : *captures) *response->add_captures() = std::move(c);
-  return grpc::Status::OK;
+  return Reply(coordinator_->List(*request), response);
 }
 
 grpc::Status CaptureServiceImpl::WatchCapture(grpc::ServerContext* context,
@@ -43,7 +34,7 @@ grpc::Status CaptureServiceImpl::WatchCapture(grpc::ServerContext* context,
     }
     if (!writer->Write(capture)) return grpc::Status::CANCELLED;
     // INT64_MAX: a stored capture no longer followed in memory; it cannot change any more.
-    if (capture.state() != "RUNNING" || version == INT64_MAX) return grpc::Status::OK;
+    if (capture.state() != v1::Capture::RUNNING || version == INT64_MAX) return grpc::Status::OK;
   }
   return grpc::Status::CANCELLED;
 }

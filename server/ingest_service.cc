@@ -1,265 +1,34 @@
 #include "server/ingest_service.h"
 
-#include <chrono>
-#include <functional>
-#include <optional>
-
-#include "absl/strings/str_cat.h"
-#include "common/runtime.h"
-#include "proto/summary_codec.h"
 #include "server/grpc_status.h"
-#include "server/streaming_analysis.h"
-#include "spdlog/spdlog.h"
 
 namespace fleetprof {
 namespace {
 
-std::string NewProfileId() {
-  // Time-ordered prefix so ids sort by ingest time, then randomness against collisions.
-  return absl::StrCat(absl::Hex(UnixNanos(), absl::kZeroPad16), RandomHex(4));
-}
-
-v1::ProfileInfo ProfileInfoFor(const v1::UploadRecord& record, const std::string& file_name,
-                               const analysis::TraceSummary& summary) {
-  const v1::UploadMetadata& metadata = record.metadata();
-  v1::ProfileInfo info;
-  info.set_profile_id(NewProfileId());
-  info.set_job(metadata.job());
-  info.set_node(metadata.node());
-  info.set_format(analysis::TraceFormatName(summary.format));
-  info.set_start_ns(summary.start_ns);
-  info.set_end_ns(summary.end_ns);
-  *info.mutable_labels() = metadata.labels();
-  if (auto rank = summary.metadata.find("rank"); rank != summary.metadata.end()) {
-    info.mutable_labels()->insert({"rank", rank->second});  // an uploader's own label wins
-  }
-  info.set_file_name(file_name);
-  info.set_upload_id(metadata.upload_id());
-  info.set_size_bytes(record.received_bytes());
-  info.set_ingested_at_ns(UnixNanos());
-  info.set_events(summary.events);
-  info.set_skipped_events(summary.skipped_events);
-  return info;
-}
-
-class UploadIdClaim {
+class GrpcUploadStream final : public UploadStream {
  public:
-  UploadIdClaim(std::function<void()> release) : release_(std::move(release)) {}
-  ~UploadIdClaim() { release_(); }
+  GrpcUploadStream(grpc::ServerContext* context, grpc::ServerReader<v1::UploadRequest>* reader)
+      : context_(context), reader_(reader) {}
+  bool Read(v1::UploadRequest* message) override { return reader_->Read(message); }
+  bool Cancelled() override { return context_->IsCancelled(); }
 
  private:
-  std::function<void()> release_;
+  grpc::ServerContext* context_;
+  grpc::ServerReader<v1::UploadRequest>* reader_;
 };
 
 }  // namespace
 
-bool IsValidUploadId(const std::string& id) {
-  if (id.empty() || id.size() > 128) return false;
-  for (char c : id) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == ':' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
-
-grpc::Status IngestServiceImpl::Reject(const std::string& upload_id, grpc::StatusCode code,
-                                       const std::string& message) {
-  store_->AbortUpload(upload_id).IgnoreError();  // nothing of a rejected upload stays behind
-  metrics_->RecordUpload("invalid", 0);
-  spdlog::warn("upload rejected upload_id={} error=\"{}\"", upload_id, message);
-  return grpc::Status(code, message);
-}
-
-bool IngestServiceImpl::ClaimUploadId(const std::string& id) {
-  std::lock_guard lock(active_mu_);
-  return active_uploads_.insert(id).second;
-}
-
-void IngestServiceImpl::ReleaseUploadId(const std::string& id) {
-  std::lock_guard lock(active_mu_);
-  active_uploads_.erase(id);
-}
-
-grpc::Status IngestServiceImpl::GetUploadState(grpc::ServerContext*,
-                                               const v1::GetUploadStateRequest* request,
-                                               v1::UploadState* response) {
-  if (!IsValidUploadId(request->upload_id())) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "upload_id must be 1-128 of [A-Za-z0-9._:-]");
-  }
-  auto record = store_->GetUpload(request->upload_id());
-  if (!record.ok()) return ToGrpcStatus(record.status());
-  if (!record->has_value()) {
-    response->set_state(v1::UploadState::UNKNOWN);
-  } else if (!(*record)->profile_id().empty()) {
-    response->set_state(v1::UploadState::COMMITTED);
-    response->set_profile_id((*record)->profile_id());
-    response->set_received_bytes((*record)->received_bytes());
-  } else {
-    response->set_state(v1::UploadState::PARTIAL);
-    response->set_received_bytes((*record)->received_bytes());
-  }
-  return grpc::Status::OK;
-}
-
 grpc::Status IngestServiceImpl::Upload(grpc::ServerContext* context,
                                        grpc::ServerReader<v1::UploadRequest>* reader,
                                        v1::UploadResponse* response) {
-  v1::UploadRequest first;
-  if (!reader->Read(&first) || !first.has_metadata()) {
-    metrics_->RecordUpload("invalid", 0);
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "the first upload message must carry the metadata");
-  }
-  v1::UploadMetadata metadata = first.metadata();
-  const std::string id = metadata.upload_id();
-  if (!IsValidUploadId(id)) {
-    metrics_->RecordUpload("invalid", 0);
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "upload_id must be 1-128 characters of [A-Za-z0-9._:-]");
-  }
-  if (metadata.job().empty()) metadata.set_job("unassigned");
-  if (!ClaimUploadId(id)) {
-    return grpc::Status(grpc::StatusCode::ABORTED,
-                        absl::StrCat("upload ", id, " is already in progress on another stream"));
-  }
-  UploadIdClaim claim([this, id] { ReleaseUploadId(id); });
-
-  auto existing = store_->GetUpload(id);
-  if (!existing.ok()) return ToGrpcStatus(existing.status());
-  if (existing->has_value() && !(*existing)->profile_id().empty()) {
-    // Idempotent: the same upload_id again gets the profile it made the first time.
-    auto info = store_->GetProfile((*existing)->profile_id());
-    if (!info.ok()) return ToGrpcStatus(info.status());
-    response->set_profile_id(info->profile_id());
-    response->set_already_existed(true);
-    *response->mutable_profile() = *info;
-    metrics_->RecordUpload("duplicate", 0);
-    return grpc::Status::OK;
-  }
-
-  v1::UploadRecord record;
-  const int64_t offset = metadata.resume_offset();
-  if (offset > 0) {
-    int64_t have = existing->has_value() ? (*existing)->received_bytes() : 0;
-    if (have != offset) {
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                          absl::StrCat("server holds ", have, " bytes of upload ", id,
-                                       "; resume from offset ", have));
-    }
-    record = **existing;
-  } else if (existing->has_value()) {
-    // A fresh start of an upload that broke off earlier: drop what it left.
-    if (absl::Status s = store_->AbortUpload(id); !s.ok()) return ToGrpcStatus(s);
-  }
-  metadata.set_resume_offset(0);
-  *record.mutable_metadata() = metadata;
-  record.set_updated_at_ns(UnixNanos());
-  if (absl::Status s = store_->PutUpload(id, record); !s.ok()) return ToGrpcStatus(s);
-  return ReceiveAndCommit(context, reader, std::move(record), response);
+  GrpcUploadStream stream(context, reader);
+  return Reply(ingestor_->Upload(stream), response);
 }
 
-grpc::Status IngestServiceImpl::ReceiveAndCommit(grpc::ServerContext* context,
-                                                 grpc::ServerReader<v1::UploadRequest>* reader,
-                                                 v1::UploadRecord record,
-                                                 v1::UploadResponse* response) {
-  const auto started = std::chrono::steady_clock::now();
-  const v1::UploadMetadata& metadata = record.metadata();
-  const std::string& id = metadata.upload_id();
-  const std::string file_name = metadata.file_name().empty() ? id : metadata.file_name();
-  StreamingAnalysis analysis(file_name, metadata.format(),
-                             record.received_bytes() > 0 ? store_->ReadRaw(id) : nullptr);
-
-  v1::UploadRequest message;
-  bool analysis_failed = false;
-  while (reader->Read(&message)) {
-    if (!message.has_chunk()) {
-      analysis.Cancel();
-      return Reject(id, grpc::StatusCode::INVALID_ARGUMENT,
-                    "only the first upload message may carry metadata");
-    }
-    std::string* chunk = message.mutable_chunk();
-    if (static_cast<int64_t>(chunk->size()) > limits_.max_chunk_bytes ||
-        record.received_bytes() + static_cast<int64_t>(chunk->size()) > limits_.max_upload_bytes) {
-      analysis.Cancel();
-      return Reject(id, grpc::StatusCode::RESOURCE_EXHAUSTED,
-                    absl::StrCat("upload exceeds the limits: chunks of at most ",
-                                 limits_.max_chunk_bytes, " bytes, files of at most ",
-                                 limits_.max_upload_bytes, " bytes"));
-    }
-    record.set_updated_at_ns(UnixNanos());
-    if (absl::Status s = store_->AppendRaw(id, record, *chunk); !s.ok()) {
-      analysis.Cancel();
-      metrics_->RecordUpload("error", 0);
-      return ToGrpcStatus(s);
-    }
-    metrics_->AddIngestedBytes(static_cast<int64_t>(chunk->size()));
-    if (!analysis.Push(std::move(*chunk))) {
-      analysis_failed = true;  // the reader found an error; Finish says which
-      break;
-    }
-  }
-
-  std::optional<absl::StatusOr<analysis::TraceSummary>> early;
-  if (analysis_failed) {
-    early = analysis.Finish();
-    // A reader that stopped early without an error ignores trailing bytes; keep them anyway.
-    while (early->ok() && reader->Read(&message) && message.has_chunk()) {
-      if (static_cast<int64_t>(message.chunk().size()) > limits_.max_chunk_bytes ||
-          record.received_bytes() + static_cast<int64_t>(message.chunk().size()) > limits_.max_upload_bytes) {
-        return Reject(id, grpc::StatusCode::RESOURCE_EXHAUSTED, "upload exceeds the size limits");
-      }
-      if (absl::Status s = store_->AppendRaw(id, record, message.chunk()); !s.ok()) {
-        return ToGrpcStatus(s);
-      }
-    }
-  }
-  const bool complete = metadata.total_bytes() <= 0 ||
-                        record.received_bytes() >= metadata.total_bytes();
-  if ((!early || early->ok()) && (context->IsCancelled() || !complete)) {
-    // Keep the bytes: the client can resume from received_bytes.
-    analysis.Cancel();
-    metrics_->RecordUpload("interrupted", 0);
-    return grpc::Status(grpc::StatusCode::ABORTED,
-                        absl::StrCat("upload ", id, " interrupted after ", record.received_bytes(),
-                                     " bytes; resume from that offset"));
-  }
-
-  absl::StatusOr<analysis::TraceSummary> summary =
-      early ? *std::move(early) : analysis.Finish();
-  if (!summary.ok()) {
-    // Bad input drops the upload; anything else (storage, threads) keeps it resumable.
-    if (absl::IsInvalidArgument(summary.status()) || absl::IsDataLoss(summary.status())) {
-      return Reject(id, grpc::StatusCode::INVALID_ARGUMENT, std::string(summary.status().message()));
-    }
-    metrics_->RecordUpload("error", 0);
-    return ToGrpcStatus(summary.status());
-  }
-
-  return Commit(record, file_name, *summary, started, response);
-}
-
-grpc::Status IngestServiceImpl::Commit(const v1::UploadRecord& record, const std::string& file_name,
-                                       const analysis::TraceSummary& summary,
-                                       std::chrono::steady_clock::time_point started,
-                                       v1::UploadResponse* response) {
-  v1::ProfileInfo info = ProfileInfoFor(record, file_name, summary);
-  v1::ProfileSummary stored = SummaryToProto(summary);
-  if (before_commit_) before_commit_(info, stored);
-  if (absl::Status s = store_->CommitProfile(info, stored); !s.ok()) {
-    metrics_->RecordUpload("error", 0);
-    return ToGrpcStatus(s);
-  }
-  if (after_commit_) after_commit_(info, stored);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  metrics_->RecordUpload("ok", seconds);
-  spdlog::info("profile stored profile_id={} job={} node={} format={} bytes={} events={} seconds={:.3f}",
-               info.profile_id(), info.job(), info.node(), info.format(), info.size_bytes(),
-               info.events(), seconds);
-  response->set_profile_id(info.profile_id());
-  *response->mutable_profile() = info;
-  return grpc::Status::OK;
+grpc::Status IngestServiceImpl::GetUploadState(grpc::ServerContext*, const v1::GetUploadStateRequest* request,
+                                               v1::UploadState* response) {
+  return Reply(ingestor_->GetUploadState(request->upload_id()), response);
 }
 
 }  // namespace fleetprof

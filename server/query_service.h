@@ -1,15 +1,14 @@
 #pragma once
-// QueryService: answers from the summaries stored at ingest; never re-reads events.
+// QueryService over gRPC: each method hands its request to QueryApi and its answer back.
 
 #include "fleetprof/v1/query.grpc.pb.h"
-#include "server/server_metrics.h"
-#include "storage/profile_store.h"
+#include "server/query_api.h"
 
 namespace fleetprof {
 
 class QueryServiceImpl final : public v1::QueryService::Service {
  public:
-  QueryServiceImpl(ProfileStore* store, ServerMetrics* metrics) : store_(store), metrics_(metrics) {}
+  explicit QueryServiceImpl(QueryApi* api) : api_(api) {}
 
   grpc::Status ListProfiles(grpc::ServerContext*, const v1::ListProfilesRequest* request,
                             v1::ListProfilesResponse* response) override;
@@ -21,10 +20,15 @@ class QueryServiceImpl final : public v1::QueryService::Service {
                                v1::KernelBreakdownResponse* response) override;
   grpc::Status TemporalBreakdown(grpc::ServerContext*, const v1::BreakdownRequest* request,
                                  v1::TemporalBreakdownResponse* response) override;
+  grpc::Status StepBreakdown(grpc::ServerContext*, const v1::BreakdownRequest* request,
+                             v1::StepBreakdownResponse* response) override;
+  grpc::Status MemoryBreakdown(grpc::ServerContext*, const v1::BreakdownRequest* request,
+                               v1::MemoryBreakdownResponse* response) override;
+  grpc::Status XlaOpBreakdown(grpc::ServerContext*, const v1::BreakdownRequest* request,
+                              v1::XlaOpBreakdownResponse* response) override;
 
  private:
-  ProfileStore* store_;
-  ServerMetrics* metrics_;
+  QueryApi* api_;
 };
 
 }  // namespace fleetprof

@@ -1,5 +1,5 @@
-// fleetprof-server: stores every uploaded profile in RocksDB and answers queries over gRPC;
-// serves Prometheus metrics over HTTP.
+// fleetprof-server: stores every uploaded profile in RocksDB and answers queries over gRPC
+// and HTTP/JSON; serves the web app and Prometheus metrics on the HTTP port.
 
 #include <atomic>
 #include <filesystem>
@@ -14,16 +14,20 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "prometheus/exposer.h"
+#include "prometheus/text_serializer.h"
 #include "server/agent_registry.h"
 #include "server/agent_service.h"
 #include "server/capture_coordinator.h"
 #include "server/capture_service.h"
 #include "server/fleet_metrics.h"
+#include "server/http_api.h"
+#include "server/http_server.h"
 #include "server/job_metrics.h"
 #include "server/ingest_service.h"
+#include "server/query_api.h"
 #include "server/query_service.h"
 #include "server/server_metrics.h"
+#include "server/web_ui.h"
 #include "spdlog/spdlog.h"
 #include "storage/profile_store.h"
 
@@ -40,6 +44,9 @@ struct ServerFlags {
   int64_t heartbeat_ms = 2000;
   int64_t stale_upload_hours = 24;
   int64_t job_idle_minutes = 15;
+  int64_t http_threads = 16;
+  int64_t http_max_body_kb = 1024;
+  int64_t http_timeout_s = 10;
 };
 
 constexpr char kUsage[] =
@@ -84,13 +91,15 @@ int Run(const ServerFlags& flags) {
       *summary.add_device_samples() = std::move(sample);
     }
   };
-  IngestServiceImpl ingest(
+  Ingestor ingestor(
       store->get(), &metrics, limits,
       attach_device_samples,
       [&](const v1::ProfileInfo& info, const v1::ProfileSummary& summary) {
         job_metrics->Observe(info.job(), summary);
       });
-  QueryServiceImpl query(store->get(), &metrics);
+  IngestServiceImpl ingest(&ingestor);
+  QueryApi query_api(store->get(), &metrics);
+  QueryServiceImpl query(&query_api);
   CaptureServiceImpl capture_service(&captures);
   AgentServiceImpl agents(&registry, flags.heartbeat_ms,
                           [&captures](const std::string& node, const v1::CaptureUpdate& update) {
@@ -112,25 +121,45 @@ int Run(const ServerFlags& flags) {
     spdlog::error("cannot listen for gRPC on {}", flags.grpc_addr);
     return 1;
   }
-  std::unique_ptr<prometheus::Exposer> exposer;
-  try {
-    exposer = std::make_unique<prometheus::Exposer>(flags.http_addr);
-  } catch (const std::exception& e) {
-    spdlog::error("cannot listen for HTTP on {}: {}", flags.http_addr, e.what());
+  // Everything /metrics shows, collected at scrape time: self-metrics, the fleet view of every
+  // connected agent's devices, and the per-job profile gauges.
+  auto fleet = std::make_shared<FleetMetrics>(&registry);
+  std::vector<std::shared_ptr<prometheus::Collectable>> collectables = {metrics.registry(), fleet,
+                                                                         job_metrics};
+  std::atomic<bool> serving{false};
+  HttpServerOptions http_options;
+  http_options.address = flags.http_addr;
+  http_options.threads = static_cast<int>(flags.http_threads);
+  http_options.max_body_bytes = flags.http_max_body_kb << 10;
+  http_options.timeout_s = static_cast<int>(flags.http_timeout_s);
+  HttpServer http(http_options);
+  HttpApiBackends backends;
+  backends.query = &query_api;
+  backends.captures = &captures;
+  backends.agents = &registry;
+  backends.serving = [&serving] { return serving.load(); };
+  backends.metrics_text = [&collectables] {
+    std::vector<prometheus::MetricFamily> families;
+    for (const auto& c : collectables) {
+      for (auto& family : c->Collect()) families.push_back(std::move(family));
+    }
+    return prometheus::TextSerializer().Serialize(families);
+  };
+  RegisterHttpApi(http, backends);
+  RegisterWebUi(http);
+  auto http_port = http.Start();
+  if (!http_port.ok()) {
+    spdlog::error("{}", std::string(http_port.status().message()));
     server->Shutdown();
     return 1;
   }
-  exposer->RegisterCollectable(metrics.registry());
-  // The fleet view: every connected agent's latest device samples, built at scrape time.
-  auto fleet = std::make_shared<FleetMetrics>(&registry);
-  exposer->RegisterCollectable(fleet);
-  exposer->RegisterCollectable(job_metrics);
   const std::string grpc_addr = WithPort(flags.grpc_addr, grpc_port);
-  const std::string http_addr = WithPort(flags.http_addr, exposer->GetListeningPorts().at(0));
+  const std::string http_addr = WithPort(flags.http_addr, *http_port);
+  serving = true;
   server->GetHealthCheckService()->SetServingStatus(true);
 
-  spdlog::info("fleetprof-server ready grpc={} http={} metrics=http://{}/metrics data_dir={}",
-               grpc_addr, http_addr, http_addr, flags.data_dir);
+  spdlog::info("fleetprof-server ready grpc={} http={} web=http://{}/ metrics=http://{}/metrics data_dir={}",
+               grpc_addr, http_addr, http_addr, http_addr, flags.data_dir);
   if (!flags.ready_file.empty()) {
     std::ofstream(flags.ready_file + ".tmp")
         << "{\"grpc\":\"" << grpc_addr << "\",\"http\":\"" << http_addr << "\"}\n";
@@ -150,12 +179,14 @@ int Run(const ServerFlags& flags) {
   int sig = WaitForShutdownSignal();
   spdlog::info("signal {} received: draining", sig);
   server->GetHealthCheckService()->SetServingStatus(false);
+  serving = false;
   registry.CloseAll();  // agent streams never end on their own; uploads get the deadline below
   // In-flight uploads get a few seconds to finish; agent streams are cut at the deadline.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   server->Wait();
   stopping = true;
   gauges.join();
+  http.Stop();
   if (absl::Status s = (*store)->Flush(); !s.ok()) spdlog::warn("flush failed: {}", std::string(s.message()));
   spdlog::info("fleetprof-server stopped");
   return 0;
@@ -169,12 +200,16 @@ int main(int argc, char** argv) {
   fleetprof::ServerFlags flags;
   fleetprof::FlagSet set(fleetprof::kUsage);
   set.AddString("grpc_addr", &flags.grpc_addr, "gRPC listen address (ingest, query, agents)");
-  set.AddString("http_addr", &flags.http_addr, "HTTP listen address (/metrics)");
+  set.AddString("http_addr", &flags.http_addr,
+                "HTTP listen address: web app at /, JSON API at /api/v1, /metrics, /healthz");
   set.AddString("data_dir", &flags.data_dir, "RocksDB folder");
   set.AddString("ready_file", &flags.ready_file,
                 "write {\"grpc\":…,\"http\":…} here once listening (for scripts and tests)");
   set.AddString("log_level", &flags.log_level, "trace, debug, info, warn or error");
   set.AddInt("max_upload_mb", &flags.max_upload_mb, "largest accepted trace file, MiB");
+  set.AddInt("http_threads", &flags.http_threads, "HTTP requests served at once");
+  set.AddInt("http_max_body_kb", &flags.http_max_body_kb, "largest HTTP request body, KiB (larger: 413)");
+  set.AddInt("http_timeout_s", &flags.http_timeout_s, "HTTP read and write timeout per request, seconds");
   set.AddInt("heartbeat_ms", &flags.heartbeat_ms, "heartbeat interval asked of agents");
   set.AddInt("job_idle_minutes", &flags.job_idle_minutes,
              "per-job profile gauges disappear after this long without a new profile");

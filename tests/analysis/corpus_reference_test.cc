@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "analysis/summary_json.h"
+#include "tests/analysis/summary_json_for_test.h"
 #include "analysis/trace_analyzer.h"
 #include "gtest/gtest.h"
 #include "simdjson.h"

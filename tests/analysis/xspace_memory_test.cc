@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "analysis/summary_json.h"
+#include "tests/analysis/summary_json_for_test.h"
 #include "gtest/gtest.h"
 #include "tests/analysis/analysis_test_util.h"
 #include "tests/analysis/xspace_builder.h"

@@ -34,7 +34,7 @@ TEST_F(TargetDiscoveryTest, FindsXlaJobsByTheirEnvironment) {
   auto targets = DiscoverXprofTargets(root_);
   ASSERT_EQ(targets.size(), 1u);
   EXPECT_EQ(targets[0].job(), "jax-train");
-  EXPECT_EQ(targets[0].kind(), "xprof");
+  EXPECT_EQ(targets[0].kind(), v1::Target::xprof);
   EXPECT_EQ(targets[0].pid(), 100);
   EXPECT_EQ(targets[0].address(), "127.0.0.1:9012");
 }
@@ -44,7 +44,7 @@ TEST(TargetFlagTest, ParsesJobAndAddressInAnyOrder) {
   ASSERT_TRUE(target.ok()) << target.status();
   EXPECT_EQ(target->job(), "llama");
   EXPECT_EQ(target->address(), "10.0.0.5:6009");
-  EXPECT_EQ(target->kind(), "xprof");
+  EXPECT_EQ(target->kind(), v1::Target::xprof);
 }
 
 TEST(TargetFlagTest, RejectsIncompleteOrUnknownKeys) {

@@ -1,6 +1,7 @@
 #pragma once
 // Uploads one trace file to fleetprof-server, resuming after interruptions. Shared by the
-// CLI (`fleetprof upload`) and the agent's trace-folder watcher.
+// CLI (`fleetprof upload`) and the agent (trace folders, captures): the RPC client code both
+// need lives in rpc/, so the agent does not link the CLI.
 
 #include <functional>
 #include <map>

@@ -1,4 +1,4 @@
-#include "client/upload_client.h"
+#include "rpc/upload_client.h"
 
 #include <chrono>
 #include <filesystem>

@@ -1,0 +1,183 @@
+#include "server/http_api.h"
+
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "httplib.h"
+#include "proto/proto_json.h"
+#include "server/http_status.h"
+
+namespace fleetprof {
+namespace {
+
+constexpr char kJson[] = "application/json";
+
+void SendError(httplib::Response& res, const absl::Status& status) {
+  res.status = HttpStatusFor(status.code());
+  res.set_content(HttpErrorJson(status), kJson);
+}
+
+template <typename T>
+void Send(httplib::Response& res, const absl::StatusOr<T>& result) {
+  if (!result.ok()) return SendError(res, result.status());
+  res.status = 200;
+  res.set_content(ProtoToJson(*result), kJson);
+}
+
+// The query parameters of one request, checked against the names its route accepts, so a
+// typo is a 400 naming it rather than a filter silently ignored.
+class QueryParams {
+ public:
+  QueryParams(const httplib::Request& req, std::set<std::string> allowed) : req_(req) {
+    for (const auto& [name, value] : req.params) {
+      if (!allowed.count(name) && status_.ok()) {
+        status_ = absl::InvalidArgumentError(
+            absl::StrCat("unknown query parameter '", name, "' (this route takes: ",
+                         allowed.empty() ? "none" : absl::StrJoin(allowed, ", "), ")"));
+      }
+    }
+  }
+  std::string String(const std::string& name) const {
+    return req_.has_param(name) ? req_.get_param_value(name) : "";
+  }
+  // An integer parameter, `fallback` when absent; a malformed one makes status() fail.
+  int64_t Int(const std::string& name, int64_t fallback = 0) {
+    if (!req_.has_param(name)) return fallback;
+    int64_t value = 0;
+    const std::string text = req_.get_param_value(name);
+    if (!absl::SimpleAtoi(text, &value) && status_.ok()) {
+      status_ = absl::InvalidArgumentError(
+          absl::StrCat("query parameter '", name, "' must be an integer, not '", text, "'"));
+    }
+    return value;
+  }
+  // Every `name=k=v` occurrence as a key/value pair.
+  std::map<std::string, std::string> Labels(const std::string& name) {
+    std::map<std::string, std::string> labels;
+    const size_t n = req_.get_param_value_count(name);
+    for (size_t i = 0; i < n; ++i) {
+      const std::string text = req_.get_param_value(name, i);
+      const size_t eq = text.find('=');
+      if ((eq == std::string::npos || eq == 0) && status_.ok()) {
+        status_ = absl::InvalidArgumentError(
+            absl::StrCat("query parameter '", name, "' must be key=value, not '", text, "'"));
+        continue;
+      }
+      labels[text.substr(0, eq)] = text.substr(eq + 1);
+    }
+    return labels;
+  }
+  const absl::Status& status() const { return status_; }
+
+ private:
+  const httplib::Request& req_;
+  absl::Status status_;
+};
+
+// Narrows an int64 parameter to an int32 request field, or fails naming it.
+int32_t Narrow(QueryParams& params, const std::string& name, int64_t value, absl::Status* status) {
+  if (value < INT32_MIN || value > INT32_MAX) {
+    *status = absl::InvalidArgumentError(absl::StrCat("query parameter '", name, "' is out of range"));
+    return 0;
+  }
+  return static_cast<int32_t>(value);
+}
+
+void ListProfiles(const HttpApiBackends& b, const httplib::Request& req, httplib::Response& res) {
+  QueryParams params(req, {"job", "label", "since_ns", "until_ns", "page_size", "page_token"});
+  v1::ListProfilesRequest request;
+  request.set_job(params.String("job"));
+  for (const auto& [key, value] : params.Labels("label")) (*request.mutable_labels())[key] = value;
+  request.set_start_after_ns(params.Int("since_ns"));
+  request.set_end_before_ns(params.Int("until_ns"));
+  absl::Status narrow;
+  request.set_page_size(Narrow(params, "page_size", params.Int("page_size"), &narrow));
+  request.set_page_token(params.String("page_token"));
+  if (!params.status().ok()) return SendError(res, params.status());
+  if (!narrow.ok()) return SendError(res, narrow);
+  Send(res, b.query->ListProfiles(request));
+}
+
+void ProfileSection(const HttpApiBackends& b, const httplib::Request& req, httplib::Response& res) {
+  QueryParams params(req, {"limit"});
+  v1::BreakdownRequest request;
+  request.set_profile_id(req.matches[1]);
+  absl::Status narrow;
+  request.set_limit(Narrow(params, "limit", params.Int("limit"), &narrow));
+  if (!params.status().ok()) return SendError(res, params.status());
+  if (!narrow.ok()) return SendError(res, narrow);
+  const std::string section = req.matches[2];
+  if (section == "ops") return Send(res, b.query->Ops(request));
+  if (section == "kernels") return Send(res, b.query->Kernels(request));
+  if (section == "devices") return Send(res, b.query->Devices(request));
+  if (section == "steps") return Send(res, b.query->Steps(request));
+  if (section == "memory") return Send(res, b.query->Memory(request));
+  if (section == "xla_ops") return Send(res, b.query->XlaOps(request));
+  SendError(res, absl::NotFoundError(absl::StrCat(
+                     "no section '", section, "' (want ops, kernels, devices, steps, memory or xla_ops)")));
+}
+
+void StartCapture(const HttpApiBackends& b, const httplib::Request& req, httplib::Response& res) {
+  QueryParams params(req, {});
+  if (!params.status().ok()) return SendError(res, params.status());
+  v1::StartCaptureRequest request;
+  if (absl::Status s = ProtoFromJson(req.body.empty() ? "{}" : req.body, &request); !s.ok()) {
+    return SendError(res, s);
+  }
+  Send(res, b.captures->Start(request));
+}
+
+// A route that takes no query parameters.
+template <typename F>
+httplib::Server::Handler Plain(F answer) {
+  return [answer](const httplib::Request& req, httplib::Response& res) {
+    QueryParams params(req, {});
+    if (!params.status().ok()) return SendError(res, params.status());
+    answer(req, res);
+  };
+}
+
+}  // namespace
+
+void RegisterHttpApi(HttpServer& server, const HttpApiBackends& backends) {
+  httplib::Server& routes = server.routes();
+  const HttpApiBackends b = backends;
+  routes.Get("/healthz", [b](const httplib::Request&, httplib::Response& res) {
+    const bool serving = !b.serving || b.serving();
+    res.status = serving ? 200 : 503;
+    res.set_content(serving ? "ok\n" : "draining\n", "text/plain");
+  });
+  routes.Get("/metrics", [b](const httplib::Request&, httplib::Response& res) {
+    res.set_content(b.metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  routes.Get("/api/v1/profiles", [b](const httplib::Request& req, httplib::Response& res) {
+    ListProfiles(b, req, res);
+  });
+  routes.Get(R"(/api/v1/profiles/([^/]+))", Plain([b](const httplib::Request& req, httplib::Response& res) {
+               Send(res, b.query->GetProfile(req.matches[1]));
+             }));
+  routes.Get(R"(/api/v1/profiles/([^/]+)/([^/]+))",
+             [b](const httplib::Request& req, httplib::Response& res) { ProfileSection(b, req, res); });
+  routes.Get("/api/v1/agents", Plain([b](const httplib::Request&, httplib::Response& res) {
+               Send(res, absl::StatusOr<v1::ListAgentsResponse>(b.agents->ListAgents()));
+             }));
+  routes.Get("/api/v1/captures", [b](const httplib::Request& req, httplib::Response& res) {
+    QueryParams params(req, {"job", "limit"});
+    v1::ListCapturesRequest request;
+    request.set_job(params.String("job"));
+    absl::Status narrow;
+    request.set_limit(Narrow(params, "limit", params.Int("limit"), &narrow));
+    if (!params.status().ok()) return SendError(res, params.status());
+    if (!narrow.ok()) return SendError(res, narrow);
+    Send(res, b.captures->List(request));
+  });
+  routes.Get(R"(/api/v1/captures/([^/]+))", Plain([b](const httplib::Request& req, httplib::Response& res) {
+               Send(res, b.captures->Get(req.matches[1]));
+             }));
+  routes.Post("/api/v1/captures",
+              [b](const httplib::Request& req, httplib::Response& res) { StartCapture(b, req, res); });
+}
+
+}  // namespace fleetprof

@@ -1,0 +1,87 @@
+#include "server/http_server.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "httplib.h"
+#include "proto/proto_json.h"
+#include "server/http_status.h"
+#include "spdlog/spdlog.h"
+
+namespace fleetprof {
+
+HttpServer::HttpServer(HttpServerOptions options)
+    : options_(std::move(options)), server_(std::make_unique<httplib::Server>()) {
+  const int threads = std::max(1, options_.threads);
+  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server_->set_payload_max_length(options_.max_body_bytes);
+  server_->set_read_timeout(options_.timeout_s, 0);
+  server_->set_write_timeout(options_.timeout_s, 0);
+  server_->set_keep_alive_timeout(5);
+  server_->set_keep_alive_max_count(1000);
+  // Every error without a body of its own (no route, body too large, bad request line) gets
+  // the API's JSON error shape, so clients never have to parse two kinds of failure.
+  server_->set_error_handler(httplib::Server::HandlerWithResponse(
+      [this](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    std::string message;
+    switch (res.status) {
+      case 404:
+        message = absl::StrCat("no such page or API route: ", req.method, " ", req.path);
+        break;
+      case 413:
+        message = absl::StrCat("request body over the limit of ", options_.max_body_bytes, " bytes");
+        break;
+      default:
+        message = absl::StrCat("HTTP ", res.status, " for ", req.method, " ", req.path);
+    }
+    res.set_content(HttpErrorJson(HttpStatusCodeName(res.status), message), "application/json");
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  server_->set_exception_handler([](const httplib::Request& req, httplib::Response& res,
+                                    std::exception_ptr error) {
+    std::string what = "unknown error";
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    spdlog::error("HTTP {} {} failed: {}", req.method, req.path, what);
+    res.status = 500;
+    res.set_content(HttpErrorJson("INTERNAL", "internal error; the server log has the details"),
+                    "application/json");
+  });
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+absl::StatusOr<int> HttpServer::Start() {
+  const size_t colon = options_.address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(options_.address.substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http_addr ", options_.address, ": want HOST:PORT"));
+  }
+  std::string host = options_.address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (port == 0) {
+    port = server_->bind_to_any_port(host);
+    if (port < 0) port = 0;
+  } else if (!server_->bind_to_port(host, port)) {
+    port = 0;
+  }
+  if (port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ", options_.address));
+  }
+  listener_ = std::thread([this] { server_->listen_after_bind(); });
+  return port;
+}
+
+void HttpServer::Stop() {
+  if (!listener_.joinable()) return;
+  server_->stop();
+  listener_.join();
+}
+
+}  // namespace fleetprof

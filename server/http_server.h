@@ -1,0 +1,45 @@
+#pragma once
+// The server's HTTP listener (--http_addr): /metrics, /healthz, the JSON API and the web app
+// on one port. A bounded worker pool, bounded request bodies and read/write timeouts, so a
+// slow or hostile client cannot pin the server. Routes are added by the modules that own
+// them (server/http_api.h, server/web_ui.h) before Start().
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace fleetprof {
+
+struct HttpServerOptions {
+  std::string address = "127.0.0.1:7071";  // host:port; port 0 picks a free one
+  int threads = 16;                         // concurrent requests being served
+  int64_t max_body_bytes = 1 << 20;         // larger request bodies answer 413
+  int timeout_s = 10;                       // read and write timeout per request
+};
+
+class HttpServer {
+ public:
+  explicit HttpServer(HttpServerOptions options);
+  ~HttpServer();
+
+  // Where routes are registered. REQUIRES: before Start().
+  httplib::Server& routes() { return *server_; }
+
+  // Binds and starts serving on a thread of its own; returns the bound port.
+  absl::StatusOr<int> Start();
+  // Stops accepting, finishes the requests in flight, joins the threads.
+  void Stop();
+
+ private:
+  HttpServerOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread listener_;
+};
+
+}  // namespace fleetprof

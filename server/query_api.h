@@ -1,0 +1,41 @@
+#pragma once
+// The read side of fleetprof, free of any transport: gRPC (server/query_service.h) and the
+// HTTP API (server/http_api.h) are thin callers of these methods, so they cannot disagree.
+// Every answer comes from the summaries stored at ingest; no query re-reads events.
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "fleetprof/v1/query.pb.h"
+#include "server/server_metrics.h"
+#include "storage/profile_store.h"
+
+namespace fleetprof {
+
+class QueryApi {
+ public:
+  QueryApi(ProfileStore* store, ServerMetrics* metrics) : store_(store), metrics_(metrics) {}
+
+  // Profiles matching the request, newest ingest first. INVALID_ARGUMENT for a page_size
+  // outside 0..1000, a negative time bound or a page_token of another query.
+  absl::StatusOr<v1::ListProfilesResponse> ListProfiles(const v1::ListProfilesRequest& request);
+  // The profile's record and whole summary; NOT_FOUND naming the id when unknown.
+  absl::StatusOr<v1::GetProfileResponse> GetProfile(const std::string& profile_id);
+
+  // One section of a summary, at most request.limit() rows (0 = all), in stored order.
+  absl::StatusOr<v1::OpBreakdownResponse> Ops(const v1::BreakdownRequest& request);
+  absl::StatusOr<v1::KernelBreakdownResponse> Kernels(const v1::BreakdownRequest& request);
+  absl::StatusOr<v1::TemporalBreakdownResponse> Devices(const v1::BreakdownRequest& request);
+  absl::StatusOr<v1::StepBreakdownResponse> Steps(const v1::BreakdownRequest& request);
+  absl::StatusOr<v1::MemoryBreakdownResponse> Memory(const v1::BreakdownRequest& request);
+  absl::StatusOr<v1::XlaOpBreakdownResponse> XlaOps(const v1::BreakdownRequest& request);
+
+ private:
+  // The stored summary of request.profile_id() after checking the request.
+  absl::StatusOr<v1::ProfileSummary> Summary(const v1::BreakdownRequest& request);
+
+  ProfileStore* store_;
+  ServerMetrics* metrics_;
+};
+
+}  // namespace fleetprof

@@ -1,0 +1,158 @@
+'use strict';
+// fleetprof web app — routing and start-up. Every page has a real path (the server answers
+// index.html for all of them); links are followed with history.pushState and a page's state
+// lives in its query string, so any view can be reloaded or shared as a link.
+
+// ---------------------------------------------------------------------------------------------
+// The page being shown: its container, and timers that stop when the user navigates away.
+
+function createPage(main) {
+  const timers = new Set();
+  let alive = true;
+  return {
+    main,
+    alive: () => alive,
+    // Runs fn after ms unless the page has been left by then.
+    later(fn, ms) {
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        if (alive) Promise.resolve().then(fn).catch((err) => showError(err));
+      }, ms);
+      timers.add(timer);
+    },
+    // Awaits a request; on failure shows the error in the banner and in `holder`, returns null.
+    async load(promise, holder, context) {
+      try {
+        const value = await promise;
+        return alive ? value : null;
+      } catch (err) {
+        if (!alive) return null;
+        showError(err, context);
+        clear(holder).append(errorBlock(err, context));
+        return null;
+      }
+    },
+    close() {
+      alive = false;
+      timers.forEach(clearTimeout);
+      timers.clear();
+    },
+  };
+}
+
+function errorBlock(err, context) {
+  return h('div', {class: 'error-block'},
+    h('h2', null, context || 'Something went wrong'),
+    h('p', {class: 'mono'}, errorText(err)),
+    h('p', null, h('a', {href: '/profiles'}, '← All profiles')));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views that later issues fill in
+
+function comingSoon(page, title, text, links) {
+  page.main.append(h('section', {class: 'card coming-soon'},
+    h('h1', null, title),
+    h('p', null, text),
+    h('p', {class: 'muted'}, 'This view is coming in a later release.'),
+    h('div', {class: 'link-row'}, links.map(([label, href]) => h('a', {class: 'btn', href}, label)))));
+}
+
+function renderTracePage(page, profileId) {
+  comingSoon(page, 'Trace view', `A zoomable timeline of profile ${profileId}. Until it lands, ` +
+             `\`fleetprof trace ${profileId}\` prints trace windows.`,
+             [['← Back to the profile', `/profiles/${enc(profileId)}`], ['All profiles', '/profiles']]);
+}
+
+function renderComparePage(page) {
+  const ids = query().getAll('profile');
+  comingSoon(page, 'Compare profiles', ids.length
+    ? `Side-by-side op and kernel diff of ${ids.join(', ')}. Until it lands, \`fleetprof diff ${ids.join(' ')}\` prints it.`
+    : 'Side-by-side op and kernel diff of two or more profiles (`fleetprof diff BASE PROFILE`).',
+    [...ids.map((id) => [`Profile ${id}`, `/profiles/${enc(id)}`]), ['All profiles', '/profiles']]);
+}
+
+function renderJobPage(page, job) {
+  comingSoon(page, `Job ${job}`, `Ops and kernels of every profile of job ${job} added up. Until it lands, ` +
+             `\`fleetprof job-ops ${job}\` prints them.`,
+             [[`Profiles of ${job}`, urlWith('/profiles', {job})], [`Capture ${job}`, urlWith('/captures', {job})],
+              ['All profiles', '/profiles']]);
+}
+
+function renderNotFoundPage(page) {
+  page.main.append(h('section', {class: 'card coming-soon'}, h('h1', null, 'No such page'),
+    h('p', {class: 'mono'}, location.pathname),
+    h('div', {class: 'link-row'}, h('a', {class: 'btn', href: '/profiles'}, 'Profiles'),
+      h('a', {class: 'btn', href: '/fleet'}, 'Fleet'), h('a', {class: 'btn', href: '/captures'}, 'Captures'))));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Router
+
+const ROUTES = [
+  {pattern: /^\/(?:profiles\/?)?$/, nav: 'profiles', title: 'Profiles', render: renderProfilesPage},
+  {pattern: /^\/profiles\/([^/]+)\/trace\/?$/, nav: 'profiles', title: 'Trace', render: renderTracePage},
+  {pattern: /^\/profiles\/([^/]+)\/?$/, nav: 'profiles', title: 'Profile', render: renderProfilePage},
+  {pattern: /^\/compare\/?$/, nav: 'profiles', title: 'Compare', render: renderComparePage},
+  {pattern: /^\/jobs\/([^/]+)\/?$/, nav: 'profiles', title: 'Job', render: renderJobPage},
+  {pattern: /^\/fleet\/?$/, nav: 'fleet', title: 'Fleet', render: renderFleetPage},
+  {pattern: /^\/captures\/?$/, nav: 'captures', title: 'Captures', render: renderCapturesPage},
+];
+
+let currentPage = null;
+
+function decodeSegment(segment) {
+  try { return decodeURIComponent(segment); } catch (e) { return segment; }
+}
+
+function route() {
+  if (currentPage) currentPage.close();
+  resetCharts();
+  clearBanner();
+  const main = clear(document.getElementById('main'));
+  const page = currentPage = createPage(main);
+  const matched = ROUTES.map((r) => [r, r.pattern.exec(location.pathname)]).find(([, m]) => m);
+  const [spec, match] = matched || [{nav: '', title: 'Not found', render: renderNotFoundPage}, []];
+  for (const link of document.querySelectorAll('.nav a')) {
+    link.classList.toggle('active', link.dataset.nav === spec.nav);
+  }
+  document.title = `${spec.title} · fleetprof`;
+  const args = match.slice(1).map(decodeSegment);
+  Promise.resolve().then(() => spec.render(page, ...args)).catch((err) => {
+    if (page.alive()) showError(err);
+  });
+}
+
+// Goes to a page of the app (pushes a history entry unless it is the current URL).
+function navigate(url) {
+  if (url !== location.pathname + location.search + location.hash) history.pushState(null, '', url);
+  route();
+  window.scrollTo(0, 0);
+}
+
+const SERVER_PATHS = /^\/(api|assets)\/|^\/(metrics|healthz)$/;
+
+// Follows same-origin links inside the app without reloading the page.
+function interceptLinks(event) {
+  if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey ||
+      event.shiftKey || event.altKey) return;
+  const link = event.target.closest && event.target.closest('a[href]');
+  if (!link || link.target || link.hasAttribute('download')) return;
+  const url = new URL(link.href, location.href);
+  if (url.origin !== location.origin || SERVER_PATHS.test(url.pathname)) return;
+  event.preventDefault();
+  navigate(url.pathname + url.search + url.hash);
+}
+
+function start() {
+  document.addEventListener('click', interceptLinks);
+  window.addEventListener('popstate', route);
+  // Uncaught errors are bugs; the browser logs them, the banner makes them visible.
+  window.addEventListener('error', (event) => showUncaughtError(event.error || event.message));
+  window.addEventListener('unhandledrejection', (event) => showUncaughtError(event.reason));
+  updateTokenIndicator();
+  route();
+}
+
+if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+else start();

@@ -1,0 +1,174 @@
+'use strict';
+// fleetprof web app — captures (/captures, /captures?capture=ID): start a capture, follow it
+// live, list recent ones.
+
+const CAPTURE_POLL_MS = 500;
+const TARGET_STEPS = ['PENDING', 'RUNNING', 'UPLOADING', 'INDEXED'];
+
+function captureForm(q, onStarted) {
+  const field = (id, label, attrs) => h('label', {class: 'field'}, h('span', null, label), h('input', Object.assign({id}, attrs)));
+  const submit = h('button', {type: 'submit', id: 'capture-submit', class: 'btn primary'}, 'Start capture');
+  const form = h('form', {class: 'filters capture-form', id: 'capture-form', novalidate: true},
+    field('capture-job', 'Job (required)', {type: 'text', name: 'job', value: q.get('job') || '', placeholder: 'e.g. resnet-train', size: 20}),
+    field('capture-node', 'Node', {type: 'text', name: 'node', value: q.get('node') || '', placeholder: 'all nodes', size: 16}),
+    field('capture-duration', 'Duration (ms)', {type: 'number', name: 'duration_ms', min: 0, step: 1, placeholder: 'default', size: 8}),
+    field('capture-iterations', 'Iterations', {type: 'number', name: 'iterations', min: 0, step: 1, placeholder: 'Kineto only', size: 8}),
+    h('div', {class: 'field-actions'}, submit));
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const value = (id) => form.querySelector(`#${id}`).value.trim();
+    const body = {job: value('capture-job')};
+    if (!body.job) {
+      showError(new ApiError('INVALID_ARGUMENT', 'name the job to capture', 0));
+      form.querySelector('#capture-job').focus();
+      return;
+    }
+    if (value('capture-node')) body.node = value('capture-node');
+    for (const [id, key] of [['capture-duration', 'duration_ms'], ['capture-iterations', 'iterations']]) {
+      if (!value(id)) continue;
+      if (!/^\d+$/.test(value(id))) {
+        showError(new ApiError('INVALID_ARGUMENT', `${key} must be a non-negative integer`, 0));
+        return;
+      }
+      body[key] = Number(value(id));
+    }
+    submit.disabled = true;
+    submit.textContent = 'Starting…';
+    try {
+      clearBanner();
+      onStarted(await api('/api/v1/captures', {method: 'POST', body}));
+    } catch (err) {
+      showError(err, 'Could not start the capture');
+    } finally {
+      submit.disabled = false;
+      submit.textContent = 'Start capture';
+    }
+  });
+  return form;
+}
+
+// PENDING → RUNNING → UPLOADING → INDEXED as dots, the current one highlighted.
+function targetProgress(state) {
+  const reached = state === 'FAILED' ? -1 : TARGET_STEPS.indexOf(state);
+  return h('span', {class: 'progress', 'aria-hidden': 'true'}, TARGET_STEPS.map((s, i) =>
+    h('span', {class: `progress-step ${i < reached ? 'done' : i === reached ? 'current' : ''}`.trim(), title: s})));
+}
+
+function captureTargetRow(t) {
+  const state = t.state || 'PENDING';
+  const detail = [];
+  if (t.profile_id) detail.push(h('a', {href: `/profiles/${enc(t.profile_id)}`, class: 'profile-link mono'}, t.profile_id));
+  if (t.error) detail.push(h('span', {class: 'target-error'}, t.error));
+  return h('tr', {class: `capture-target state-${state.toLowerCase()}`, 'data-target': t.target, 'data-node': t.node},
+    h('td', null, t.node || '–'),
+    h('td', {class: 'mono'}, t.target || '–'),
+    h('td', null, t.job || '–'),
+    h('td', null, h('span', {class: `badge target-state badge-${state.toLowerCase()}`}, state), ' ', targetProgress(state)),
+    h('td', {class: 'target-detail'}, detail.length ? detail : h('span', {class: 'muted'}, '–')));
+}
+
+function captureView(capture) {
+  const request = capture.request || {};
+  const targets = capture.targets || [];
+  const indexed = targets.filter((t) => t.state === 'INDEXED').length;
+  const running = capture.state === 'RUNNING';
+  const elapsed = num(capture.created_at_ns) ? (Date.now() - num(capture.created_at_ns) / 1e6) * 1e6 : 0;
+  const meta = [
+    ['Job', request.job || '–'], ['Node', request.node || 'all'],
+    ['Duration', num(request.duration_ms) ? fmtDuration(num(request.duration_ms) * 1e6) : '–'],
+    ['Iterations', num(request.iterations) ? fmtInt(request.iterations) : '–'],
+    ['Created', h('span', {title: isoDate(capture.created_at_ns)}, fmtDate(capture.created_at_ns))],
+    ['Targets', `${indexed} of ${targets.length} indexed`],
+    running && elapsed > 0 ? ['Running for', fmtDuration(Math.round(elapsed))] : null,
+  ].filter(Boolean);
+  return h('section', {class: 'card capture-view', 'data-capture-id': capture.capture_id, 'data-state': capture.state},
+    h('div', {class: 'profile-title'},
+      h('h2', null, 'Capture ', h('span', {class: 'mono', id: 'capture-id'}, capture.capture_id), ' ',
+        h('span', {class: `badge capture-state badge-${String(capture.state).toLowerCase()}`}, capture.state || '?')),
+      running ? h('span', {class: 'live'}, h('span', {class: 'spinner'}), 'live') : null),
+    h('dl', {class: 'meta-grid'}, meta.map(([k, v]) => h('div', {class: 'meta'}, h('dt', null, k), h('dd', null, v)))),
+    capture.error ? h('div', {class: 'notice error-notice capture-error'}, capture.error) : null,
+    targets.length ? h('div', {class: 'table-scroll'}, h('table', {class: 'data-table capture-targets'},
+      h('thead', null, h('tr', null, ['Node', 'Target', 'Job', 'State', 'Profile / reason'].map((t) => h('th', {scope: 'col'}, t)))),
+      h('tbody', null, targets.map(captureTargetRow)))) : emptyBlock('This capture has no targets.'));
+}
+
+function capturesTable(captures) {
+  return h('div', {class: 'table-scroll'}, h('table', {class: 'data-table captures-table'},
+    h('thead', null, h('tr', null, ['Capture', 'Job', 'State', 'Targets', 'Created'].map((t) =>
+      h('th', {scope: 'col', class: t === 'Created' || t === 'Targets' ? 'num' : null}, t)))),
+    h('tbody', null, captures.map((c) => {
+      const targets = c.targets || [];
+      const indexed = targets.filter((t) => t.state === 'INDEXED').length;
+      return h('tr', {class: 'capture-row', 'data-capture-id': c.capture_id},
+        h('td', {class: 'mono'}, h('a', {href: urlWith('/captures', {capture: c.capture_id})}, c.capture_id)),
+        h('td', null, (c.request && c.request.job) || '–'),
+        h('td', null, badge(c.state)),
+        h('td', {class: 'num'}, `${indexed} / ${targets.length}`),
+        h('td', {class: 'num', title: isoDate(c.created_at_ns)}, fmtDate(c.created_at_ns)));
+    }))));
+}
+
+async function renderCapturesPage(page) {
+  const q = query();
+  const current = h('div', {class: 'capture-current'});
+  const recent = h('div', null, loadingBlock('Loading recent captures…'));
+
+  const loadRecent = async () => {
+    let data;
+    try {
+      data = await api('/api/v1/captures');
+    } catch (err) {
+      if (page.alive()) {
+        showError(err, 'Could not list captures');
+        clear(recent).append(emptyBlock('Recent captures could not be loaded.'));
+      }
+      return;
+    }
+    if (!page.alive()) return;
+    const captures = (data && data.captures) || [];
+    clear(recent).append(captures.length ? capturesTable(captures) : emptyBlock('No capture yet.'));
+  };
+
+  // Shows the capture and polls it every 500 ms while it is RUNNING.
+  let following = 0;
+  const follow = (capture) => {
+    const token = ++following;
+    const show = (c) => clear(current).append(captureView(c));
+    const poll = async () => {
+      let c;
+      try {
+        c = await api(`/api/v1/captures/${enc(capture.capture_id)}`);
+      } catch (err) {
+        if (!page.alive() || token !== following) return;
+        showError(err, `Could not read capture ${capture.capture_id}`);
+        if (err.status >= 500 || err.status === 0) page.later(poll, 4 * CAPTURE_POLL_MS);
+        return;
+      }
+      if (!page.alive() || token !== following) return;
+      show(c);
+      if (c.state === 'RUNNING') page.later(poll, CAPTURE_POLL_MS);
+      else loadRecent();
+    };
+    if (capture.state) show(capture);
+    else clear(current).append(loadingBlock(`Loading capture ${capture.capture_id}…`));
+    if (capture.state === 'RUNNING' || !capture.state) page.later(poll, capture.state ? CAPTURE_POLL_MS : 0);
+    else loadRecent();
+  };
+
+  const form = captureForm(q, (capture) => {
+    setQuery({capture: capture.capture_id, job: null, node: null}, true);
+    follow(capture);
+    loadRecent();
+  });
+  page.main.append(
+    h('div', {class: 'page-head'}, h('h1', null, 'Captures'),
+      h('p', {class: 'explain'}, 'Capture every process of a job (optionally on one node) at one shared start time. ' +
+        'Each target moves PENDING → RUNNING → UPLOADING → INDEXED, or FAILED with a reason.')),
+    h('section', {class: 'card'}, form),
+    current,
+    section('Recent captures', null, recent));
+
+  if (q.get('capture')) follow({capture_id: q.get('capture')});
+  await loadRecent();
+}

@@ -1,0 +1,424 @@
+'use strict';
+// fleetprof web app — core: DOM building, number/time formatting, the API client, the error
+// banner and page state kept in the URL query string. Loaded first; the other files use it.
+
+// ---------------------------------------------------------------------------------------------
+// DOM building
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+function appendChildren(el, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : String(c));
+  }
+  return el;
+}
+
+function setAttributes(el, attrs) {
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === 'class') el.setAttribute('class', value);
+    else if (key === 'text') el.textContent = value;
+    else if (key.startsWith('on') && typeof value === 'function') {
+      el.addEventListener(key.slice(2), value);
+    } else el.setAttribute(key, value === true ? '' : String(value));
+  }
+}
+
+// h('a', {href: '/x', class: 'link'}, 'text', child…) → an HTML element.
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  setAttributes(el, attrs);
+  return appendChildren(el, children);
+}
+
+// Same for SVG elements.
+function svg(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG_NS, tag);
+  setAttributes(el, attrs);
+  return appendChildren(el, children);
+}
+
+function clear(el) {
+  while (el.firstChild) el.removeChild(el.firstChild);
+  return el;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exact integers. JSON numbers above 2^53 (absolute timestamps such as start_ns ≈ 1.7e18) lose
+// precision as JS numbers. parseJson keeps the source digits of every such integer on the side
+// (per object and key), so exactInt(obj, 'start_ns') gives a BigInt with the exact value while
+// obj.start_ns stays a plain Number for display and charts.
+
+const exactDigits = new WeakMap();
+
+function parseJson(text) {
+  return JSON.parse(text, function (key, value, context) {
+    if (typeof value === 'number' && !Number.isSafeInteger(value) && context &&
+        /^-?\d+$/.test(context.source)) {
+      let digits = exactDigits.get(this);
+      if (!digits) exactDigits.set(this, digits = {});
+      digits[key] = context.source;
+    }
+    return value;
+  });
+}
+
+// The exact value of obj[key] as a BigInt, or null when absent or not an integer.
+function exactInt(obj, key) {
+  if (!obj) return null;
+  const digits = exactDigits.get(obj);
+  const raw = digits && key in digits ? digits[key] : obj[key];
+  if (raw === undefined || raw === null || raw === '') return null;
+  try {
+    return BigInt(typeof raw === 'number' ? Math.trunc(raw) : raw);
+  } catch (e) {
+    return null;
+  }
+}
+
+// A JSON integer (number, or a string if a server prints int64 as strings) as a Number.
+function num(value) {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'bigint') return Number(value);
+  if (typeof value === 'string' && value !== '') return Number(value);
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Formatting: human units with 3 significant digits; the exact value goes into `title`.
+
+function threeDigits(value) {
+  const text = Math.abs(value) >= 1000 ? value.toFixed(0) : value.toPrecision(3);
+  return text.includes('e') ? String(Number(text)) : text;
+}
+
+// Picks the largest unit not above |value| and prints 3 significant digits, moving up a unit
+// when rounding reaches 1000 (999.7 µs → "1.00 ms").
+function scaled(value, units) {
+  const a = Math.abs(value);
+  let i = units.length - 1;
+  while (i > 0 && a < units[i][0]) i--;
+  if (i < units.length - 1 && Math.abs(Number((value / units[i][0]).toPrecision(3))) >= 1000) i++;
+  return `${threeDigits(value / units[i][0])} ${units[i][1]}`;
+}
+
+const DURATION_UNITS = [[1, 'ns'], [1e3, 'µs'], [1e6, 'ms'], [1e9, 's']];
+const BYTE_UNITS = [[1, 'B'], [1024, 'KiB'], [1024 ** 2, 'MiB'], [1024 ** 3, 'GiB'],
+                    [1024 ** 4, 'TiB'], [1024 ** 5, 'PiB']];
+const SI_UNITS = [[1, ''], [1e3, 'k'], [1e6, 'M'], [1e9, 'G'], [1e12, 'T'], [1e15, 'P'], [1e18, 'E']];
+
+function fmtDuration(ns) {
+  const v = num(ns);
+  if (!Number.isFinite(v)) return '–';
+  if (Math.abs(v) < 1000) return `${v} ns`;
+  return scaled(v, DURATION_UNITS);
+}
+
+// A time offset with its sign: "+12.3 ms", "−4.00 µs".
+function fmtOffset(ns) {
+  const v = num(ns);
+  return v < 0 ? `−${fmtDuration(-v)}` : `+${fmtDuration(v)}`;
+}
+
+function fmtInt(value) {
+  if (value === null || value === undefined) return '–';
+  const v = typeof value === 'bigint' ? value : num(value);
+  return v.toLocaleString('en-US');
+}
+
+function fmtBytes(bytes) {
+  const v = num(bytes);
+  if (Math.abs(v) < 1024) return `${v} B`;
+  return scaled(v, BYTE_UNITS);
+}
+
+// A rate such as FLOP/s or B/s with SI prefixes: fmtRate(1.2e12, 'FLOP/s') → "1.20 TFLOP/s".
+function fmtRate(value, unit) {
+  if (value === undefined || value === null || !Number.isFinite(Number(value))) return '–';
+  return `${scaled(Number(value), SI_UNITS)}${unit}`;
+}
+
+// A ratio 0..1 as a percentage with one decimal: 0.12345 → "12.3%".
+function fmtPct(ratio) {
+  if (!Number.isFinite(ratio)) return '–';
+  return `${(ratio * 100).toFixed(1)}%`;
+}
+
+function pad2(n) { return String(n).padStart(2, '0'); }
+
+// Unix nanoseconds → "2024-04-04 03:51:35" in local time.
+function fmtDate(ns) {
+  const ms = num(ns) / 1e6;
+  if (!ms) return '–';
+  const d = new Date(ms);
+  if (Number.isNaN(d.getTime())) return '–';
+  return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ` +
+         `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
+}
+
+function isoDate(ns) {
+  const d = new Date(num(ns) / 1e6);
+  return Number.isNaN(d.getTime()) ? '' : d.toISOString();
+}
+
+// Unix nanoseconds → "5 s ago", "3 min ago", …
+function fmtAgo(ns) {
+  const ms = num(ns) / 1e6;
+  if (!ms) return 'never';
+  const s = Math.round((Date.now() - ms) / 1000);
+  if (s < 0) return 'just now';
+  if (s < 60) return `${s} s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  return `${Math.floor(s / 86400)} d ago`;
+}
+
+// Timestamps above ~1973 in ns look like unix time and are shown as dates; others (a trace's
+// own monotonic clock) as plain durations from zero.
+function looksLikeUnixNs(ns) { return num(ns) > 1e17; }
+
+function exactTitle(obj, key) {
+  const v = exactInt(obj, key);
+  return v === null ? '' : `${fmtInt(v)} ns`;
+}
+
+// <span> with a duration in human units and the exact ns as tooltip.
+function durationSpan(ns, extraClass) {
+  return h('span', {class: `num ${extraClass || ''}`.trim(), title: `${fmtInt(num(ns))} ns`},
+           fmtDuration(ns));
+}
+
+function bytesSpan(bytes) {
+  return h('span', {class: 'num', title: `${fmtInt(num(bytes))} bytes`}, fmtBytes(bytes));
+}
+
+function timestampSpan(obj, key) {
+  const v = obj ? obj[key] : 0;
+  if (!v) return h('span', {class: 'muted'}, '–');
+  const title = `${exactTitle(obj, key)}${looksLikeUnixNs(v) ? ` · ${isoDate(v)}` : ''}`;
+  return h('span', {class: 'num', title}, looksLikeUnixNs(v) ? fmtDate(v) : fmtDuration(v));
+}
+
+// The exact difference end − start (BigInt-safe) as a duration span.
+function spanBetween(obj, startKey, endKey) {
+  const start = exactInt(obj, startKey);
+  const end = exactInt(obj, endKey);
+  if (start === null || end === null) return h('span', {class: 'muted'}, '–');
+  const diff = end - start;
+  return h('span', {class: 'num', title: `${fmtInt(diff)} ns`}, fmtDuration(Number(diff)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Error banner and token prompt
+
+class ApiError extends Error {
+  constructor(code, message, status) {
+    super(message);
+    this.code = code;
+    this.status = status;
+  }
+}
+
+const HTTP_CODE_NAMES = {400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED',
+                         404: 'NOT_FOUND', 409: 'ALREADY_EXISTS', 429: 'RESOURCE_EXHAUSTED',
+                         500: 'INTERNAL', 501: 'UNIMPLEMENTED', 503: 'UNAVAILABLE',
+                         504: 'DEADLINE_EXCEEDED'};
+
+function bannerElement() { return document.getElementById('banner'); }
+
+function clearBanner() {
+  const banner = bannerElement();
+  if (!banner) return;
+  clear(banner);
+  banner.className = 'banner hidden';
+}
+
+function displayBanner(message) {
+  const banner = bannerElement();
+  if (!banner) return;
+  clear(banner);
+  banner.className = 'banner error';
+  banner.setAttribute('role', 'alert');
+  banner.append(h('span', {class: 'banner-icon'}, '!'),
+                h('span', {class: 'banner-message'}, message),
+                h('button', {class: 'banner-close', type: 'button', title: 'Dismiss', onclick: clearBanner}, '×'));
+}
+
+function errorText(err) {
+  if (err instanceof ApiError) return `${err.code}: ${err.message}`;
+  return `The page hit an internal error: ${err && err.message ? err.message : err}`;
+}
+
+// Shows an error in the banner at the top of the page. API errors are expected conditions;
+// anything else is a bug in the page and also goes to the console.
+function showError(err, context) {
+  if (!(err instanceof ApiError)) console.error(err);
+  displayBanner(context ? `${context} — ${errorText(err)}` : errorText(err));
+}
+
+// For errors the browser already reported (uncaught exceptions, unhandled rejections).
+function showUncaughtError(err) { displayBanner(errorText(err)); }
+
+function readToken() {
+  try { return sessionStorage.getItem('fleetprofToken') || ''; } catch (e) { return ''; }
+}
+
+function storeToken(token) {
+  try { sessionStorage.setItem('fleetprofToken', token); } catch (e) { /* storage disabled */ }
+}
+
+let pendingTokenPrompt = null;
+
+// Asks for a bearer token (in #auth, above the error banner); resolves once the user submitted
+// one. Concurrent requests that hit 401 share one prompt.
+function askForToken(message) {
+  if (pendingTokenPrompt) return pendingTokenPrompt;
+  pendingTokenPrompt = new Promise((resolve) => {
+    const box = document.getElementById('auth');
+    const input = h('input', {type: 'password', id: 'token-input', placeholder: 'bearer token',
+                              autocomplete: 'off', size: 40, 'aria-label': 'Bearer token'});
+    const form = h('form', {class: 'token-form'},
+      h('span', {class: 'banner-icon'}, '🔒'),
+      h('span', {class: 'banner-message'},
+        `This server needs a token${message ? ` (${message})` : ''}. It is kept for this browser tab only.`),
+      input, h('button', {type: 'submit', id: 'token-submit', class: 'btn primary'}, 'Use token'));
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      if (!input.value.trim()) return;
+      storeToken(input.value.trim());
+      pendingTokenPrompt = null;
+      clear(box).className = 'banner hidden';
+      updateTokenIndicator();
+      resolve();
+    });
+    clear(box).className = 'banner auth';
+    box.append(form);
+    input.focus();
+  });
+  return pendingTokenPrompt;
+}
+
+// The "token · forget" note in the top bar while a token is stored.
+function updateTokenIndicator() {
+  const slot = document.getElementById('token-indicator');
+  if (!slot) return;
+  clear(slot);
+  if (!readToken()) return;
+  slot.append(h('span', {class: 'muted'}, 'token set'), ' ',
+    h('button', {type: 'button', class: 'link-button', id: 'token-forget', onclick: () => {
+      try { sessionStorage.removeItem('fleetprofToken'); } catch (e) { /* storage disabled */ }
+      updateTokenIndicator();
+    }}, 'forget'));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The API client. Every request goes through here, so auth lives in one place.
+
+// api('/api/v1/profiles', {method: 'POST', body: {...}}) → parsed JSON, or throws ApiError.
+async function api(path, options = {}) {
+  for (;;) {
+    const headers = Object.assign({Accept: 'application/json'}, options.headers || {});
+    const token = readToken();
+    if (token) headers.Authorization = `Bearer ${token}`;
+    let body = options.body;
+    if (body !== undefined && typeof body !== 'string') {
+      body = JSON.stringify(body);
+      headers['Content-Type'] = 'application/json';
+    }
+    let response;
+    try {
+      response = await fetch(path, Object.assign({}, options, {headers, body}));
+    } catch (e) {
+      throw new ApiError('UNAVAILABLE', `cannot reach the server (${e.message})`, 0);
+    }
+    const text = await response.text();
+    let data = null;
+    let parseFailed = false;
+    if (text) {
+      try { data = parseJson(text); } catch (e) { parseFailed = true; }
+    }
+    const error = data && typeof data === 'object' && data.error ? data.error : null;
+    if (response.status === 401) {
+      await askForToken(error && error.message);
+      continue;
+    }
+    if (!response.ok) {
+      const code = (error && error.code) || HTTP_CODE_NAMES[response.status] || `HTTP_${response.status}`;
+      const message = (error && error.message) ||
+                      `HTTP ${response.status} ${response.statusText} for ${path}`;
+      throw new ApiError(code, message, response.status);
+    }
+    if (parseFailed) throw new ApiError('INTERNAL', `the server sent invalid JSON for ${path}`, response.status);
+    return data;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Page state in the URL
+
+function query() { return new URLSearchParams(location.search); }
+
+// Applies {key: value} to the query string (null/'' removes, arrays repeat the key) and
+// replaces (default) or pushes the history entry. Does not re-render.
+function setQuery(changes, push) {
+  const q = query();
+  for (const [key, value] of Object.entries(changes)) {
+    q.delete(key);
+    const values = Array.isArray(value) ? value : [value];
+    for (const v of values) if (v !== null && v !== undefined && v !== '' && v !== false) q.append(key, v);
+  }
+  const search = q.toString();
+  const url = location.pathname + (search ? `?${search}` : '');
+  if (url !== location.pathname + location.search) history[push ? 'pushState' : 'replaceState'](null, '', url);
+}
+
+function urlWith(path, params) {
+  const q = new URLSearchParams();
+  for (const [key, value] of Object.entries(params || {})) {
+    const values = Array.isArray(value) ? value : [value];
+    for (const v of values) if (v !== null && v !== undefined && v !== '') q.append(key, v);
+  }
+  const search = q.toString();
+  return path + (search ? `?${search}` : '');
+}
+
+function enc(s) { return encodeURIComponent(s); }
+
+// ---------------------------------------------------------------------------------------------
+// Small shared widgets
+
+function section(title, explanation, ...body) {
+  return h('section', {class: 'card'},
+           h('div', {class: 'card-head'}, h('h2', null, title),
+             explanation ? h('p', {class: 'explain'}, explanation) : null),
+           body);
+}
+
+function loadingBlock(text) {
+  return h('div', {class: 'loading'}, h('span', {class: 'spinner'}), text || 'Loading…');
+}
+
+function emptyBlock(text) { return h('div', {class: 'empty'}, text); }
+
+function badge(state) {
+  const s = String(state || 'UNKNOWN');
+  return h('span', {class: `badge badge-${s.toLowerCase()}`}, s);
+}
+
+function labelChips(labels) {
+  const entries = Object.entries(labels || {});
+  if (!entries.length) return h('span', {class: 'muted'}, '–');
+  return h('span', {class: 'chips'},
+           entries.sort(([a], [b]) => a.localeCompare(b))
+             .map(([k, v]) => h('span', {class: 'chip', title: `${k}=${v}`}, h('b', null, k), '=', v)));
+}
+
+function debounce(fn, ms) {
+  let timer = null;
+  return (...args) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => fn(...args), ms);
+  };
+}

@@ -1,0 +1,13 @@
+#pragma once
+// The web app: index.html for every page path (the app routes in the browser, so a deep link
+// such as /profiles/ID?table=ops&sort=self_ns opens directly), and /assets/NAME for its files.
+// A Content-Security-Policy of 'self' makes "nothing is fetched off the server" a rule the
+// browser enforces, not just a habit of the code.
+
+#include "server/http_server.h"
+
+namespace fleetprof {
+
+void RegisterWebUi(HttpServer& server);
+
+}  // namespace fleetprof

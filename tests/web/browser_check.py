@@ -1,0 +1,585 @@
+#!/usr/bin/python3
+"""Checks fleetprof's web app in a real headless Chromium, driven over the DevTools protocol.
+
+usage: browser_check.py --url http://127.0.0.1:PORT --profile-id ID --screenshots DIR
+                        [--expect-kernel NAME] [--expect-busy-pct 98.4%]
+                        [--expect-agent NODE] [--capture-job JOB [--capture-node NODE]]
+                        [--chromium /usr/bin/chromium]
+
+Checks, in order (one line each; the first failure ends the run with exit status 1):
+  (a) /profiles/ID shows the kernel table (with --expect-kernel NAME as a row) and a
+      .device-busy-share element whose text contains --expect-busy-pct; clicking the kernel
+      table's "count" header puts the sort into the URL, and reloading that URL keeps the sort.
+  (b) the profiles list shows ID, and its link opens the profile without a page reload.
+  (c) /fleet loads (with --expect-agent: shows that node's row) and refreshes by itself.
+  (d) with --capture-job: /captures starts a capture of the job, every target reaches INDEXED
+      within 120 s, each links to its profile, and /captures?capture=ID reopens it.
+  (e) an unknown profile id shows the error banner instead of a blank page.
+Throughout: every request must go to the server's own host and port, and the page must log no
+console error and throw no exception (except the 404 that (e) provokes on purpose).
+Screenshots (PNG) go to --screenshots DIR; their paths are printed at the end.
+Needs only the Python standard library (a minimal RFC 6455 client is included).
+"""
+
+import argparse
+import base64
+import collections
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+
+class CheckFailed(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# A minimal WebSocket client (RFC 6455): text frames out (masked), frames in, ping/pong, close.
+
+WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+class WebSocket:
+    def __init__(self, url, timeout=10):
+        parts = urllib.parse.urlsplit(url)
+        self.sock = socket.create_connection((parts.hostname, parts.port), timeout)
+        self.buffer = b""
+        key = base64.b64encode(os.urandom(16)).decode()
+        request = (f"GET {parts.path or '/'} HTTP/1.1\r\nHost: {parts.hostname}:{parts.port}\r\n"
+                   "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                   f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        self.sock.sendall(request.encode())
+        deadline = time.monotonic() + timeout
+        while b"\r\n\r\n" not in self.buffer:
+            self._fill(deadline)
+        head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        if " 101 " not in lines[0] + " ":
+            raise ConnectionError(f"websocket upgrade refused: {lines[0]}")
+        accept = base64.b64encode(hashlib.sha1((key + WS_GUID).encode()).digest()).decode()
+        headers = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:] if ":" in l)}
+        if headers.get("sec-websocket-accept") != accept:
+            raise ConnectionError("websocket upgrade: wrong Sec-WebSocket-Accept")
+
+    def _fill(self, deadline):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("websocket read timed out")
+        self.sock.settimeout(remaining)
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError("websocket closed by the browser")
+        self.buffer += chunk
+
+    def _take(self, n, deadline):
+        while len(self.buffer) < n:
+            self._fill(deadline)
+        data, self.buffer = self.buffer[:n], self.buffer[n:]
+        return data
+
+    def _send_frame(self, opcode, payload):
+        n = len(payload)
+        header = bytes([0x80 | opcode])
+        if n < 126:
+            header += bytes([0x80 | n])
+        elif n < 1 << 16:
+            header += bytes([0x80 | 126]) + struct.pack("!H", n)
+        else:
+            header += bytes([0x80 | 127]) + struct.pack("!Q", n)
+        mask = os.urandom(4)
+        key = (mask * (n // 4 + 1))[:n]
+        masked = (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(n, "big") if n else b""
+        self.sock.sendall(header + mask + masked)
+
+    def send_text(self, text):
+        self._send_frame(0x1, text.encode())
+
+    def recv_text(self, timeout):
+        """Returns the next text message; raises TimeoutError when none arrives in time."""
+        deadline = time.monotonic() + timeout
+        message = b""
+        while True:
+            b0, b1 = self._take(2, deadline)
+            opcode, n = b0 & 0x0F, b1 & 0x7F
+            if n == 126:
+                n = struct.unpack("!H", self._take(2, deadline))[0]
+            elif n == 127:
+                n = struct.unpack("!Q", self._take(8, deadline))[0]
+            mask = self._take(4, deadline) if b1 & 0x80 else None
+            payload = self._take(n, deadline)
+            if mask:
+                key = (mask * (n // 4 + 1))[:n]
+                payload = (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(n, "big")
+            if opcode == 0x9:
+                self._send_frame(0xA, payload)
+                continue
+            if opcode == 0x8:
+                raise ConnectionError("websocket closed by the browser")
+            if opcode in (0x0, 0x1, 0x2):
+                message += payload
+                if b0 & 0x80:
+                    return message.decode("utf-8")
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Chrome DevTools Protocol over that socket
+
+class Cdp:
+    def __init__(self, ws, on_event):
+        self.ws = ws
+        self.on_event = on_event
+        self.next_id = 0
+
+    def call(self, method, params=None, session=None, timeout=30):
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        self.ws.send_text(json.dumps(message))
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = json.loads(self.ws.recv_text(max(0.01, deadline - time.monotonic())))
+            if reply.get("id") == self.next_id:
+                if "error" in reply:
+                    raise CheckFailed(f"DevTools {method} failed: {reply['error'].get('message')}")
+                return reply.get("result", {})
+            if "method" in reply:
+                self.on_event(reply)
+
+    def pump(self, seconds):
+        """Processes events for `seconds`."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                reply = json.loads(self.ws.recv_text(max(0.01, deadline - time.monotonic())))
+            except (TimeoutError, socket.timeout):
+                return
+            if "method" in reply:
+                self.on_event(reply)
+
+
+# ---------------------------------------------------------------------------------------------
+# The browser: launch, one page, and what it saw
+
+class Browser:
+    def __init__(self, chromium, server_url, screenshot_dir):
+        self.server = urllib.parse.urlsplit(server_url)
+        self.base = f"{self.server.scheme}://{self.server.netloc}"
+        self.screenshot_dir = screenshot_dir
+        self.screenshots = []
+        self.requests = []
+        self.errors = []
+        self.allowed_error = None  # predicate(entry) for errors a check provokes on purpose
+        self.profile_dir = tempfile.mkdtemp(prefix="fleetprof-chromium-")
+        self.log = open(os.path.join(self.profile_dir, "chromium.log"), "wb")
+        self.proc = subprocess.Popen(
+            [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--remote-debugging-port=0",
+             f"--user-data-dir={self.profile_dir}", "--no-first-run", "--no-default-browser-check",
+             "--disable-extensions", "--disable-background-networking", "--disable-sync",
+             "--disable-component-update", "--window-size=1440,1000", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=self.log, start_new_session=True)
+        self.ws = None
+        self.session = None
+        try:
+            self.ws = WebSocket(self._devtools_url(), timeout=10)
+            self.cdp = Cdp(self.ws, self._on_event)
+            target = self.cdp.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+            self.session = self.cdp.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+            for domain in ("Page", "Runtime", "Network", "Log"):
+                self.call(f"{domain}.enable")
+            self.call("Emulation.setDeviceMetricsOverride",
+                      {"width": 1440, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
+        except BaseException:
+            self.close()  # never leave chromium running
+            raise
+
+    def _devtools_url(self):
+        path = os.path.join(self.profile_dir, "DevToolsActivePort")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise CheckFailed(f"chromium exited with status {self.proc.returncode} at start "
+                                  f"(log: {self.log.name})")
+            try:
+                with open(path) as f:
+                    lines = f.read().split()
+                if len(lines) >= 2:
+                    return f"ws://127.0.0.1:{lines[0]}{lines[1]}"
+            except FileNotFoundError:
+                pass
+            time.sleep(0.05)
+        raise CheckFailed("chromium did not write DevToolsActivePort within 30 s")
+
+    def close(self):
+        if self.ws:
+            self.ws.close()
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=5)
+            except (subprocess.TimeoutExpired, ProcessLookupError, PermissionError):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                self.proc.wait(timeout=5)
+        self.log.close()
+        shutil.rmtree(self.profile_dir, ignore_errors=True)
+
+    # ---- events ----
+    def _on_event(self, message):
+        if message.get("sessionId") != self.session:
+            return
+        method, params = message["method"], message.get("params", {})
+        if method == "Network.requestWillBeSent":
+            url = params["request"]["url"]
+            self.requests.append(url)
+            if not self._same_host(url):
+                self.errors.append(f"request to another host: {url}")
+        elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+            text = " ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", []))
+            self._error({"kind": "console", "text": text})
+        elif method == "Runtime.exceptionThrown":
+            details = params.get("exceptionDetails", {})
+            text = details.get("exception", {}).get("description") or details.get("text", "")
+            self._error({"kind": "exception", "text": text})
+        elif method == "Log.entryAdded" and params["entry"].get("level") == "error":
+            entry = params["entry"]
+            self._error({"kind": "log", "source": entry.get("source"), "url": entry.get("url", ""),
+                         "text": entry.get("text", "")})
+
+    def _error(self, entry):
+        if self.allowed_error and self.allowed_error(entry):
+            return
+        where = f" ({entry['url']})" if entry.get("url") else ""
+        self.errors.append(f"{entry['kind']} error: {entry['text']}{where}")
+
+    def _same_host(self, url):
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme in ("data", "blob", "about"):
+            return True
+        default = {"http": 80, "https": 443, "ws": 80, "wss": 443}.get(parts.scheme)
+        server_default = {"http": 80, "https": 443}.get(self.server.scheme)
+        return (parts.hostname == self.server.hostname and
+                (parts.port or default) == (self.server.port or server_default))
+
+    def assert_clean(self, context):
+        self.cdp.pump(0.2)
+        if self.errors:
+            raise CheckFailed(f"{context}: " + "; ".join(self.errors[:5]))
+
+    # ---- actions ----
+    def call(self, method, params=None, timeout=30):
+        return self.cdp.call(method, params, session=self.session, timeout=timeout)
+
+    def evaluate(self, expression):
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True,
+                                                "awaitPromise": True})
+        if "exceptionDetails" in result:
+            details = result["exceptionDetails"]
+            raise CheckFailed(f"evaluating {expression[:80]!r} threw: "
+                              f"{details.get('exception', {}).get('description') or details.get('text')}")
+        return result.get("result", {}).get("value")
+
+    def wait_for(self, expression, what, timeout=15):
+        """Polls a JS expression until it is truthy; returns its value. The value crosses as JSON,
+        so test for elements with `!!` (a DOM node arrives as an empty, falsy dict)."""
+        deadline = time.monotonic() + timeout
+        guarded = f"(() => {{ try {{ return ({expression}); }} catch (e) {{ return null; }} }})()"
+        while True:
+            value = self.evaluate(guarded)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                banner = self.evaluate("document.querySelector('#banner')?.textContent || ''")
+                raise CheckFailed(f"timed out after {timeout} s waiting for {what}" +
+                                  (f"; banner says: {banner}" if banner else ""))
+            self.cdp.pump(0.1)
+
+    def navigate(self, path):
+        self.call("Page.navigate", {"url": self.base + path})
+        self.wait_for("document.readyState === 'complete' && !!document.querySelector('#main')",
+                      f"{path} to load")
+
+    def reload(self):
+        self.call("Page.reload", {"ignoreCache": True})
+        self.cdp.pump(0.2)
+        self.wait_for("document.readyState === 'complete'", "the reload")
+
+    def click(self, selector):
+        ok = self.evaluate(f"(() => {{ const el = document.querySelector({json.dumps(selector)}); "
+                           "if (!el) return false; el.click(); return true; })()")
+        if not ok:
+            raise CheckFailed(f"nothing to click at {selector}")
+
+    def set_value(self, selector, value):
+        ok = self.evaluate(f"(() => {{ const el = document.querySelector({json.dumps(selector)}); "
+                           f"if (!el) return false; el.value = {json.dumps(value)}; "
+                           "el.dispatchEvent(new Event('input', {bubbles: true})); "
+                           "el.dispatchEvent(new Event('change', {bubbles: true})); return true; })()")
+        if not ok:
+            raise CheckFailed(f"no input at {selector}")
+
+    def screenshot(self, name):
+        self.cdp.pump(0.3)  # let charts drawn on the next animation frame appear
+        metrics = self.call("Page.getLayoutMetrics")
+        size = metrics.get("cssContentSize") or metrics["contentSize"]
+        clip = {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 12000), "scale": 1}
+        data = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip},
+                         timeout=60)["data"]
+        path = os.path.join(self.screenshot_dir, f"{name}.png")
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(data))
+        self.screenshots.append(path)
+        return path
+
+
+# ---------------------------------------------------------------------------------------------
+# The checks
+
+NO_ERROR_BANNER = "!document.querySelector('#banner.error')"
+
+
+def table_column(selector, key):
+    return (f"[...document.querySelectorAll({json.dumps(selector + ' tbody tr')})]"
+            f".map(tr => tr.querySelector('td[data-key=\"{key}\"]')).filter(Boolean)")
+
+
+def kernel_rows_state(b):
+    """The kernel table as shown: names, count values, and the count header's aria-sort."""
+    return b.evaluate("(() => ({"
+                      f"names: {table_column('table.kernel-table', 'name')}.map(td => td.textContent),"
+                      f"counts: {table_column('table.kernel-table', 'count')}.map(td => Number(td.dataset.value)),"
+                      "sort: document.querySelector('table.kernel-table th[data-key=\"count\"]')?.getAttribute('aria-sort'),"
+                      "search: location.search}))()")
+
+
+def check_sorted(values, direction, context):
+    expected = sorted(values, reverse=(direction == "desc"))
+    if values != expected:
+        raise CheckFailed(f"{context}: kernel counts are not sorted {direction}: {values[:10]}…")
+
+
+def check_profile_page(b, args):
+    pid = args.profile_id
+    b.navigate(f"/profiles/{urllib.parse.quote(pid, safe='')}")
+    b.wait_for("!!document.querySelector('table.kernel-table tbody tr td[data-key=\"name\"]')",
+               "the kernel table", timeout=30)
+    if args.expect_kernel:
+        names = b.evaluate(f"{table_column('table.kernel-table', 'name')}.map(td => td.textContent)")
+        if args.expect_kernel not in names:
+            raise CheckFailed(f"(a) kernel table lacks {args.expect_kernel!r}; first rows: {names[:3]}")
+    shares = b.wait_for("[...document.querySelectorAll('.device-busy-share')].map(e => e.textContent)",
+                        "a .device-busy-share element")
+    if args.expect_busy_pct and not any(args.expect_busy_pct in s for s in shares):
+        raise CheckFailed(f"(a) no .device-busy-share shows {args.expect_busy_pct}: {shares}")
+    if not any("%" in s for s in shares):
+        raise CheckFailed(f"(a) .device-busy-share shows no percentage: {shares}")
+    b.wait_for(NO_ERROR_BANNER, "no error banner")
+    shot = b.screenshot("profile")
+    b.assert_clean("(a) profile page")
+    print(f"ok   (a) profile page shows the kernel table{' with ' + repr(args.expect_kernel[:60]) if args.expect_kernel else ''}"
+          f" and {', '.join(shares)} ({shot})")
+
+    b.click("table.kernel-table th[data-key='count']")
+    search = b.wait_for("location.search.includes('sort=count') && location.search", "sort=count in the URL")
+    before = kernel_rows_state(b)
+    direction = urllib.parse.parse_qs(search.lstrip("?")).get("dir", ["desc"])[0]
+    check_sorted(before["counts"], direction, "(a) after clicking count")
+    b.reload()
+    b.wait_for("!!document.querySelector('table.kernel-table tbody tr td[data-key=\"count\"]')",
+               "the kernel table after reload", timeout=30)
+    after = kernel_rows_state(b)
+    if after["search"] != before["search"]:
+        raise CheckFailed(f"(a) reload changed the URL: {before['search']} → {after['search']}")
+    check_sorted(after["counts"], direction, "(a) after reload")
+    expected_aria = "ascending" if direction == "asc" else "descending"
+    if after["sort"] != expected_aria or after["names"][:20] != before["names"][:20]:
+        raise CheckFailed(f"(a) reload did not keep the sort (count header aria-sort={after['sort']}, "
+                          f"first row {after['names'][:1]} vs {before['names'][:1]})")
+    b.assert_clean("(a) sorting")
+    print(f"ok   (a) sorting by count goes into the URL ({search}) and survives a reload")
+
+
+def check_profiles_list(b, args):
+    pid = args.profile_id
+    href = f"/profiles/{urllib.parse.quote(pid, safe='')}"
+    b.navigate("/profiles")
+    link = f"[...document.querySelectorAll('a.profile-link')].find(a => a.getAttribute('href') === {json.dumps(href)})"
+    b.wait_for(f"!!{link}", f"a link to {href} in the profiles list", timeout=30)
+    b.wait_for(NO_ERROR_BANNER, "no error banner")
+    shot = b.screenshot("profiles")
+    b.evaluate(f"window.__fleetprofCheck = 1; {link}.click(); true")
+    b.wait_for(f"location.pathname === {json.dumps(href)} && document.querySelector('#profile-id')?.textContent === {json.dumps(pid)}",
+               "the profile page after clicking its link", timeout=30)
+    if not b.evaluate("window.__fleetprofCheck === 1"):
+        raise CheckFailed("(b) following the profile link reloaded the page (expected pushState routing)")
+    b.assert_clean("(b) profiles list")
+    print(f"ok   (b) profiles list shows {pid} and its link opens the profile in place ({shot})")
+
+
+def check_fleet(b, args):
+    b.navigate("/fleet")
+    b.wait_for("!document.querySelector('#main .loading') && "
+               "!!(document.querySelector('.agents-table') || document.querySelector('#main .empty'))",
+               "the fleet page to load", timeout=30)
+    if args.expect_agent:
+        b.wait_for(f"[...document.querySelectorAll('tr.agent-row')].some(tr => tr.dataset.node === {json.dumps(args.expect_agent)})",
+                   f"an agent row for {args.expect_agent}", timeout=30)
+    b.wait_for(NO_ERROR_BANNER, "no error banner")
+    polls = lambda: sum(1 for u in b.requests if urllib.parse.urlsplit(u).path == "/api/v1/agents")
+    first = polls()
+    b.cdp.pump(4.5)
+    if polls() < first + 1:
+        raise CheckFailed("(c) the fleet page did not refresh the agents within 4.5 s")
+    rows = b.evaluate("document.querySelectorAll('tr.agent-row').length")
+    shot = b.screenshot("fleet")
+    b.assert_clean("(c) fleet page")
+    print(f"ok   (c) fleet page shows {rows} agent row(s){' including ' + args.expect_agent if args.expect_agent else ''} "
+          f"and refreshes ({shot})")
+
+
+CAPTURE_STATE = ("(() => { const view = document.querySelector('.capture-view'); if (!view) return null;"
+                 " return {id: view.dataset.captureId, state: view.dataset.state,"
+                 " error: view.querySelector('.capture-error')?.textContent || '',"
+                 " targets: [...document.querySelectorAll('.capture-target')].map(tr => ({"
+                 "   node: tr.dataset.node, target: tr.dataset.target,"
+                 "   state: tr.querySelector('.target-state')?.textContent || '',"
+                 "   error: tr.querySelector('.target-error')?.textContent || '',"
+                 "   link: tr.querySelector('a[href^=\"/profiles/\"]')?.getAttribute('href') || ''}))}; })()")
+
+
+def wait_capture_indexed(b, timeout):
+    deadline = time.monotonic() + timeout
+    while True:
+        c = b.evaluate(CAPTURE_STATE)
+        if c:
+            failed = [t for t in c["targets"] if t["state"] == "FAILED"]
+            if failed:
+                raise CheckFailed("(d) capture target failed: " +
+                                  "; ".join(f"{t['node']} {t['target']}: {t['error']}" for t in failed))
+            if c["state"] not in ("RUNNING", "") and not c["targets"]:
+                raise CheckFailed(f"(d) capture {c['id']} is {c['state']} without targets: {c['error']}")
+            if c["targets"] and all(t["state"] == "INDEXED" for t in c["targets"]):
+                return c
+        if time.monotonic() > deadline:
+            raise CheckFailed(f"(d) capture did not reach INDEXED on every target within {timeout} s: {c}")
+        b.cdp.pump(0.25)
+        if b.errors:
+            b.assert_clean("(d) capture")
+
+
+def check_capture(b, args):
+    b.navigate("/captures")
+    b.wait_for("!!document.querySelector('#capture-job')", "the capture form")
+    b.set_value("#capture-job", args.capture_job)
+    if args.capture_node:
+        b.set_value("#capture-node", args.capture_node)
+    if args.capture_duration_ms:
+        b.set_value("#capture-duration", str(args.capture_duration_ms))
+    b.click("#capture-submit")
+    b.wait_for("!!(document.querySelector('.capture-view') || document.querySelector('#banner.error'))",
+               "the started capture", timeout=30)
+    b.wait_for(NO_ERROR_BANNER, "no error banner after starting the capture", timeout=1)
+    capture = wait_capture_indexed(b, 120)
+    shot = b.screenshot("capture")
+    missing = [t for t in capture["targets"] if not t["link"]]
+    if missing:
+        raise CheckFailed(f"(d) indexed targets without a profile link: {missing}")
+    if f"capture={capture['id']}" not in b.evaluate("location.search"):
+        raise CheckFailed(f"(d) the URL does not name capture {capture['id']}")
+    b.reload()
+    b.wait_for(f"document.querySelector('.capture-view')?.dataset.captureId === {json.dumps(capture['id'])}",
+               "the capture after reloading its deep link", timeout=30)
+    again = wait_capture_indexed(b, 30)
+    link = again["targets"][0]["link"]
+    b.click(f".capture-target a[href={json.dumps(link)}]")
+    pid = urllib.parse.unquote(link.rsplit("/", 1)[1])
+    b.wait_for(f"document.querySelector('#profile-id')?.textContent === {json.dumps(pid)}",
+               "the captured profile's page", timeout=30)
+    b.wait_for(NO_ERROR_BANNER, "no error banner on the captured profile")
+    b.assert_clean("(d) capture")
+    print(f"ok   (d) capture {capture['id']}: {len(capture['targets'])} target(s) INDEXED, linked "
+          f"({', '.join(t['link'] for t in capture['targets'])}) ({shot})")
+
+
+def check_error_banner(b, args):
+    bad_id = "fleetprof-browser-check-no-such-profile"
+    b.allowed_error = lambda e: e["kind"] == "log" and e.get("source") == "network" and bad_id in e.get("url", "")
+    try:
+        b.navigate(f"/profiles/{bad_id}")
+        text = b.wait_for("document.querySelector('#banner.error')?.textContent", "the error banner", timeout=30)
+        b.assert_clean("(e) unknown profile")
+    finally:
+        b.allowed_error = None
+    if "NOT_FOUND" not in text and "404" not in text:
+        raise CheckFailed(f"(e) the banner does not say NOT_FOUND: {text!r}")
+    shot = b.screenshot("not_found")
+    print(f"ok   (e) an unknown profile shows the banner: {text.strip()[:100]!r} ({shot})")
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Checks fleetprof's web app in headless Chromium.")
+    parser.add_argument("--url", required=True, help="the server's HTTP address, e.g. http://127.0.0.1:7071")
+    parser.add_argument("--profile-id", required=True)
+    parser.add_argument("--screenshots", required=True, help="folder for the PNG screenshots")
+    parser.add_argument("--expect-kernel", default="", help="a kernel name the kernel table must show")
+    parser.add_argument("--expect-busy-pct", default="", help='text such as "98.4%%" a .device-busy-share must contain')
+    parser.add_argument("--expect-agent", default="", help="a node the fleet page must list")
+    parser.add_argument("--capture-job", default="", help="capture this job from the captures page")
+    parser.add_argument("--capture-node", default="")
+    parser.add_argument("--capture-duration-ms", type=int, default=0)
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    args = parser.parse_args()
+    os.makedirs(args.screenshots, exist_ok=True)
+    if not os.path.exists(args.chromium):
+        print(f"FAIL chromium not found at {args.chromium}", file=sys.stderr)
+        return 2
+
+    browser = None
+    try:
+        browser = Browser(args.chromium, args.url, args.screenshots)
+        checks = [check_profile_page, check_profiles_list, check_fleet]
+        if args.capture_job:
+            checks.append(check_capture)
+        checks.append(check_error_banner)
+        for check in checks:
+            check(browser, args)
+        browser.assert_clean("end of the run")
+        foreign = [u for u in browser.requests if not browser._same_host(u)]
+        if foreign:
+            raise CheckFailed(f"requests left the server: {foreign[:5]}")
+        print(f"ok   all {len(checks)} checks passed; {len(browser.requests)} requests, all to {browser.server.netloc}")
+        return 0
+    except (CheckFailed, TimeoutError, ConnectionError, OSError) as e:
+        print(f"FAIL {e}", file=sys.stderr)
+        if browser:
+            try:
+                print(f"     failure screenshot: {browser.screenshot('failure')}", file=sys.stderr)
+            except Exception:
+                pass
+        return 1
+    finally:
+        if browser:
+            for path in browser.screenshots:
+                print(f"screenshot {path}")
+            browser.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
