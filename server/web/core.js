@@ -122,10 +122,12 @@ function fmtOffset(ns) {
   return v < 0 ? `−${fmtDuration(-v)}` : `+${fmtDuration(v)}`;
 }
 
+const INTEGER_FORMAT = new Intl.NumberFormat('en-US', {maximumFractionDigits: 0});
+
+// 1234567 → "1,234,567" (Numbers and BigInts).
 function fmtInt(value) {
   if (value === null || value === undefined) return '–';
-  const v = typeof value === 'bigint' ? value : num(value);
-  return v.toLocaleString('en-US');
+  return INTEGER_FORMAT.format(typeof value === 'bigint' ? value : num(value));
 }
 
 function fmtBytes(bytes) {
@@ -194,11 +196,13 @@ function bytesSpan(bytes) {
   return h('span', {class: 'num', title: `${fmtInt(num(bytes))} bytes`}, fmtBytes(bytes));
 }
 
+// An absolute time: a date when it looks like unix time, else seconds on the trace's own clock.
 function timestampSpan(obj, key) {
   const v = obj ? obj[key] : 0;
   if (!v) return h('span', {class: 'muted'}, '–');
-  const title = `${exactTitle(obj, key)}${looksLikeUnixNs(v) ? ` · ${isoDate(v)}` : ''}`;
-  return h('span', {class: 'num', title}, looksLikeUnixNs(v) ? fmtDate(v) : fmtDuration(v));
+  const unix = looksLikeUnixNs(v);
+  const title = `${exactTitle(obj, key)}${unix ? ` · ${isoDate(v)}` : ' on the trace’s own clock'}`;
+  return h('span', {class: 'num', title}, unix ? fmtDate(v) : `${(num(v) / 1e9).toFixed(3)} s`);
 }
 
 // The exact difference end − start (BigInt-safe) as a duration span.

@@ -26,7 +26,7 @@ function nsToLocalDate(ns) {
 // A time bound: an integer ns field with a date picker that fills it.
 function timeBoundField(id, label, value) {
   const nsInput = h('input', {type: 'text', id, name: id, value, inputmode: 'numeric',
-                              placeholder: 'unix ns', pattern: '\\d*', class: 'mono', size: 20});
+                              placeholder: 'unix ns', pattern: '\\d*', class: 'mono', size: 17});
   const dateInput = h('input', {type: 'datetime-local', id: `${id}-date`, value: nsToLocalDate(value),
                                 'aria-label': `${label} as a date`});
   dateInput.addEventListener('change', () => { nsInput.value = dateInput.value ? localDateToNs(dateInput.value) : ''; });
@@ -37,7 +37,7 @@ function timeBoundField(id, label, value) {
 function profileFilterForm(filters) {
   const job = h('input', {type: 'text', id: 'filter-job', value: filters.job, placeholder: 'any job', size: 16});
   const label = h('input', {type: 'text', id: 'filter-label', value: filters.label.join(', '),
-                            placeholder: 'k=v, k2=v2', size: 22});
+                            placeholder: 'k=v, k2=v2', size: 18});
   const form = h('form', {class: 'filters', id: 'profile-filters'},
     h('label', {class: 'field'}, h('span', null, 'Job'), job),
     h('label', {class: 'field'}, h('span', null, 'Labels'), label),
@@ -146,16 +146,16 @@ const opColumns = () => [
   numberColumn('count', 'count', {width: '6.5em'}),
   durationColumn('total_ns', 'total', {width: '7.5em', help: 'Sum of the op’s durations'}),
   durationColumn('self_ns', 'self', {width: '7.5em', help: 'Duration minus its direct children'}),
-  durationColumn('device_self_ns', 'device self', {width: '7.5em',
+  durationColumn('device_self_ns', 'device self', {width: '8.5em',
                  help: 'Device time launched by the op’s own runtime calls'}),
-  durationColumn('device_total_ns', 'device total', {width: '7.5em',
+  durationColumn('device_total_ns', 'device total', {width: '9em',
                  help: 'Device time launched by the op’s whole subtree'}),
 ];
 
 const xlaOpColumns = () => [
   textColumn('name', 'name', {className: 'col-name', title: (r) => r.name}),
-  textColumn('category', 'category', {width: '10em'}),
-  textColumn('module', 'module', {width: '11em', className: 'ellipsis', title: (r) => r.module || ''}),
+  textColumn('category', 'category', {width: '12em', title: (r) => r.category || ''}),
+  textColumn('module', 'module', {width: '18em', title: (r) => r.module || ''}),
   numberColumn('count', 'count', {width: '6em'}),
   durationColumn('total_ns', 'total', {width: '7em'}),
   {key: 'flops_per_second', label: 'FLOP/s', kind: 'num', width: '8em',
@@ -265,7 +265,7 @@ function memorySection(memory, originNs) {
 
 const SAMPLE_COLUMNS = [
   textColumn('device', 'device', {width: '5em'}),
-  textColumn('model', 'model', {className: 'ellipsis', title: (r) => `${r.model || ''} ${r.uuid || ''}`}),
+  textColumn('model', 'model', {title: (r) => `${r.model || ''} ${r.uuid || ''}`}),
   {key: 'memory_used_bytes', label: 'memory used', kind: 'num', width: '19em', value: (r) => num(r.memory_used_bytes),
    cell: (r) => memoryUsedCell(r)},
   {key: 'utilization_ratio', label: 'utilization', kind: 'num', width: '8em',

@@ -1,0 +1,95 @@
+// The web app as a user meets it: the real server and agent binaries, a Kineto stand-in job,
+// and a real headless Chromium (tests/web/browser_check.py over the DevTools protocol) that
+// opens the pages, sorts, follows deep links and starts a capture from the form. Also the
+// Grafana dashboards' every Infinity query against this live server.
+
+#include <filesystem>
+
+#include "absl/strings/str_format.h"
+#include "gtest/gtest.h"
+#include "simdjson.h"
+#include "tests/platform/test_cluster.h"
+#include "tests/test_support.h"
+
+namespace fleetprof::testing {
+namespace {
+
+namespace fs = std::filesystem;
+const char kPython[] = "/usr/bin/python3";
+const char kChromium[] = "/usr/bin/chromium";
+
+std::string Source(const std::string& relative) { return std::string(FLEETPROF_SOURCE_DIR) + "/" + relative; }
+
+class WebAppTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    FLEETPROF_REQUIRE_PATH(kPython);
+    FLEETPROF_REQUIRE_PATH(kChromium);
+    FLEETPROF_REQUIRE_PATH(CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz"));
+    ASSERT_TRUE(cluster_.StartServer()) << cluster_.ServerLog();
+    socket_dir_ = cluster_.root() + "/kineto";
+    fs::create_directories(socket_dir_);
+    agent_ = cluster_.StartAgent({"--node=web-node", "--kineto_socket_dir=" + socket_dir_,
+                                  "--kineto_trace_dir=" + cluster_.root() + "/kineto_traces"});
+    ASSERT_GE(agent_, 0);
+  }
+
+  std::string Upload(const std::string& path, const std::string& job) {
+    CommandResult r = cluster_.Cli({"upload", path, "--job", job, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return JsonStringField(r.out, "profile_id");
+  }
+
+  TestCluster cluster_;
+  ChildProcess job_;
+  std::string socket_dir_;
+  int agent_ = -1;
+};
+
+TEST_F(WebAppTest, PagesShowTheProfileAndACaptureStartedFromTheFormIsIndexed) {
+  const std::string id = Upload(CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz"), "resnet");
+  ASSERT_FALSE(id.empty());
+  // What the page must show, from the API's own answer.
+  CommandResult kernels = cluster_.Cli({"kernels", id, "--json", "--limit", "1"});
+  CommandResult devices = cluster_.Cli({"breakdown", id, "--json"});
+  simdjson::dom::parser p1, p2;
+  simdjson::dom::element k, d;
+  ASSERT_EQ(p1.parse(kernels.out).get(k), simdjson::SUCCESS) << kernels.out;
+  ASSERT_EQ(p2.parse(devices.out).get(d), simdjson::SUCCESS) << devices.out;
+  const std::string top_kernel(std::string_view(k["kernels"].at(0)["name"]));
+  const int64_t busy = d["devices"].at(0)["busy_ns"];
+  const int64_t span = d["devices"].at(0)["span_ns"];
+  const std::string busy_pct = absl::StrFormat("%.1f%%", 100.0 * static_cast<double>(busy) / span);
+
+  // A PyTorch job the captures page can capture.
+  job_.Start({kPython, Source("tests/kineto/kineto_standin.py"), "--socket-dir", socket_dir_, "--interval-ms",
+              "100", "--trace-file", CorpusPath("kineto/a100_alexnet.json.gz")},
+             cluster_.root() + "/job.log", {"FLEETPROF_JOB=web-train", "KINETO_IPC_SOCKET_DIR=" + socket_dir_});
+  ASSERT_TRUE(Eventually(20, [&] {
+    return cluster_.Cli({"agents", "--json"}).out.find("\"job\":\"web-train\",\"kind\":\"kineto\"") !=
+           std::string::npos;
+  })) << cluster_.Cli({"agents", "--json"}).out;
+
+  const std::string screenshots = std::string(FLEETPROF_BIN_DIR) + "/../web-screenshots";
+  fs::create_directories(screenshots);
+  CommandResult browser = RunCommand(
+      {kPython, Source("tests/web/browser_check.py"), "--url", "http://" + cluster_.http_addr(), "--profile-id",
+       id, "--expect-kernel", top_kernel, "--expect-busy-pct", busy_pct, "--expect-agent", "web-node",
+       "--capture-job", "web-train", "--capture-duration-ms", "300", "--screenshots", screenshots},
+      240);
+  EXPECT_EQ(browser.exit_code, 0) << browser.out << browser.err << cluster_.ServerLog();
+  std::cout << browser.out;
+}
+
+TEST_F(WebAppTest, EveryGrafanaInfinityQueryAnswersRowsOnALiveServer) {
+  ASSERT_FALSE(Upload(CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz"), "grafana-job").empty());
+  CommandResult check = RunCommand({kPython, Source("tests/web/grafana_check.py"), "--dashboards",
+                                    Source("deploy/grafana/dashboards"), "--sources", FLEETPROF_SOURCE_DIR,
+                                    "--url", "http://" + cluster_.http_addr(), "--job", "grafana-job"},
+                                   120);
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  std::cout << check.out;
+}
+
+}  // namespace
+}  // namespace fleetprof::testing
