@@ -36,6 +36,7 @@ Latencies Measure(const std::string& http, const std::string& path, int clients,
     threads.emplace_back([&, c] {
       httplib::Client client("http://" + http);
       client.set_keep_alive(true);
+      client.set_tcp_nodelay(true);
       for (int i = 0; i < per_client; ++i) {
         auto t0 = std::chrono::steady_clock::now();
         auto res = client.Get(path);

@@ -17,7 +17,8 @@ const WebAsset* FindAsset(std::string_view name) {
 
 void SetSecurityHeaders(httplib::Response& res) {
   res.set_header("Content-Security-Policy",
-                 "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+                 "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                 "connect-src 'self'; "
                  "frame-ancestors 'none'; base-uri 'none'; form-action 'self'");
   res.set_header("X-Content-Type-Options", "nosniff");
   res.set_header("Referrer-Policy", "no-referrer");

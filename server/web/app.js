@@ -40,13 +40,6 @@ function createPage(main) {
   };
 }
 
-function errorBlock(err, context) {
-  return h('div', {class: 'error-block'},
-    h('h2', null, context || 'Something went wrong'),
-    h('p', {class: 'mono'}, errorText(err)),
-    h('p', null, h('a', {href: '/profiles'}, '← All profiles')));
-}
-
 // ---------------------------------------------------------------------------------------------
 // Views that later issues fill in
 
@@ -59,22 +52,23 @@ function comingSoon(page, title, text, links) {
 }
 
 function renderTracePage(page, profileId) {
-  comingSoon(page, 'Trace view', `A zoomable timeline of profile ${profileId}. Until it lands, ` +
-             `\`fleetprof trace ${profileId}\` prints trace windows.`,
+  comingSoon(page, 'Trace view', [`A zoomable timeline of profile ${profileId}. Until it lands, `,
+             h('code', null, `fleetprof trace ${profileId}`), ' prints trace windows.'],
              [['← Back to the profile', `/profiles/${enc(profileId)}`], ['All profiles', '/profiles']]);
 }
 
 function renderComparePage(page) {
   const ids = query().getAll('profile');
   comingSoon(page, 'Compare profiles', ids.length
-    ? `Side-by-side op and kernel diff of ${ids.join(', ')}. Until it lands, \`fleetprof diff ${ids.join(' ')}\` prints it.`
-    : 'Side-by-side op and kernel diff of two or more profiles (`fleetprof diff BASE PROFILE`).',
+    ? [`Side-by-side op and kernel diff of ${ids.join(', ')}. Until it lands, `,
+       h('code', null, `fleetprof diff ${ids.join(' ')}`), ' prints it.']
+    : ['Side-by-side op and kernel diff of two or more profiles (', h('code', null, 'fleetprof diff BASE PROFILE'), ').'],
     [...ids.map((id) => [`Profile ${id}`, `/profiles/${enc(id)}`]), ['All profiles', '/profiles']]);
 }
 
 function renderJobPage(page, job) {
-  comingSoon(page, `Job ${job}`, `Ops and kernels of every profile of job ${job} added up. Until it lands, ` +
-             `\`fleetprof job-ops ${job}\` prints them.`,
+  comingSoon(page, `Job ${job}`, [`Ops and kernels of every profile of job ${job} added up. Until it lands, `,
+             h('code', null, `fleetprof job-ops ${job}`), ' prints them.'],
              [[`Profiles of ${job}`, urlWith('/profiles', {job})], [`Capture ${job}`, urlWith('/captures', {job})],
               ['All profiles', '/profiles']]);
 }

@@ -142,7 +142,11 @@ async function renderCapturesPage(page) {
       } catch (err) {
         if (!page.alive() || token !== following) return;
         showError(err, `Could not read capture ${capture.capture_id}`);
+        // The server or the network may come back; a 4xx (no such capture) will not.
         if (err.status >= 500 || err.status === 0) page.later(poll, 4 * CAPTURE_POLL_MS);
+        else if (!current.querySelector('.capture-view')) {
+          clear(current).append(h('section', {class: 'card'}, errorBlock(err, `Could not read capture ${capture.capture_id}`)));
+        }
         return;
       }
       if (!page.alive() || token !== following) return;

@@ -53,7 +53,8 @@ function niceStep(max, count, binary) {
   if (binary) while (raw / unit >= 1024) unit *= 1024;
   const scaledRaw = raw / unit;
   const power = 10 ** Math.floor(Math.log10(scaledRaw));
-  return ([1, 2, 5, 10].find((m) => m * power >= scaledRaw) || 10) * power * unit;
+  const step = ([1, 2, 5, 10].find((m) => m * power >= scaledRaw) || 10) * power;
+  return binary && step >= 1000 ? 1024 * unit : step * unit;  // 1 GiB, not 1000 MiB
 }
 
 // Ticks from 0 up to the first tick ≥ max.
@@ -93,8 +94,10 @@ function xAxisTimes(ticks, x, y0, format) {
   }));
 }
 
-// Axis labels print zero as a bare "0".
-function axisFormat(format) { return (v) => (v === 0 ? '0' : format(v)); }
+// Axis labels print zero as a bare "0" and drop trailing zeros ("4.00 GiB" → "4 GiB").
+function axisFormat(format) {
+  return (v) => (v === 0 ? '0' : format(v).replace(/(\.\d*?)0+(?=\s|$)/, '$1').replace(/\.(?=\s|$)/, ''));
+}
 
 function chartLegend(items) {
   return h('div', {class: 'legend'}, items.map(([label, color]) =>
@@ -119,9 +122,10 @@ function deviceSegments(device) {
   return {segments, overlap: Math.max(0, kindSum - busy)};
 }
 
+// "busy 12.3%": (100 × busy_ns / span_ns) rounded to one decimal (Python: f"{100 * busy / span:.1f}%").
 function busyShareText(device) {
   const span = num(device.span_ns);
-  return span > 0 ? `busy ${fmtPct(num(device.busy_ns) / span)}` : 'busy –';
+  return span > 0 ? `busy ${((100 * num(device.busy_ns)) / span).toFixed(1)}%` : 'busy –';
 }
 
 function deviceBar(device) {
@@ -235,16 +239,34 @@ function stepLinePath(points, x, y) {
   return d;
 }
 
-function memoryChart(memory, originNs) {
+// The time range [t0, t1] (ns from originNs) that holds every device's samples and peak, so
+// the charts of one profile share their x axis.
+function memoryDomain(memories, originNs) {
+  let t0 = Infinity;
+  let t1 = -Infinity;
+  for (const m of memories) {
+    for (const p of m.timeline || []) {
+      const t = num(p.ts_ns) - originNs;
+      if (t < t0) t0 = t;
+      if (t > t1) t1 = t;
+    }
+    if (m.peak_ns !== undefined) {
+      t0 = Math.min(t0, num(m.peak_ns) - originNs);
+      t1 = Math.max(t1, num(m.peak_ns) - originNs);
+    }
+  }
+  return Number.isFinite(t0) ? [t0, Math.max(t1, t0 + 1)] : [0, 1];
+}
+
+function memoryChart(memory, originNs, domain) {
   const points = (memory.timeline || []).map((p) => [num(p.ts_ns) - originNs, num(p.allocated_bytes)]);
   const peakT = num(memory.peak_ns) - originNs;
   const peak = num(memory.peak_bytes);
   return responsiveChart('memory-chart', (width) => {
     const height = 180;
-    const m = {left: 72, right: 16, top: 18, bottom: 30};
+    const m = {left: 72, right: 16, top: 24, bottom: 30};
     if (!points.length) return emptyBlock('No memory samples on this device.');
-    const t0 = Math.min(points[0][0], peakT);
-    const t1 = Math.max(points[points.length - 1][0], peakT, t0 + 1);
+    const [t0, t1] = domain;
     const maxBytes = Math.max(peak, ...points.map((p) => p[1]), 1);
     const yTicks = niceTicks(maxBytes, 4, true);
     const x = linearScale(t0, t1, m.left, width - m.right);
@@ -254,7 +276,7 @@ function memoryChart(memory, originNs) {
     const lastX = x(points[points.length - 1][0]);
     const area = `${line} L${lastX.toFixed(1)},${y(0)} L${x(points[0][0]).toFixed(1)},${y(0)} Z`;
     const peakX = x(peakT);
-    const labelRight = peakX > width * 0.7;
+    const peakAnchor = peakX > width * 0.8 ? 'end' : peakX < m.left + 60 ? 'start' : 'middle';
     const hover = svg('g', {class: 'hover', visibility: 'hidden'},
                       svg('line', {y1: m.top, y2: height - m.bottom, class: 'hover-line'}),
                       svg('circle', {r: 3.5, class: 'hover-dot'}),
@@ -268,8 +290,7 @@ function memoryChart(memory, originNs) {
       svg('g', {class: 'peak-mark'},
         svg('title', null, `peak ${fmtBytes(peak)} (${fmtInt(peak)} bytes) at ${fmtOffset(peakT)}`),
         svg('circle', {cx: peakX, cy: y(peak), r: 4.5}),
-        svg('text', {x: peakX + (labelRight ? -8 : 8), y: y(peak) + 4,
-                     'text-anchor': labelRight ? 'end' : 'start'}, `peak ${fmtBytes(peak)}`)),
+        svg('text', {x: peakX, y: y(peak) - 9, 'text-anchor': peakAnchor}, `peak ${fmtBytes(peak)}`)),
       hover,
       svg('rect', {x: m.left, y: m.top, width: Math.max(0, width - m.left - m.right),
                    height: height - m.top - m.bottom, class: 'hover-target'}));

@@ -20,6 +20,7 @@ function setAttributes(el, attrs) {
     if (value === undefined || value === null || value === false) continue;
     if (key === 'class') el.setAttribute('class', value);
     else if (key === 'text') el.textContent = value;
+    else if (key === 'style') el.style.cssText = value;  // CSSOM, so a strict CSP allows it
     else if (key.startsWith('on') && typeof value === 'function') {
       el.addEventListener(key.slice(2), value);
     } else el.setAttribute(key, value === true ? '' : String(value));
@@ -177,8 +178,8 @@ function fmtAgo(ns) {
   return `${Math.floor(s / 86400)} d ago`;
 }
 
-// Timestamps above ~1973 in ns look like unix time and are shown as dates; others (a trace's
-// own monotonic clock) as plain durations from zero.
+// Timestamps above ~1973 in ns look like unix time and are shown as dates; others are on a
+// trace's own (monotonic) clock.
 function looksLikeUnixNs(ns) { return num(ns) > 1e17; }
 
 function exactTitle(obj, key) {
@@ -245,9 +246,11 @@ function displayBanner(message) {
   clear(banner);
   banner.className = 'banner error';
   banner.setAttribute('role', 'alert');
-  banner.append(h('span', {class: 'banner-icon'}, '!'),
+  // Icon and × are drawn by CSS, so the banner's text is exactly the message.
+  banner.append(h('span', {class: 'banner-icon', 'aria-hidden': 'true'}),
                 h('span', {class: 'banner-message'}, message),
-                h('button', {class: 'banner-close', type: 'button', title: 'Dismiss', onclick: clearBanner}, '×'));
+                h('button', {class: 'banner-close', type: 'button', title: 'Dismiss', 'aria-label': 'Dismiss',
+                             onclick: clearBanner}));
 }
 
 function errorText(err) {
@@ -275,6 +278,12 @@ function storeToken(token) {
 
 let pendingTokenPrompt = null;
 
+function lockIcon() {
+  return svg('svg', {viewBox: '0 0 16 16', width: 16, height: 16, 'aria-hidden': 'true'},
+             svg('rect', {x: 3, y: 7, width: 10, height: 7, rx: 1.5, fill: 'currentColor'}),
+             svg('path', {d: 'M5 7V5a3 3 0 0 1 6 0v2', fill: 'none', stroke: 'currentColor', 'stroke-width': 1.6}));
+}
+
 // Asks for a bearer token (in #auth, above the error banner); resolves once the user submitted
 // one. Concurrent requests that hit 401 share one prompt.
 function askForToken(message) {
@@ -284,7 +293,7 @@ function askForToken(message) {
     const input = h('input', {type: 'password', id: 'token-input', placeholder: 'bearer token',
                               autocomplete: 'off', size: 40, 'aria-label': 'Bearer token'});
     const form = h('form', {class: 'token-form'},
-      h('span', {class: 'banner-icon'}, '🔒'),
+      h('span', {class: 'banner-icon'}, lockIcon()),
       h('span', {class: 'banner-message'},
         `This server needs a token${message ? ` (${message})` : ''}. It is kept for this browser tab only.`),
       input, h('button', {type: 'submit', id: 'token-submit', class: 'btn primary'}, 'Use token'));
@@ -400,11 +409,24 @@ function section(title, explanation, ...body) {
            body);
 }
 
+// A labelled figure in a .stat-row: "STEPS / 8".
+function stat(label, value) {
+  return h('div', {class: 'stat'}, h('div', {class: 'stat-label'}, label), h('div', {class: 'stat-value'}, value));
+}
+
 function loadingBlock(text) {
   return h('div', {class: 'loading'}, h('span', {class: 'spinner'}), text || 'Loading…');
 }
 
-function emptyBlock(text) { return h('div', {class: 'empty'}, text); }
+// What a page shows in place of content it could not load (the banner says it too).
+function errorBlock(err, context) {
+  return h('div', {class: 'error-block'},
+    h('h2', null, context || 'Something went wrong'),
+    h('p', {class: 'mono'}, errorText(err)),
+    h('p', null, h('a', {href: '/profiles'}, '← All profiles')));
+}
+
+function emptyBlock(content) { return h('div', {class: 'empty'}, content); }
 
 function badge(state) {
   const s = String(state || 'UNKNOWN');

@@ -90,7 +90,7 @@ async function renderFleetPage(page) {
     failing = false;
     const agents = (data && data.agents) || [];
     clear(holder).append(fleetStats(agents),
-      agents.length ? agentsTable(agents) : emptyBlock('No agent has connected yet. Start `fleetprof-agent --server HOST:7070` on a node.'));
+      agents.length ? agentsTable(agents) : emptyBlock(['No agent has connected yet. Start ', h('code', null, 'fleetprof-agent --server HOST:7070'), ' on a node.']));
     updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
     page.later(refresh, FLEET_REFRESH_MS);
   };

@@ -26,7 +26,7 @@ function nsToLocalDate(ns) {
 // A time bound: an integer ns field with a date picker that fills it.
 function timeBoundField(id, label, value) {
   const nsInput = h('input', {type: 'text', id, name: id, value, inputmode: 'numeric',
-                              placeholder: 'unix ns', pattern: '\\d*', class: 'mono', size: 17});
+                              placeholder: 'ns', pattern: '\\d*', class: 'mono', size: 17});
   const dateInput = h('input', {type: 'datetime-local', id: `${id}-date`, value: nsToLocalDate(value),
                                 'aria-label': `${label} as a date`});
   dateInput.addEventListener('change', () => { nsInput.value = dateInput.value ? localDateToNs(dateInput.value) : ''; });
@@ -48,7 +48,7 @@ function profileFilterForm(filters) {
       h('a', {href: '/profiles', class: 'btn'}, 'Clear')));
   form.addEventListener('submit', (event) => {
     event.preventDefault();
-    const labels = label.value.split(/[,\s]+/).map((s) => s.trim()).filter(Boolean);
+    const labels = label.value.split(',').map((s) => s.trim()).filter(Boolean);
     const bad = labels.find((l) => !/^[^=]+=.*$/.test(l));
     const since = form.querySelector('#filter-since').value.trim();
     const until = form.querySelector('#filter-until').value.trim();
@@ -71,7 +71,7 @@ function profileRow(p) {
     h('td', null, h('span', {class: 'tag'}, p.format || '?')),
     h('td', {class: 'num'}, timestampSpan(p, 'start_ns')),
     h('td', {class: 'num'}, spanBetween(p, 'start_ns', 'end_ns')),
-    h('td', {class: 'num', title: p.skipped_events ? `${fmtInt(p.skipped_events)} skipped` : null},
+    h('td', {class: 'num', title: num(p.skipped_events) ? `${fmtInt(p.skipped_events)} skipped as malformed` : null},
       fmtInt(num(p.events))),
     h('td', {class: 'num'}, bytesSpan(p.size_bytes)),
     h('td', null, labelChips(p.labels)),
@@ -104,7 +104,8 @@ async function renderProfilesPage(page) {
   clear(results);
   if (!profiles.length) {
     results.append(emptyBlock(filters.page_token ? 'No more profiles.' :
-      'No profile matches. Upload one with `fleetprof upload FILE --job J` or start a capture.'));
+      ['No profile matches. Upload one with ', h('code', null, 'fleetprof upload FILE --job J'), ' or start a ',
+       h('a', {href: '/captures'}, 'capture'), '.']));
   } else {
     results.append(profilesTable(profiles));
   }
@@ -244,14 +245,11 @@ function stepsSection(steps) {
     stepsChart(steps));
 }
 
-function stat(label, value) {
-  return h('div', {class: 'stat'}, h('div', {class: 'stat-label'}, label), h('div', {class: 'stat-value'}, value));
-}
-
 function memorySection(memory, originNs) {
   const explain = 'Allocated bytes over time per device from the allocator’s memory events; the dot marks the ' +
                   'peak. Time is from the profile start.';
   if (!memory.length) return section('Memory', explain, emptyBlock('No memory events in this profile.'));
+  const domain = memoryDomain(memory, originNs);
   return section('Memory', explain, memory.map((m) => h('div', {class: 'memory-device', 'data-device': m.device},
     h('div', {class: 'memory-title'}, h('b', null, deviceLabel(m.device)),
       h('span', {class: 'kv'}, h('span', {class: 'k'}, 'peak'), bytesSpan(m.peak_bytes)),
@@ -260,7 +258,7 @@ function memorySection(memory, originNs) {
       h('span', {class: 'kv'}, h('span', {class: 'k'}, 'samples'), fmtInt(num(m.samples))),
       num(m.allocator_peak_bytes) > 0 ? h('span', {class: 'kv', title: 'The allocator’s own high-water mark, which may predate the trace'},
         h('span', {class: 'k'}, 'allocator peak'), bytesSpan(m.allocator_peak_bytes)) : null),
-    memoryChart(m, originNs))));
+    memoryChart(m, originNs, domain))));
 }
 
 const SAMPLE_COLUMNS = [
@@ -304,7 +302,8 @@ function samplesSection(samples) {
 
 // The tabbed kernel / op / XLA op tables; tab, sort, filter and "show all" live in the URL.
 function tablesSection(summary) {
-  const available = PROFILE_TABLES.filter((t) => t.id !== 'xla_ops' || (summary.xla_ops || []).length);
+  // Tables with rows (an XSpace profile has no ops, a Kineto one no XLA ops); kernels always.
+  const available = PROFILE_TABLES.filter((t) => t.id === 'kernels' || (summary[t.id] || []).length);
   const body = h('div', {class: 'tab-body'});
   const tabs = h('div', {class: 'tabs', role: 'tablist'});
   const show = (tableId) => {
@@ -320,13 +319,14 @@ function tablesSection(summary) {
   for (const spec of available) {
     tabs.append(h('button', {type: 'button', role: 'tab', class: 'tab', 'data-tab': spec.id, id: `tab-${spec.id}`,
                              onclick: () => {
-                               setQuery(Object.assign({table: spec.id === 'kernels' ? null : spec.id},
-                                                      tableStateToQuery({})));
+                               setQuery(Object.assign({table: spec.id}, tableStateToQuery({})));
                                show(spec.id);
                              }},
       spec.title, h('span', {class: 'tab-count'}, fmtInt((summary[spec.id] || []).length))));
   }
-  show(query().get('table') || 'kernels');
+  // Without ?table=, the first table that has rows (kernels for any GPU profile).
+  const firstWithRows = available.find((t) => (summary[t.id] || []).length) || available[0];
+  show(query().get('table') || firstWithRows.id);
   return h('section', {class: 'card tables-card'}, tabs, body);
 }
 

@@ -5,6 +5,7 @@
 // page can keep it in the URL, and renders from the state it is given.
 
 const DEFAULT_ROW_LIMIT = 200;
+const RENDER_CHUNK = 500;
 
 // Column helpers. `value` gives the sort key, `cell` the content of the cell.
 function textColumn(key, label, options) {
@@ -87,13 +88,24 @@ function createDataTable(options) {
   const footer = h('div', {class: 'table-footer'});
   const table = h('table', {class: `data-table ${options.className}`}, thead, tbody);
 
+  // Rows beyond the first RENDER_CHUNK go in on later tasks, so "show all" on thousands of
+  // rows never freezes the page; a newer render cancels the rest of an older one.
+  let renderToken = 0;
+  function appendRows(items, from, token) {
+    if (token !== renderToken) return;
+    const fragment = document.createDocumentFragment();
+    const to = Math.min(items.length, from + RENDER_CHUNK);
+    for (let i = from; i < to; i++) fragment.append(bodyRow(items[i], columns));
+    tbody.append(fragment);
+    if (to < items.length) setTimeout(() => appendRows(items, to, token), 0);
+  }
+
   function render() {
     const items = arrangeRows(options.rows, columns, state, filterText);
     const shown = state.all ? items : items.slice(0, limit);
     clear(thead).append(h('tr', null, columns.map((c) => headerCell(c, state, sortBy))));
-    const fragment = document.createDocumentFragment();
-    for (const item of shown) fragment.append(bodyRow(item, columns));
-    clear(tbody).append(fragment);
+    clear(tbody);
+    appendRows(shown, 0, ++renderToken);
     if (!items.length) {
       tbody.append(h('tr', {class: 'empty-row'}, h('td', {colspan: columns.length},
         state.q ? `No row matches “${state.q}”.` : (options.emptyText || 'No rows.'))));

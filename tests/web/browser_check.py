@@ -380,6 +380,10 @@ def check_profile_page(b, args):
     b.navigate(f"/profiles/{urllib.parse.quote(pid, safe='')}")
     b.wait_for("!!document.querySelector('table.kernel-table tbody tr td[data-key=\"name\"]')",
                "the kernel table", timeout=30)
+    # Time from navigation start until the kernel table was seen (an upper bound: the wait
+    # polls), for bench/README.md's "first render" figure; never asserted.
+    first_render_ms = b.evaluate("performance.now()")
+    print(f"info first render of /profiles/{pid} (kernel table shown): {first_render_ms:.0f} ms after navigation start")
     if args.expect_kernel:
         names = b.evaluate(f"{table_column('table.kernel-table', 'name')}.map(td => td.textContent)")
         if args.expect_kernel not in names:

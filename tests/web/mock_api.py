@@ -2,7 +2,7 @@
 """A stand-in for fleetprof-server's HTTP side, for developing the web app without the server.
 
 usage: mock_api.py [--port 0] [--web-dir server/web] [--corpus ../shared/corpus] [--token T]
-                   [--page-size 100]
+                   [--page-size 100] [--proxy http://127.0.0.1:7071]
 
 Serves the web app the way the server does (index.html for every page path, /assets/NAME from
 the web folder) and the /api/v1 JSON API from fixtures: one profile per corpus reference file
@@ -10,7 +10,9 @@ the web folder) and the /api/v1 JSON API from fixtures: one profile per corpus r
 samples and XLA ops), many small profiles to exercise paging, a large one (thousands of kernels
 and ops) to exercise row limits, two agents with devices, and captures that move through
 PENDING → RUNNING → UPLOADING → INDEXED in about two seconds (job "flaky" fails one target).
-With --token, every /api/v1 request needs `Authorization: Bearer T` (else 401).
+With --token, every /api/v1 request needs `Authorization: Bearer T` (else 401). With --proxy URL,
+/api/v1 goes to a real fleetprof-server instead, so the web files in this checkout can be tried
+against the real API without rebuilding the server.
 Prints "mock listening on http://127.0.0.1:PORT" once ready. Development aid only.
 """
 
@@ -24,7 +26,9 @@ import re
 import sys
 import threading
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -41,6 +45,9 @@ FIXTURE_JOBS = {
     "v100_resnet50_legacy_schema.pt.trace": ("resnet-train", "gpu-node-1", {"team": "vision", "schema": "2021"}),
 }
 GIB = 1 << 30
+# The strictest policy the app works under: no inline script or style, nothing off the server.
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 
 
 def now_ns():
@@ -382,16 +389,19 @@ def api_post(fx, path, body):
     return fx.start_capture(request)
 
 
-def make_handler(fx, web_dir, token, page_size):
+def make_handler(fx, web_dir, token, page_size, proxy):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def log_message(self, fmt, *args):  # quiet; errors still go to stderr below
             pass
 
-        def send_body(self, status, content_type, body):
+        def send_body(self, status, content_type, body, headers=None):
             self.send_response(status)
             self.send_header("Content-Type", content_type)
+            self.send_header("X-Content-Type-Options", "nosniff")
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
             self.end_headers()
@@ -403,6 +413,22 @@ def make_handler(fx, web_dir, token, page_size):
 
         def send_error_json(self, err):
             self.send_json(ApiError.STATUS.get(err.code, 500), {"error": {"code": err.code, "message": str(err)}})
+
+        def proxy_api(self, method):
+            """--proxy: forwards the request to a real server and relays its answer."""
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else None
+            headers = {k: v for k, v in self.headers.items() if k.lower() in ("authorization", "content-type", "accept")}
+            request = urllib.request.Request(proxy + self.path, data=body, method=method, headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    status, content_type, data = response.status, response.headers.get("Content-Type"), response.read()
+            except urllib.error.HTTPError as e:
+                status, content_type, data = e.code, e.headers.get("Content-Type"), e.read()
+            except OSError as e:
+                status, content_type = 503, "application/json"
+                data = json.dumps({"error": {"code": "UNAVAILABLE", "message": f"proxy: {e}"}}).encode()
+            self.send_body(status, content_type or "application/octet-stream", data)
 
         def handle_api(self, method):
             url = urllib.parse.urlsplit(self.path)
@@ -417,6 +443,8 @@ def make_handler(fx, web_dir, token, page_size):
         def do_GET(self):
             path = urllib.parse.urlsplit(self.path).path
             try:
+                if path.startswith("/api/v1/") and proxy:
+                    return self.proxy_api("GET")
                 if path.startswith("/api/v1/"):
                     return self.send_json(200, self.handle_api("GET"))
                 if path.startswith("/assets/"):
@@ -429,7 +457,7 @@ def make_handler(fx, web_dir, token, page_size):
                         return self.send_body(200, CONTENT_TYPES[ext], f.read())
                 if PAGE_PATHS.match(path):
                     with open(os.path.join(web_dir, "index.html"), "rb") as f:
-                        return self.send_body(200, CONTENT_TYPES[".html"], f.read())
+                        return self.send_body(200, CONTENT_TYPES[".html"], f.read(), {"Content-Security-Policy": CSP})
                 if path == "/healthz":
                     return self.send_body(200, "text/plain", b"ok\n")
                 return self.send_body(404, "text/plain", b"not found\n")
@@ -439,6 +467,8 @@ def make_handler(fx, web_dir, token, page_size):
         do_HEAD = do_GET
 
         def do_POST(self):
+            if proxy:
+                return self.proxy_api("POST")
             try:
                 self.send_json(200, self.handle_api("POST"))
             except ApiError as e:
@@ -455,9 +485,11 @@ def main():
     parser.add_argument("--token", default="", help="require this bearer token on /api/v1")
     parser.add_argument("--page-size", type=int, default=100, help="default page size of /api/v1/profiles")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--proxy", default="", metavar="URL",
+                        help="forward /api/v1 to this real server (e.g. http://127.0.0.1:7071) instead of fixtures")
     args = parser.parse_args()
     fx = Fixtures(os.path.abspath(args.corpus), random.Random(args.seed))
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(fx, args.web_dir, args.token, args.page_size))
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(fx, args.web_dir, args.token, args.page_size, args.proxy.rstrip("/")))
     server.daemon_threads = True
     print(f"mock listening on http://127.0.0.1:{server.server_address[1]}", flush=True)
     newest = fx.profiles[0][0]
