@@ -339,11 +339,13 @@ async function renderProfilePage(page, profileId) {
   const summary = data.summary || {};
   document.title = `${profile.job || 'profile'} ${profileId} · fleetprof`;
   const originNs = num(summary.start_ns || profile.start_ns);
-  clear(holder).append(
+  // appendChildren, not append(): a section without data is null, which append() would
+  // print as the text "null".
+  appendChildren(clear(holder), [
     profileHeader(profile, summary),
     devicesSection(summary.devices || []),
     tablesSection(summary),
     stepsSection(summary.steps || []),
     memorySection(summary.memory || [], originNs),
-    samplesSection(summary.device_samples || []));
+    samplesSection(summary.device_samples || [])]);
 }
