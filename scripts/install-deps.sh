@@ -9,8 +9,9 @@ BUILD_PKGS=(
   libabsl-dev librocksdb-dev prometheus-cpp-dev libspdlog-dev libsimdjson-dev libcpp-httplib-dev
   zlib1g-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev libisal-dev
 )
-# Only the tests need these: real PyTorch traces, a Python gRPC peer, a real Prometheus.
-TEST_PKGS=(python3 python3-torch python3-grpcio python3-protobuf python3-websocket prometheus time procps chromium)
+# Only the tests need these: real PyTorch traces, a Python gRPC peer, a real Prometheus,
+# a real headless browser for the web app.
+TEST_PKGS=(python3 python3-torch python3-grpcio python3-protobuf prometheus time procps chromium)
 
 want=("${BUILD_PKGS[@]}")
 if [[ "${1:-}" != "--build-only" ]]; then want+=("${TEST_PKGS[@]}"); fi
