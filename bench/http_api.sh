@@ -14,5 +14,5 @@ server=$!
 for _ in $(seq 100); do [[ -f "$work/ready" ]] && break; sleep 0.1; done
 grpc=$(sed -E 's/.*"grpc":"([^"]+)".*/\1/' "$work/ready")
 http=$(sed -E 's/.*"http":"([^"]+)".*/\1/' "$work/ready")
-"$build/bin/http_api_bench" --http "$http" --grpc "$grpc" \
+"$build/bin/http_api_bench" --http "$http" --grpc "$grpc" --work_dir "$work" \
   --trace ../shared/corpus/kineto/v100_resnet_rank0.pt.trace.json.gz "$@"

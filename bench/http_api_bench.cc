@@ -1,5 +1,5 @@
 // HTTP API latency against a running fleetprof-server (bench/http_api.sh starts one):
-//   http_api_bench --http HOST:PORT --grpc HOST:PORT --trace FILE [--profiles 10000]
+//   http_api_bench --http HOST:PORT --grpc HOST:PORT --trace FILE --work_dir DIR [--profiles 10000]
 // Uploads FILE (the profile whose ops are fetched) and --profiles small profiles (for the
 // list), then prints p50/p99 of
 //   GET /api/v1/profiles/{id}/ops at 1 and 16 concurrent clients,
@@ -69,17 +69,18 @@ void Report(const std::string& what, int clients, const Latencies& l, const Late
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string http, grpc, trace;
+  std::string http, grpc, trace, work_dir;
   int profiles = 10000;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--http") http = value;
     else if (flag == "--grpc") grpc = value;
     else if (flag == "--trace") trace = value;
+    else if (flag == "--work_dir") work_dir = value;
     else if (flag == "--profiles") (void)absl::SimpleAtoi(value, &profiles);
   }
-  if (http.empty() || grpc.empty() || trace.empty()) {
-    std::cerr << "usage: http_api_bench --http HOST:PORT --grpc HOST:PORT --trace FILE [--profiles N]\n";
+  if (http.empty() || grpc.empty() || trace.empty() || work_dir.empty()) {
+    std::cerr << "usage: http_api_bench --http HOST:PORT --grpc HOST:PORT --trace FILE --work_dir DIR [--profiles N]\n";
     return 2;
   }
   auto channel = fleetprof::MakeChannel(grpc);
@@ -95,7 +96,8 @@ int main(int argc, char** argv) {
   const std::string id = uploaded->profile_id();
   std::printf("profile %s: %lld events\n", id.c_str(), static_cast<long long>(uploaded->profile().events()));
 
-  const std::string tiny = "/tmp/fleetprof_bench_tiny.json";
+  // In the run's own folder (bench/http_api.sh makes it with mktemp), never a fixed /tmp name.
+  const std::string tiny = work_dir + "/tiny.json";
   std::ofstream(tiny) << R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":{"device":0}}]})";
   const auto upload_start = std::chrono::steady_clock::now();
   for (int i = 1; i < profiles; ++i) {

@@ -23,7 +23,8 @@ template <typename T>
 void Send(httplib::Response& res, const absl::StatusOr<T>& result) {
   if (!result.ok()) return SendError(res, result.status());
   res.status = 200;
-  res.set_content(ProtoToJson(*result), kJson);
+  res.body = ProtoToJson(*result);  // moved in: set_content() would copy a whole summary
+  res.set_header("Content-Type", kJson);
 }
 
 // The query parameters of one request, checked against the names its route accepts, so a
@@ -53,6 +54,14 @@ class QueryParams {
     }
     return value;
   }
+  // The same for an int32 request field: out of range also fails.
+  int32_t Int32(const std::string& name) {
+    const int64_t value = Int(name);
+    if ((value < INT32_MIN || value > INT32_MAX) && status_.ok()) {
+      status_ = absl::InvalidArgumentError(absl::StrCat("query parameter '", name, "' is out of range"));
+    }
+    return static_cast<int32_t>(value);
+  }
   // Every `name=k=v` occurrence as a key/value pair.
   std::map<std::string, std::string> Labels(const std::string& name) {
     std::map<std::string, std::string> labels;
@@ -76,15 +85,6 @@ class QueryParams {
   absl::Status status_;
 };
 
-// Narrows an int64 parameter to an int32 request field, or fails naming it.
-int32_t Narrow(QueryParams& params, const std::string& name, int64_t value, absl::Status* status) {
-  if (value < INT32_MIN || value > INT32_MAX) {
-    *status = absl::InvalidArgumentError(absl::StrCat("query parameter '", name, "' is out of range"));
-    return 0;
-  }
-  return static_cast<int32_t>(value);
-}
-
 void ListProfiles(const HttpApiBackends& b, const httplib::Request& req, httplib::Response& res) {
   QueryParams params(req, {"job", "label", "since_ns", "until_ns", "page_size", "page_token"});
   v1::ListProfilesRequest request;
@@ -92,11 +92,9 @@ void ListProfiles(const HttpApiBackends& b, const httplib::Request& req, httplib
   for (const auto& [key, value] : params.Labels("label")) (*request.mutable_labels())[key] = value;
   request.set_start_after_ns(params.Int("since_ns"));
   request.set_end_before_ns(params.Int("until_ns"));
-  absl::Status narrow;
-  request.set_page_size(Narrow(params, "page_size", params.Int("page_size"), &narrow));
+  request.set_page_size(params.Int32("page_size"));
   request.set_page_token(params.String("page_token"));
   if (!params.status().ok()) return SendError(res, params.status());
-  if (!narrow.ok()) return SendError(res, narrow);
   Send(res, b.query->ListProfiles(request));
 }
 
@@ -104,10 +102,8 @@ void ProfileSection(const HttpApiBackends& b, const httplib::Request& req, httpl
   QueryParams params(req, {"limit"});
   v1::BreakdownRequest request;
   request.set_profile_id(req.matches[1]);
-  absl::Status narrow;
-  request.set_limit(Narrow(params, "limit", params.Int("limit"), &narrow));
+  request.set_limit(params.Int32("limit"));
   if (!params.status().ok()) return SendError(res, params.status());
-  if (!narrow.ok()) return SendError(res, narrow);
   const std::string section = req.matches[2];
   if (section == "ops") return Send(res, b.query->Ops(request));
   if (section == "kernels") return Send(res, b.query->Kernels(request));
@@ -167,10 +163,8 @@ void RegisterHttpApi(HttpServer& server, const HttpApiBackends& backends) {
     QueryParams params(req, {"job", "limit"});
     v1::ListCapturesRequest request;
     request.set_job(params.String("job"));
-    absl::Status narrow;
-    request.set_limit(Narrow(params, "limit", params.Int("limit"), &narrow));
+    request.set_limit(params.Int32("limit"));
     if (!params.status().ok()) return SendError(res, params.status());
-    if (!narrow.ok()) return SendError(res, narrow);
     Send(res, b.captures->List(request));
   });
   routes.Get(R"(/api/v1/captures/([^/]+))", Plain([b](const httplib::Request& req, httplib::Response& res) {

@@ -22,14 +22,12 @@ class QueryTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
-// Copies at most `limit` rows (0 = all).
-template <typename Rows, typename Out>
-void CopyRows(const Rows& rows, int limit, Out* out) {
-  int n = 0;
-  for (const auto& row : rows) {
-    if (limit > 0 && n++ >= limit) break;
-    *out->Add() = row;
-  }
+// Moves the first `limit` rows (0 = all) of a summary section into the answer: the summary is
+// this query's own copy, so nothing needs copying.
+template <typename Rows>
+void TakeRows(Rows* rows, int limit, Rows* out) {
+  out->Swap(rows);
+  if (limit > 0 && out->size() > limit) out->DeleteSubrange(limit, out->size() - limit);
 }
 
 }  // namespace
@@ -66,63 +64,47 @@ absl::StatusOr<v1::GetProfileResponse> QueryApi::GetProfile(const std::string& p
 absl::StatusOr<v1::ProfileSummary> QueryApi::Summary(const v1::BreakdownRequest& request) {
   if (request.profile_id().empty()) return absl::InvalidArgumentError("profile_id is required");
   if (request.limit() < 0) return absl::InvalidArgumentError("limit must not be negative");
-  auto summary = store_->GetSummary(request.profile_id());
+  return store_->GetSummary(request.profile_id());
+}
+
+template <typename Response, typename Rows>
+absl::StatusOr<Response> QueryApi::Section(const char* query, const v1::BreakdownRequest& request,
+                                           Rows* (v1::ProfileSummary::*rows)(), Rows* (Response::*out)()) {
+  QueryTimer timer(metrics_, query);
+  auto summary = Summary(request);
   if (!summary.ok()) return summary.status();
-  return summary;
+  Response response;
+  TakeRows(((*summary).*rows)(), request.limit(), (response.*out)());
+  return response;
 }
 
 absl::StatusOr<v1::OpBreakdownResponse> QueryApi::Ops(const v1::BreakdownRequest& request) {
-  QueryTimer timer(metrics_, "OpBreakdown");
-  auto summary = Summary(request);
-  if (!summary.ok()) return summary.status();
-  v1::OpBreakdownResponse response;
-  CopyRows(summary->ops(), request.limit(), response.mutable_ops());
-  return response;
+  return Section("OpBreakdown", request, &v1::ProfileSummary::mutable_ops, &v1::OpBreakdownResponse::mutable_ops);
 }
 
 absl::StatusOr<v1::KernelBreakdownResponse> QueryApi::Kernels(const v1::BreakdownRequest& request) {
-  QueryTimer timer(metrics_, "KernelBreakdown");
-  auto summary = Summary(request);
-  if (!summary.ok()) return summary.status();
-  v1::KernelBreakdownResponse response;
-  CopyRows(summary->kernels(), request.limit(), response.mutable_kernels());
-  return response;
+  return Section("KernelBreakdown", request, &v1::ProfileSummary::mutable_kernels,
+                 &v1::KernelBreakdownResponse::mutable_kernels);
 }
 
 absl::StatusOr<v1::TemporalBreakdownResponse> QueryApi::Devices(const v1::BreakdownRequest& request) {
-  QueryTimer timer(metrics_, "TemporalBreakdown");
-  auto summary = Summary(request);
-  if (!summary.ok()) return summary.status();
-  v1::TemporalBreakdownResponse response;
-  CopyRows(summary->devices(), request.limit(), response.mutable_devices());
-  return response;
+  return Section("TemporalBreakdown", request, &v1::ProfileSummary::mutable_devices,
+                 &v1::TemporalBreakdownResponse::mutable_devices);
 }
 
 absl::StatusOr<v1::StepBreakdownResponse> QueryApi::Steps(const v1::BreakdownRequest& request) {
-  QueryTimer timer(metrics_, "StepBreakdown");
-  auto summary = Summary(request);
-  if (!summary.ok()) return summary.status();
-  v1::StepBreakdownResponse response;
-  CopyRows(summary->steps(), request.limit(), response.mutable_steps());
-  return response;
+  return Section("StepBreakdown", request, &v1::ProfileSummary::mutable_steps,
+                 &v1::StepBreakdownResponse::mutable_steps);
 }
 
 absl::StatusOr<v1::MemoryBreakdownResponse> QueryApi::Memory(const v1::BreakdownRequest& request) {
-  QueryTimer timer(metrics_, "MemoryBreakdown");
-  auto summary = Summary(request);
-  if (!summary.ok()) return summary.status();
-  v1::MemoryBreakdownResponse response;
-  CopyRows(summary->memory(), request.limit(), response.mutable_memory());
-  return response;
+  return Section("MemoryBreakdown", request, &v1::ProfileSummary::mutable_memory,
+                 &v1::MemoryBreakdownResponse::mutable_memory);
 }
 
 absl::StatusOr<v1::XlaOpBreakdownResponse> QueryApi::XlaOps(const v1::BreakdownRequest& request) {
-  QueryTimer timer(metrics_, "XlaOpBreakdown");
-  auto summary = Summary(request);
-  if (!summary.ok()) return summary.status();
-  v1::XlaOpBreakdownResponse response;
-  CopyRows(summary->xla_ops(), request.limit(), response.mutable_xla_ops());
-  return response;
+  return Section("XlaOpBreakdown", request, &v1::ProfileSummary::mutable_xla_ops,
+                 &v1::XlaOpBreakdownResponse::mutable_xla_ops);
 }
 
 }  // namespace fleetprof

@@ -33,6 +33,10 @@ class QueryApi {
  private:
   // The stored summary of request.profile_id() after checking the request.
   absl::StatusOr<v1::ProfileSummary> Summary(const v1::BreakdownRequest& request);
+  // The section `rows` of the summary, timed as `query`, moved into Response's `out`.
+  template <typename Response, typename Rows>
+  absl::StatusOr<Response> Section(const char* query, const v1::BreakdownRequest& request,
+                                   Rows* (v1::ProfileSummary::*rows)(), Rows* (Response::*out)());
 
   ProfileStore* store_;
   ServerMetrics* metrics_;

@@ -60,7 +60,40 @@ std::string WithPort(const std::string& addr, int port) {
   return absl::StrCat(addr.substr(0, colon), ":", port);
 }
 
+// The HTTP listener's settings; an out-of-range flag is an error naming it.
+absl::StatusOr<HttpServerOptions> HttpOptionsFrom(const ServerFlags& flags) {
+  const auto check = [](const char* flag, int64_t value, int64_t max) -> absl::Status {
+    if (value >= 1 && value <= max) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value, ": want 1..", max));
+  };
+  for (absl::Status s : {check("http_threads", flags.http_threads, 1024),
+                         check("http_max_body_kb", flags.http_max_body_kb, int64_t{1} << 20),
+                         check("http_timeout_s", flags.http_timeout_s, 3600)}) {
+    if (!s.ok()) return s;
+  }
+  HttpServerOptions options;
+  options.address = flags.http_addr;
+  options.threads = static_cast<int>(flags.http_threads);
+  options.max_body_bytes = flags.http_max_body_kb << 10;
+  options.timeout_s = static_cast<int>(flags.http_timeout_s);
+  return options;
+}
+
+// The Prometheus text of every collectable, gathered at scrape time.
+std::string MetricsText(const std::vector<std::shared_ptr<prometheus::Collectable>>& collectables) {
+  std::vector<prometheus::MetricFamily> families;
+  for (const auto& c : collectables) {
+    for (auto& family : c->Collect()) families.push_back(std::move(family));
+  }
+  return prometheus::TextSerializer().Serialize(families);
+}
+
 int Run(const ServerFlags& flags) {
+  auto http_options = HttpOptionsFrom(flags);
+  if (!http_options.ok()) {
+    spdlog::error("{}", std::string(http_options.status().message()));
+    return 2;
+  }
   std::error_code ec;
   std::filesystem::create_directories(flags.data_dir, ec);
   auto store = ProfileStore::Open(flags.data_dir);
@@ -127,24 +160,13 @@ int Run(const ServerFlags& flags) {
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables = {metrics.registry(), fleet,
                                                                          job_metrics};
   std::atomic<bool> serving{false};
-  HttpServerOptions http_options;
-  http_options.address = flags.http_addr;
-  http_options.threads = static_cast<int>(flags.http_threads);
-  http_options.max_body_bytes = flags.http_max_body_kb << 10;
-  http_options.timeout_s = static_cast<int>(flags.http_timeout_s);
-  HttpServer http(http_options);
+  HttpServer http(*http_options);
   HttpApiBackends backends;
   backends.query = &query_api;
   backends.captures = &captures;
   backends.agents = &registry;
   backends.serving = [&serving] { return serving.load(); };
-  backends.metrics_text = [&collectables] {
-    std::vector<prometheus::MetricFamily> families;
-    for (const auto& c : collectables) {
-      for (auto& family : c->Collect()) families.push_back(std::move(family));
-    }
-    return prometheus::TextSerializer().Serialize(families);
-  };
+  backends.metrics_text = [&collectables] { return MetricsText(collectables); };
   RegisterHttpApi(http, backends);
   RegisterWebUi(http);
   auto http_port = http.Start();

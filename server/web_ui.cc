@@ -28,7 +28,7 @@ void Serve(const WebAsset& asset, httplib::Response& res) {
   SetSecurityHeaders(res);
   // Assets change with the binary; "no-cache" revalidates instead of serving a stale app.
   res.set_header("Cache-Control", "no-cache");
-  res.set_content(std::string(asset.data), std::string(asset.content_type));
+  res.set_content(asset.data.data(), asset.data.size(), std::string(asset.content_type));
 }
 
 }  // namespace
@@ -57,6 +57,15 @@ void RegisterWebUi(HttpServer& server) {
       return;
     }
     Serve(*asset, res);
+  });
+  // Anything else: a browser gets the app's own "no such page" view (with status 404), so a
+  // mistyped link still has a way back; API clients get the JSON error of the error handler.
+  routes.Get(".*", [index](const httplib::Request& req, httplib::Response& res) {
+    const bool api = req.path.rfind("/api/", 0) == 0;
+    if (!api && req.get_header_value("Accept").find("text/html") != std::string::npos) {
+      index(req, res);
+    }
+    res.status = 404;
   });
 }
 

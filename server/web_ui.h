@@ -8,6 +8,7 @@
 
 namespace fleetprof {
 
+// REQUIRES: registered after every other route; its catch-all answers what they do not.
 void RegisterWebUi(HttpServer& server);
 
 }  // namespace fleetprof

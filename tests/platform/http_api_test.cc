@@ -220,6 +220,12 @@ TEST_F(HttpApiTest, ServesTheWebAppAndMetricsOnTheSamePort) {
   EXPECT_NE(css->get_header_value("Content-Type").find("text/css"), std::string::npos);
   EXPECT_EQ(http_->Get("/assets/../server_main.cc")->status, 404);
   EXPECT_EQ(http_->Get("/assets/missing.js")->status, 404);
+  // A mistyped page link: a browser gets the app (its "no such page" view) with 404.
+  auto typo = http_->Get("/profilez/abc", {{"Accept", "text/html,application/xhtml+xml"}});
+  ASSERT_TRUE(typo);
+  EXPECT_EQ(typo->status, 404);
+  EXPECT_NE(typo->body.find("/assets/"), std::string::npos) << typo->body;
+  ExpectError(Get("/profilez/abc", 404), "NOT_FOUND", "/profilez/abc");
   const std::string metrics = Get("/metrics");
   EXPECT_NE(metrics.find("fleetprof_server_"), std::string::npos) << metrics.substr(0, 500);
   EXPECT_EQ(Get("/healthz"), "ok\n");
