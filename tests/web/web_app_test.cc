@@ -4,6 +4,7 @@
 // Grafana dashboards' every Infinity query against this live server.
 
 #include <filesystem>
+#include <fstream>
 
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
@@ -79,6 +80,28 @@ TEST_F(WebAppTest, PagesShowTheProfileAndACaptureStartedFromTheFormIsIndexed) {
       240);
   EXPECT_EQ(browser.exit_code, 0) << browser.out << browser.err << cluster_.ServerLog();
   std::cout << browser.out;
+}
+
+// Names come from traces, which anyone can write: markup in a kernel name must show as text.
+// Were it parsed as HTML, the inline handler would break the CSP and the check's console test.
+TEST_F(WebAppTest, MarkupInTraceNamesShowsAsText) {
+  const std::string hostile = "<img src=x onerror=\"document.title='pwned'\">kernel";
+  const std::string path = cluster_.root() + "/hostile.json";
+  {
+    std::ofstream out(path);
+    out << R"({"traceEvents":[{"ph":"X","cat":"kernel","name":")"
+        << "<img src=x onerror=\\\"document.title='pwned'\\\">kernel"
+        << R"(","pid":0,"tid":7,"ts":1,"dur":2,"args":{"device":0}}]})";
+  }
+  const std::string id = Upload(path, "hostile");
+  ASSERT_FALSE(id.empty());
+  const std::string screenshots = std::string(FLEETPROF_BIN_DIR) + "/../web-screenshots/hostile";
+  fs::create_directories(screenshots);
+  CommandResult browser =
+      RunCommand({kPython, Source("tests/web/browser_check.py"), "--url", "http://" + cluster_.http_addr(),
+                  "--profile-id", id, "--expect-kernel", hostile, "--screenshots", screenshots},
+                 240);
+  EXPECT_EQ(browser.exit_code, 0) << browser.out << browser.err;
 }
 
 TEST_F(WebAppTest, EveryGrafanaInfinityQueryAnswersRowsOnALiveServer) {
