@@ -1,5 +1,7 @@
 #include "server/http_server.h"
 
+#include <sys/socket.h>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "httplib.h"
@@ -19,6 +21,14 @@ HttpServer::HttpServer(HttpServerOptions options)
   // Responses go out as header and body writes; without NODELAY, Nagle plus delayed ACKs add
   // ~40 ms to every keep-alive request.
   server_->set_tcp_nodelay(true);
+  // cpp-httplib's default socket options set SO_REUSEPORT, which would let a second process
+  // bind the same port and take part of our connections; SO_REUSEADDR alone still allows a
+  // prompt restart. The listening socket is kept for the backlog below.
+  server_->set_socket_options([this](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_socket_ = sock;
+  });
   server_->set_keep_alive_timeout(5);
   server_->set_keep_alive_max_count(1000);
   // Every error without a body of its own (no route, body too large, bad request line) gets
@@ -77,6 +87,9 @@ absl::StatusOr<int> HttpServer::Start() {
   if (port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ", options_.address));
   }
+  // The library listens with a backlog of 5: a burst of new connections (16 dashboard panels
+  // at once) overflows it and waits for a 1 s SYN retransmit. Listening again resizes it.
+  if (listen_socket_ >= 0) ::listen(listen_socket_, SOMAXCONN);
   listener_ = std::thread([this] { server_->listen_after_bind(); });
   return port;
 }

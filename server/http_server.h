@@ -39,6 +39,7 @@ class HttpServer {
  private:
   HttpServerOptions options_;
   std::unique_ptr<httplib::Server> server_;
+  int listen_socket_ = -1;  // set while binding (see the socket options in the constructor)
   std::thread listener_;
 };
 

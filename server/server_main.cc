@@ -145,6 +145,9 @@ int Run(const ServerFlags& flags) {
   int grpc_port = 0;
   builder.AddListeningPort(flags.grpc_addr, grpc::InsecureServerCredentials(), &grpc_port);
   builder.SetMaxReceiveMessageSize(4 << 20);  // 1 MiB chunks plus framing
+  // gRPC sets SO_REUSEPORT by default, which would let a second server bind the same port and
+  // take part of the agents' connections; refuse to share it, as the HTTP listener does.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&ingest);
   builder.RegisterService(&query);
   builder.RegisterService(&agents);

@@ -204,6 +204,22 @@ TEST_F(HttpApiTest, OversizedBodyIs413AndTheServerKeepsServing) {
   EXPECT_EQ(fresh.Get("/api/v1/profiles")->status, 200);
 }
 
+// No SO_REUSEPORT: a second process cannot bind either port and take part of the traffic.
+TEST_F(HttpApiTest, ASecondServerCannotShareItsPorts) {
+  CommandResult second = RunCommand({BinDir() + "/fleetprof-server", "--grpc_addr=127.0.0.1:0",
+                                     "--http_addr=" + cluster_.http_addr(),
+                                     "--data_dir=" + cluster_.root() + "/second"},
+                                    30);
+  EXPECT_EQ(second.exit_code, 1) << second.out << second.err;
+  EXPECT_NE((second.out + second.err).find("cannot listen for HTTP"), std::string::npos) << second.err;
+  EXPECT_EQ(Get("/healthz"), "ok\n");
+  CommandResult grpc_twin = RunCommand({BinDir() + "/fleetprof-server", "--grpc_addr=" + cluster_.grpc_addr(),
+                                        "--http_addr=127.0.0.1:0", "--data_dir=" + cluster_.root() + "/third"},
+                                       30);
+  EXPECT_EQ(grpc_twin.exit_code, 1) << grpc_twin.out << grpc_twin.err;
+  EXPECT_NE((grpc_twin.out + grpc_twin.err).find("cannot listen for gRPC"), std::string::npos) << grpc_twin.err;
+}
+
 TEST_F(HttpApiTest, ServesTheWebAppAndMetricsOnTheSamePort) {
   for (const char* page : {"/", "/profiles", "/profiles/abc", "/profiles/abc/trace", "/fleet", "/captures",
                            "/compare", "/jobs/llama"}) {
