@@ -4,7 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "rpc/upload_client.h"
+#include "auth/exposure.h"
 #include "common/runtime.h"
+#include "common/safe_paths.h"
 #include "collectors/target_discovery.h"
 #include "spdlog/spdlog.h"
 
@@ -30,13 +32,28 @@ absl::Status Agent::Start() {
     static_targets_.push_back(*target);
   }
   std::error_code ec;
-  for (const auto& dir : {config_.state_dir, config_.state_dir + "/xprof", config_.kineto_trace_dir}) {
+  for (const auto& dir : {config_.state_dir, config_.state_dir + "/xprof"}) {
     std::filesystem::create_directories(dir, ec);
     if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
   }
+  // Jobs of any user write their traces here and the agent reads them as root: an absolute
+  // path the agent owns, that nobody else created first (--kineto_trace_dir).
+  config_.kineto_trace_dir = std::filesystem::absolute(config_.kineto_trace_dir).lexically_normal().string();
+  if (absl::Status s = EnsureSharedDropFolder(config_.kineto_trace_dir); !s.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("--kineto_trace_dir: ", s.message()));
+  }
+  ListenerSecurity dynolog_security;
+  dynolog_security.tokens = !config_.dynolog_token.empty();
+  dynolog_security.tls = true;  // the dynolog protocol has no TLS; a token is what it can have
+  if (absl::Status s = CheckExposure("dynolog_addr", config_.dynolog_addr, dynolog_security);
+      !config_.dynolog_addr.empty() && !s.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "refusing --dynolog_addr=", config_.dynolog_addr,
+        ": a non-loopback dynolog API needs --dynolog_token_file (any host could have root read a trace)"));
+  }
 
   if (absl::Status s = StartMetrics(); !s.ok()) return s;
-  auto channel = MakeChannel(config_.server);
+  auto channel = MakeChannel(config_.server, config_.security);
   TraceUploaderOptions uploads;
   uploads.dirs = config_.trace_dirs;
   uploads.job = config_.job;
@@ -108,12 +125,14 @@ void Agent::StartKineto(const std::shared_ptr<grpc::Channel>& channel) {
   }
   kineto_up.Set(kineto_ ? 1 : 0);
   CaptureRunner::Options capture_options{config_.node, config_.state_dir + "/xprof",
-                                         config_.kineto_trace_dir};
+                                         config_.kineto_trace_dir, config_.proc_root};
   captures_ = std::make_unique<CaptureRunner>(capture_options, channel, kineto_.get(),
                                               [this](const v1::AgentMessage& m) { link_->Send(m); });
   if (kineto_ && !config_.dynolog_addr.empty()) {
     DynologApiServer::Options api;
     api.listen_address = config_.dynolog_addr;
+    api.log_dir = config_.kineto_trace_dir;
+    api.token = config_.dynolog_token;
     dynolog_ = std::make_unique<DynologApiServer>(*kineto_, api);
     if (absl::Status s = dynolog_->Start(); !s.ok()) {
       spdlog::warn("dynolog-compatible API off: {}", std::string(s.message()));

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "rpc/channel.h"
+
 #include "absl/status/status.h"
 #include "agent/capture_runner.h"
 #include "agent/server_link.h"
@@ -40,6 +42,8 @@ struct AgentConfig {
   int64_t settle_ms = 2000;
   int64_t sample_interval_ms = 10000;
   int64_t discover_interval_ms = 5000;
+  ClientSecurity security;      // token and TLS towards the server
+  std::string dynolog_token;    // required in each dynolog API request when set
 };
 
 class Agent {

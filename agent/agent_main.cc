@@ -53,6 +53,11 @@ int main(int argc, char** argv) {
   set.AddInt("settle_ms", &config.settle_ms, "a trace file counts as finished once unchanged this long");
   set.AddInt("sample_interval_ms", &config.sample_interval_ms, "how often device and host metrics are sampled");
   set.AddInt("discover_interval_ms", &config.discover_interval_ms, "how often /proc is scanned for XLA jobs");
+  fleetprof::ClientSecurityFlags security;
+  fleetprof::AddClientSecurityFlags(set, &security);
+  std::string dynolog_token_file;
+  set.AddString("dynolog_token_file", &dynolog_token_file,
+                "file with the token each dynolog API request must carry as \"auth_token\" (needed off loopback)");
   set.AddString("ready_file", &ready_file, "write {\"metrics\":…} here once serving");
   set.AddString("log_level", &log_level, "trace, debug, info, warn or error");
   if (absl::Status s = set.Parse(argc, argv); !s.ok()) {
@@ -68,6 +73,22 @@ int main(int argc, char** argv) {
     return 2;
   }
   fleetprof::SetUpLogging("agent", log_level);
+  if (auto loaded = fleetprof::LoadClientSecurity(security); loaded.ok()) {
+    config.security = *std::move(loaded);
+  } else {
+    spdlog::error("{}", std::string(loaded.status().message()));
+    return 2;
+  }
+  if (!dynolog_token_file.empty()) {
+    fleetprof::ClientSecurityFlags token_only;
+    token_only.token_file = dynolog_token_file;
+    auto loaded = fleetprof::LoadClientSecurity(token_only);
+    if (!loaded.ok()) {
+      spdlog::error("--dynolog_{}", std::string(loaded.status().message()).substr(2));
+      return 2;
+    }
+    config.dynolog_token = loaded->token;
+  }
   fleetprof::Agent agent(config);
   if (absl::Status s = agent.Start(); !s.ok()) {
     spdlog::error("{}", std::string(s.message()));

@@ -8,6 +8,9 @@
 #include "collectors/trace_file_waiter.h"
 #include "collectors/xprof_client.h"
 #include "common/runtime.h"
+#include "common/safe_paths.h"
+#include "common/text_checks.h"
+#include "absl/strings/escaping.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
@@ -81,16 +84,20 @@ absl::StatusOr<std::string> CaptureRunner::Trigger(const v1::CaptureCommand& com
                         std::chrono::nanoseconds(std::max<int64_t>(
                             command.deadline_unix_ns() - UnixNanos(), 1'000 * kNanosPerMs));
   if (target.kind() == v1::Target::xprof) {
+    if (!IsHostPort(target.address())) {
+      return absl::InvalidArgumentError(absl::StrCat("refusing xprof address '", absl::CHexEscape(target.address()),
+                                                     "': want HOST:PORT"));
+    }
     XprofCaptureOptions xprof;
     xprof.address = target.address();
     xprof.duration_ms = command.duration_ms() > 0 ? command.duration_ms() : 2000;
     xprof.start_timestamp_ns = command.start_time_unix_ns();
     xprof.delay_ms = std::max<int64_t>(0, (command.start_time_unix_ns() - UnixNanos()) / kNanosPerMs);
     xprof.repository_root = options_.xprof_dir;
-    // One session folder per target, so two XLA jobs on one node never share a file.
-    std::string session = absl::StrCat(command.capture_id(), "_", target.address());
-    std::replace(session.begin(), session.end(), ':', '_');
-    xprof.session_id = session;
+    // One session folder per target, so two XLA jobs on one node never share a file. Its
+    // name comes from the server and another process's environment: only safe characters
+    // reach the path, so it stays one folder directly under the agent's xprof folder.
+    xprof.session_id = SafeFileName(absl::StrCat(command.capture_id(), "_", target.address()));
     xprof.host_name = options_.node;
     return CaptureXprof(xprof, [this] { return cancelled(); });
   }
@@ -99,7 +106,7 @@ absl::StatusOr<std::string> CaptureRunner::Trigger(const v1::CaptureCommand& com
       return absl::FailedPreconditionError("this agent's Kineto endpoint is not running (socket held by another daemon?)");
     }
     KinetoTraceRequest request;
-    request.log_file = absl::StrCat(options_.kineto_dir, "/", command.capture_id(), ".json");
+    request.log_file = absl::StrCat(options_.kineto_dir, "/", SafeFileName(command.capture_id()), ".json");
     request.duration_ms = command.iterations() > 0 ? 0 : command.duration_ms();
     request.iterations = command.iterations();
     request.start_time_unix_ms = command.start_time_unix_ns() / kNanosPerMs;
@@ -107,6 +114,10 @@ absl::StatusOr<std::string> CaptureRunner::Trigger(const v1::CaptureCommand& com
     request.profile_memory = command.profile_memory();
     request.with_stack = command.with_stack();
     request.trace_id = command.capture_id();
+    {
+      std::lock_guard lock(mu_);
+      own_log_files_.insert(request.log_file);  // Execute uploads it, not AdoptKinetoTrace
+    }
     TriggerResult triggered =
         kineto_->Trigger({target.pid()}, 0, KinetoEndpoint::BuildConfig(request), 1);
     if (triggered.matched.empty()) {
@@ -117,8 +128,16 @@ absl::StatusOr<std::string> CaptureRunner::Trigger(const v1::CaptureCommand& com
       return absl::UnavailableError(absl::StrCat(
           "target busy: pid ", target.pid(), " still has an earlier trace request pending"));
     }
-    return WaitForTraceFile(KinetoEndpoint::TracePathFor(request.log_file, target.pid()), deadline,
-                            [this] { return cancelled(); });
+    auto trace = WaitForTraceFile(KinetoEndpoint::TracePathFor(request.log_file, target.pid()), deadline,
+                                  [this] { return cancelled(); });
+    // The job wrote it into a folder every user can write to: read it only if it is a plain
+    // file of the traced process's user, never a link planted by someone else.
+    if (trace.ok()) {
+      if (absl::Status s = CheckOwnedRegularFile(*trace, ProcessUid(options_.proc_root, target.pid())); !s.ok()) {
+        return s;
+      }
+    }
+    return trace;
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown target kind ", static_cast<int>(target.kind())));
 }
@@ -161,15 +180,31 @@ void CaptureRunner::Execute(const v1::CaptureCommand& command) {
 }
 
 void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const std::string& log_file) {
-  // Ours are uploaded by Execute; a config without a log file names nothing to upload.
-  if (log_file.empty() || log_file.rfind(options_.kineto_dir + "/", 0) == 0) return;
-  Spawn([this, process, log_file] {
+  // A config without a log file names nothing to upload; ours are uploaded by Execute.
+  if (log_file.empty()) return;
+  {
+    std::lock_guard lock(mu_);
+    if (own_log_files_.erase(log_file) > 0) return;
+  }
+  // Only files the job writes directly into the Kineto trace folder: the dynolog API refuses
+  // other paths already; this keeps any other route from naming /etc/… for root to upload.
+  auto confined = FileDirectlyIn(options_.kineto_dir, log_file);
+  if (!confined.ok()) {
+    spdlog::warn("not uploading the trace of pid {}: {}", process.pid, std::string(confined.status().message()));
+    return;
+  }
+  Spawn([this, process, log_file = *confined] {
     const std::string path = KinetoEndpoint::TracePathFor(log_file, process.pid);
     auto trace = WaitForTraceFile(path, std::chrono::steady_clock::now() + std::chrono::minutes(10),
                                   [this] { return cancelled(); });
     if (!trace.ok()) {
       spdlog::warn("trace requested from pid {} never appeared: {}", process.pid,
                    std::string(trace.status().message()));
+      return;
+    }
+    const int64_t uid = process.uid >= 0 ? process.uid : ProcessUid(options_.proc_root, process.host_pid > 0 ? process.host_pid : process.pid);
+    if (absl::Status s = CheckOwnedRegularFile(*trace, uid); !s.ok()) {
+      spdlog::warn("not uploading the trace of pid {}: {}", process.pid, std::string(s.message()));
       return;
     }
     UploadOptions upload;

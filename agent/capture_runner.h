@@ -6,6 +6,7 @@
 #include <atomic>
 #include <functional>
 #include <list>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,7 +23,8 @@ class CaptureRunner {
   struct Options {
     std::string node;
     std::string xprof_dir;   // repository_root handed to XLA profiler servers
-    std::string kineto_dir;  // where Kineto clients write (PyTorch accepts /tmp/... only)
+    std::string kineto_dir;  // where Kineto clients write (PyTorch accepts /tmp/... only); absolute
+    std::string proc_root = "/proc";  // for the uid of a traced process
   };
   using Sender = std::function<void(const v1::AgentMessage&)>;
 
@@ -56,6 +58,7 @@ class CaptureRunner {
     std::shared_ptr<std::atomic<bool>> done;
   };
   std::list<Worker> workers_;  // finished ones are joined at the next Spawn
+  std::set<std::string> own_log_files_;  // Kineto log files of captures (Execute uploads them)
 };
 
 }  // namespace fleetprof

@@ -60,7 +60,7 @@ int RunCapture(const CliOptions& options) {
   if (options.job.empty() && options.node.empty() && options.target.empty()) {
     return Fail("usage: fleetprof capture --job J [--node N] [--target T] [--duration_ms MS] [--wait]");
   }
-  auto stub = v1::CaptureService::NewStub(MakeChannel(options.server));
+  auto stub = v1::CaptureService::NewStub(MakeChannel(options.server, options.security));
   v1::StartCaptureRequest request;
   request.set_job(options.job);
   request.set_node(options.node);
@@ -106,7 +106,7 @@ int RunCapture(const CliOptions& options) {
 }
 
 int RunCaptures(const CliOptions& options) {
-  auto stub = v1::CaptureService::NewStub(MakeChannel(options.server));
+  auto stub = v1::CaptureService::NewStub(MakeChannel(options.server, options.security));
   grpc::ClientContext context;
   SetDeadline(&context, options);
   v1::ListCapturesRequest request;

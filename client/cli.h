@@ -8,11 +8,13 @@
 
 #include "fleetprof/v1/profile.pb.h"
 #include "google/protobuf/repeated_ptr_field.h"
+#include "rpc/channel.h"
 
 namespace fleetprof::cli {
 
 struct CliOptions {
   std::string server = "127.0.0.1:7070";
+  ClientSecurity security;  // token and TLS files (--token_file, --tls_*)
   bool json = false;
   std::string job;
   std::string node;

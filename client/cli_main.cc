@@ -32,7 +32,7 @@ constexpr char kUsage[] =
     "  captures [--job J]                 recent captures, newest first\n"
     "\n"
     "Traces: PyTorch/Kineto JSON (.json, .json.gz) and XSpace (.xplane.pb).\n"
-    "The server address can also come from $FLEETPROF_SERVER.";
+    "The server address can also come from $FLEETPROF_SERVER, the token from $FLEETPROF_TOKEN.";
 
 int Dispatch(const std::string& command, const CliOptions& options) {
   if (command == "analyze") return RunAnalyze(options);
@@ -97,8 +97,15 @@ int main(int argc, char** argv) {
   flags.AddBool("record_shapes", &options.record_shapes, "capture: record input shapes (Kineto)");
   flags.AddBool("profile_memory", &options.profile_memory, "capture: record allocations (Kineto)");
   flags.AddBool("with_stack", &options.with_stack, "capture: record Python stacks (Kineto)");
+  fleetprof::ClientSecurityFlags security;
+  fleetprof::AddClientSecurityFlags(flags, &security);
   if (absl::Status s = flags.Parse(argc, argv); !s.ok()) {
     return fleetprof::cli::Fail(std::string(s.message()));
+  }
+  if (auto loaded = fleetprof::LoadClientSecurity(security); loaded.ok()) {
+    options.security = *std::move(loaded);
+  } else {
+    return fleetprof::cli::Fail(std::string(loaded.status().message()));
   }
   if (flags.help_requested() || flags.positional().empty()) {
     std::cout << flags.HelpText();

@@ -18,7 +18,7 @@ namespace fleetprof::cli {
 
 int RunProfile(const CliOptions& options) {
   if (options.args.size() != 1) return Fail("usage: fleetprof profile PROFILE_ID [--json]");
-  auto stub = v1::QueryService::NewStub(MakeChannel(options.server));
+  auto stub = v1::QueryService::NewStub(MakeChannel(options.server, options.security));
   grpc::ClientContext context;
   SetDeadline(&context, options);
   v1::GetProfileRequest request;

@@ -54,7 +54,7 @@ int RunUpload(const CliOptions& options) {
       std::cerr << "\rupload: " << (sent >> 20) << " / " << (total >> 20) << " MiB" << std::flush;
     };
   }
-  auto response = UploadFile(MakeChannel(options.server), upload);
+  auto response = UploadFile(MakeChannel(options.server, options.security), upload);
   if (show_progress) std::cerr << "\r\033[K";
   if (!response.ok()) return Fail(std::string(response.status().message()));
   if (options.json) {
@@ -69,7 +69,7 @@ int RunUpload(const CliOptions& options) {
 }
 
 int RunProfiles(const CliOptions& options) {
-  auto stub = v1::QueryService::NewStub(MakeChannel(options.server));
+  auto stub = v1::QueryService::NewStub(MakeChannel(options.server, options.security));
   v1::ListProfilesRequest request;
   request.set_job(options.job);
   std::map<std::string, std::string> labels;
@@ -111,7 +111,7 @@ template <typename Response, typename Call, typename Table>
 int PrintSection(const CliOptions& options, const char* command, Call call, Table table) {
   std::string id = RequireProfileId(options, command);
   if (id.empty()) return 1;
-  auto stub = v1::QueryService::NewStub(MakeChannel(options.server));
+  auto stub = v1::QueryService::NewStub(MakeChannel(options.server, options.security));
   grpc::ClientContext context;
   SetDeadline(&context, options);
   v1::BreakdownRequest request;
@@ -142,7 +142,7 @@ int RunBreakdown(const CliOptions& options) {
 }
 
 int RunAgents(const CliOptions& options) {
-  auto stub = v1::AgentService::NewStub(MakeChannel(options.server));
+  auto stub = v1::AgentService::NewStub(MakeChannel(options.server, options.security));
   grpc::ClientContext context;
   SetDeadline(&context, options);
   v1::ListAgentsResponse response;

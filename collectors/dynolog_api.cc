@@ -16,7 +16,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "auth/token_hash.h"
 #include "collectors/kineto_endpoint.h"
+#include "common/safe_paths.h"
 #include "simdjson.h"
 #include "spdlog/spdlog.h"
 
@@ -240,6 +242,12 @@ std::string DynologApiServer::HandleRequest(std::string_view request) {
   if (document.get_object().get(object)) return ErrorReply("request is not a JSON object");
   std::string_view fn;
   if (object["fn"].get_string().get(fn)) return ErrorReply("request has no string \"fn\"");
+  if (!options_.token.empty()) {
+    std::string_view token;
+    if (object["auth_token"].get_string().get(token) || !ConstantTimeEquals(token, options_.token)) {
+      return ErrorReply("this API requires \"auth_token\" (the agent's --dynolog_token_file)");
+    }
+  }
 
   if (fn == "getStatus") return "{\"status\":1}";
   if (fn == "getVersion") return absl::StrCat("{\"version\":", JsonString(options_.version), "}");
@@ -250,6 +258,16 @@ std::string DynologApiServer::HandleRequest(std::string_view request) {
   std::string_view config;
   if (object["config"].get_string().get(config) || config.empty()) {
     return ErrorReply("setKinetOnDemandRequest needs a non-empty string \"config\"");
+  }
+  // The agent reads and uploads the file the config names, as root: only a plain file in
+  // the Kineto trace folder, never /etc/... or another user's file.
+  if (const std::string log_file = KinetoEndpoint::LogFileOf(std::string(config)); !log_file.empty()) {
+    if (options_.log_dir.empty()) return ErrorReply("this agent accepts no ACTIVITIES_LOG_FILE");
+    auto confined = FileDirectlyIn(options_.log_dir, log_file);
+    if (!confined.ok()) {
+      return ErrorReply(absl::StrCat("ACTIVITIES_LOG_FILE refused: ", std::string(confined.status().message()),
+                                     " (write traces directly into ", options_.log_dir, ")"));
+    }
   }
   std::vector<int32_t> pids;
   if (simdjson::dom::element value; !object["pids"].get(value)) {

@@ -5,7 +5,7 @@
 //
 // Requests by "fn": getStatus, getVersion, and setKinetOnDemandRequest (sic), which becomes
 // KinetoEndpoint::Trigger(). dynolog has no authentication; we listen on loopback unless told
-// otherwise.
+// otherwise, and then require a token ("auth_token" in each request).
 
 #include <chrono>
 #include <cstddef>
@@ -29,6 +29,11 @@ class DynologApiServer {
     std::chrono::milliseconds request_timeout{2000};
     size_t max_request_bytes = 1 << 20;
     std::string version = "fleetprof 0.1.0";  // what getVersion answers
+    // A trace request's ACTIVITIES_LOG_FILE must name a file directly in this folder (the
+    // agent, as root, later reads and uploads it); empty: requests naming a file are refused.
+    std::string log_dir;
+    // When set, every request must carry "auth_token" with this value (for an exposed API).
+    std::string token;
   };
 
   // `endpoint` must outlive this server.

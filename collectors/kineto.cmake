@@ -13,4 +13,4 @@ target_include_directories(fleetprof_kineto PUBLIC ${CMAKE_CURRENT_LIST_DIR}/..)
 # FLEETPROF_JOB from /proc/<pid>/environ.
 target_link_libraries(fleetprof_kineto
   PUBLIC absl::status absl::statusor absl::strings spdlog::spdlog Threads::Threads
-  PRIVATE fleetprof_device_metrics simdjson::simdjson)
+  PRIVATE fleetprof_auth fleetprof_common fleetprof_device_metrics simdjson::simdjson)

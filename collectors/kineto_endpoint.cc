@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -19,6 +21,20 @@
 
 namespace fleetprof {
 namespace {
+
+// True when process `host_pid` is `pid` in one of its pid namespaces ("NSpid:" in status).
+bool PidNamespaceHas(const std::string& proc_root, int32_t host_pid, int32_t pid) {
+  std::ifstream status(absl::StrCat(proc_root, "/", host_pid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("NSpid:", 0) != 0) continue;
+    for (absl::string_view field : absl::StrSplit(absl::string_view(line).substr(6), absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
+      int32_t value = 0;
+      if (absl::SimpleAtoi(field, &value) && value == pid) return true;
+    }
+  }
+  return false;
+}
 
 using SteadyClock = std::chrono::steady_clock;
 
@@ -150,8 +166,14 @@ void KinetoEndpoint::DrainSocket() {
   }
 }
 
-void KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid) {
+bool KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid, int64_t uid) {
   const int32_t pid = poll.pids.front();
+  // A client may only speak for itself: its claimed pid must be the kernel's view of the
+  // sender, directly or in the sender's own pid namespace (a container).
+  if (host_pid > 0 && host_pid != pid && !PidNamespaceHas(options_.proc_root, host_pid, pid)) {
+    spdlog::warn("Kineto registration refused: it claims pid {} but was sent by pid {}", pid, host_pid);
+    return false;
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = processes_.find(pid);
@@ -160,7 +182,8 @@ void KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid) {
       it->second.last_poll = SteadyClock::now();
       it->second.process.last_poll_ns = UnixNowNs();
       it->second.process.host_pid = host_pid;
-      return;
+      it->second.process.uid = uid;
+      return true;
     }
   }
   // A new process (or a recycled pid): environ is read outside the lock, since reading
@@ -176,14 +199,15 @@ void KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid) {
                  pid);
     registration.pending_config.reset();
   }
-  registration.process = KinetoProcess{pid, poll.pids, poll.job_id, job, UnixNowNs(), host_pid};
+  registration.process = KinetoProcess{pid, poll.pids, poll.job_id, job, UnixNowNs(), host_pid, uid};
   registration.last_poll = SteadyClock::now();
   spdlog::info("Kineto process registered: pid={} job={} ancestry=[{}]", pid, job,
                absl::StrJoin(poll.pids, ","));
+  return true;
 }
 
 void KinetoEndpoint::HandlePoll(const KinetoDatagram& datagram, const KinetoPoll& poll) {
-  Register(poll, datagram.sender_pid);
+  if (!Register(poll, datagram.sender_pid, datagram.sender_uid)) return;
   const int32_t pid = poll.pids.front();
   std::string config;
   KinetoProcess process;

@@ -34,6 +34,8 @@ struct KinetoProcess {
   // The sender's pid in the daemon's pid namespace (from SCM_CREDENTIALS), 0 when unknown.
   // Differs from `pid` when the job runs in a container with its own pid namespace.
   int32_t host_pid = 0;
+  // The sender's uid (SCM_CREDENTIALS), -1 when unknown: its trace files must belong to it.
+  int64_t uid = -1;
 };
 
 // What to trace; BuildConfig() turns it into libkineto's KEY=VALUE config.
@@ -125,7 +127,8 @@ class KinetoEndpoint {
   void HandleContext(const KinetoDatagram& datagram, const KinetoContext& context);
   // Updates (or creates) the registration for a poll; reads the job from environ only for a
   // process it has not seen with this ancestry and job id.
-  void Register(const KinetoPoll& poll, int32_t host_pid);
+  // False (and logged) when the kernel's credentials contradict the pid the client claims.
+  bool Register(const KinetoPoll& poll, int32_t host_pid, int64_t uid);
   void ForgetSilentProcesses();
 
   const Options options_;

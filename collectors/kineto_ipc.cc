@@ -218,6 +218,7 @@ absl::StatusOr<KinetoDatagram> KinetoIpcSocket::Receive() {
       ucred credentials;
       std::memcpy(&credentials, CMSG_DATA(c), sizeof(credentials));
       datagram.sender_pid = credentials.pid;
+      datagram.sender_uid = credentials.uid;
     }
   }
   const std::string from = DescribeUnixAddress(datagram.sender, datagram.sender_len);

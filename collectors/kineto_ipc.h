@@ -60,6 +60,7 @@ struct KinetoDatagram {
   socklen_t sender_len = 0;
   // The sending process in our pid namespace (SCM_CREDENTIALS), 0 when the kernel gave none.
   int32_t sender_pid = 0;
+  int64_t sender_uid = -1;  // likewise; -1 when unknown
 };
 
 // The daemon's bound socket. Non-blocking; not thread-safe (one event loop owns it).

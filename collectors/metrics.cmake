@@ -9,4 +9,4 @@ add_library(fleetprof_device_metrics STATIC
 target_include_directories(fleetprof_device_metrics PUBLIC ${CMAKE_CURRENT_LIST_DIR}/..)
 target_link_libraries(fleetprof_device_metrics
   PUBLIC prometheus-cpp::core spdlog::spdlog absl::strings absl::status absl::statusor
-  PRIVATE ${CMAKE_DL_LIBS} Threads::Threads)
+  PRIVATE fleetprof_common ${CMAKE_DL_LIBS} Threads::Threads)

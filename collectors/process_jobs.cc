@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/text_checks.h"
 
 namespace fleetprof {
 
@@ -44,7 +45,11 @@ std::optional<std::string> FindJobInEnviron(std::string_view environ) {
     size_t end = environ.find('\0');
     std::string_view entry = environ.substr(0, end);
     if (entry.size() > prefix.size() && entry.starts_with(prefix)) {
-      return std::string(entry.substr(prefix.size()));
+      // A job name travels in protos, labels and logs: one that is not printable UTF-8 of
+      // at most 253 bytes counts as none, so the process falls back to "unassigned".
+      std::string_view job = entry.substr(prefix.size());
+      if (!IsPrintableUtf8(job, 253)) return std::nullopt;
+      return std::string(job);
     }
     if (end == std::string_view::npos) break;
     environ.remove_prefix(end + 1);

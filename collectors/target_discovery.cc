@@ -4,12 +4,16 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <mutex>
 #include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/escaping.h"
 #include "collectors/process_jobs.h"
+#include "common/text_checks.h"
+#include "spdlog/spdlog.h"
 
 namespace fleetprof {
 
@@ -27,8 +31,7 @@ absl::StatusOr<v1::Target> ParseTargetFlag(const std::string& flag) {
           absl::StrCat("--target ", flag, ": unknown key '", kv.first, "' (want job=J,xprof=HOST:PORT)"));
     }
   }
-  if (target.job().empty() || target.address().empty() ||
-      target.address().find(':') == std::string::npos) {
+  if (target.job().empty() || !IsPrintableUtf8(target.job(), 253) || !IsHostPort(target.address())) {
     return absl::InvalidArgumentError(absl::StrCat("--target ", flag, ": want job=J,xprof=HOST:PORT"));
   }
   return target;
@@ -41,6 +44,19 @@ std::string EnvironValue(const std::string& environ, const std::string& name) {
   }
   return "";
 }
+
+namespace {
+
+// Discovery runs every few seconds: say why a process is ignored once, not every scan.
+void WarnOnce(int pid, const std::string& message) {
+  static std::mutex mu;
+  static std::set<int> warned;
+  std::lock_guard lock(mu);
+  if (warned.size() > 4096) warned.clear();
+  if (warned.insert(pid).second) spdlog::warn("{}", message);
+}
+
+}  // namespace
 
 std::vector<v1::Target> DiscoverXprofTargets(const std::string& proc_root) {
   std::vector<v1::Target> targets;
@@ -59,7 +75,16 @@ std::vector<v1::Target> DiscoverXprofTargets(const std::string& proc_root) {
     if (!environ.ok()) continue;
     std::string job = EnvironValue(*environ, "FLEETPROF_JOB");
     std::string address = EnvironValue(*environ, "FLEETPROF_XPROF_ADDR");
-    if (job.empty() || address.empty() || !addresses.insert(address).second) continue;
+    if (job.empty() || address.empty()) continue;
+    // Both values come from any process on the node and end up in protos and in a session
+    // folder name: refuse anything but a plain host:port and a printable UTF-8 job name.
+    if (!IsHostPort(address) || !IsPrintableUtf8(job, 253)) {
+      WarnOnce(pid, absl::StrCat("ignoring pid ", pid, ": FLEETPROF_XPROF_ADDR must be HOST:PORT and FLEETPROF_JOB "
+                                 "printable UTF-8 of at most 253 bytes (got address '", absl::CHexEscape(address),
+                                 "', job '", absl::CHexEscape(job), "')"));
+      continue;
+    }
+    if (!addresses.insert(address).second) continue;
     v1::Target target;
     target.set_job(job);
     target.set_kind(v1::Target::xprof);

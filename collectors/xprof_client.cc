@@ -92,13 +92,16 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& byt
 // *.xplane.pb in the session folder (servers that name the file after their own hostname or
 // `override_hostname`). Returns "" when there is none.
 std::string FindServerWrittenTrace(const std::string& expected_path) {
+  // The job writes this folder: a symlink (to the folder or a file) could make the agent,
+  // as root, upload and then delete a file elsewhere. Links are never followed.
   std::error_code error;
-  if (fs::is_regular_file(expected_path, error)) return expected_path;
+  if (fs::is_symlink(fs::path(expected_path).parent_path(), error)) return "";
+  if (fs::is_regular_file(fs::symlink_status(expected_path, error))) return expected_path;
   std::vector<std::string> candidates;
   for (fs::directory_iterator it(fs::path(expected_path).parent_path(), error), end;
        !error && it != end; it.increment(error)) {
     const std::string name = it->path().filename().string();
-    if (EndsWith(name, kXplaneSuffix) && it->is_regular_file(error)) {
+    if (EndsWith(name, kXplaneSuffix) && fs::is_regular_file(it->symlink_status(error))) {
       candidates.push_back(it->path().string());
     }
   }

@@ -1,10 +1,12 @@
 #include "common/runtime.h"
 
 #include <signal.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <random>
+#include <cerrno>
+#include <cstdlib>
 
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -18,12 +20,18 @@ int64_t UnixNanos() {
 }
 
 std::string RandomHex(int bytes) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
   static const char kDigits[] = "0123456789abcdef";
+  std::string raw(static_cast<size_t>(bytes), '\0');
+  size_t filled = 0;
+  while (filled < raw.size()) {
+    ssize_t got = getrandom(raw.data() + filled, raw.size() - filled, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) std::abort();  // no kernel randomness: an id could be guessed; never go on
+    filled += static_cast<size_t>(got);
+  }
   std::string out;
-  out.reserve(bytes * 2);
-  for (int i = 0; i < bytes; ++i) {
-    uint8_t b = static_cast<uint8_t>(rng());
+  out.reserve(raw.size() * 2);
+  for (unsigned char b : raw) {
     out.push_back(kDigits[b >> 4]);
     out.push_back(kDigits[b & 15]);
   }
@@ -49,18 +57,23 @@ void BlockShutdownSignals() {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
 }
 
-int WaitForShutdownSignal() {
+int WaitForShutdownSignal(const std::function<void()>& on_hangup) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
-  int sig = 0;
-  sigwait(&set, &sig);
-  return sig;
+  sigaddset(&set, SIGHUP);
+  while (true) {
+    int sig = 0;
+    sigwait(&set, &sig);
+    if (sig != SIGHUP) return sig;
+    if (on_hangup) on_hangup();
+  }
 }
 
 }  // namespace fleetprof

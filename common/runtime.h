@@ -3,13 +3,15 @@
 // set-up, shutdown signals.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace fleetprof {
 
 // Wall clock, unix nanoseconds.
 int64_t UnixNanos();
-// A random lowercase hex string of `bytes` random bytes (2*bytes characters).
+// A random lowercase hex string of `bytes` random bytes (2*bytes characters), from the
+// kernel's CSPRNG: ids made of it (captures, uploads, profiles) cannot be guessed.
 std::string RandomHex(int bytes);
 // This machine's host name ("localhost" if it cannot be read).
 std::string HostName();
@@ -18,10 +20,11 @@ std::string HostName();
 // `level` is one of trace, debug, info, warn, error.
 void SetUpLogging(const std::string& component, const std::string& level);
 
-// Blocks SIGINT/SIGTERM in the calling thread (call first in main, before threads start,
-// so every thread inherits the mask) and returns; WaitForShutdownSignal() then waits for one.
+// Blocks SIGINT/SIGTERM/SIGHUP in the calling thread (call first in main, before threads
+// start, so every thread inherits the mask) and returns; WaitForShutdownSignal() then waits.
 void BlockShutdownSignals();
-// Waits until SIGINT or SIGTERM arrives; returns the signal number.
-int WaitForShutdownSignal();
+// Waits until SIGINT or SIGTERM arrives; returns the signal number. Each SIGHUP meanwhile
+// calls `on_hangup` (reload configuration) when given, and is ignored otherwise.
+int WaitForShutdownSignal(const std::function<void()>& on_hangup = {});
 
 }  // namespace fleetprof

@@ -73,18 +73,6 @@ grpc::Status SendOnce(v1::IngestService::Stub& stub, const UploadOptions& option
 
 }  // namespace
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(64 << 20);
-  args.SetMaxSendMessageSize(8 << 20);
-  // gRPC's own reconnect backoff grows to minutes; an agent should find a restarted server
-  // within seconds.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 250);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 250);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-}
-
 absl::StatusOr<v1::UploadResponse> UploadFile(const std::shared_ptr<grpc::Channel>& channel,
                                               const UploadOptions& options) {
   std::error_code ec;

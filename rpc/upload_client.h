@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "fleetprof/v1/ingest.grpc.pb.h"
 #include "grpcpp/channel.h"
+#include "rpc/channel.h"
 
 namespace fleetprof {
 
@@ -35,8 +36,5 @@ struct UploadOptions {
 // had been committed before).
 absl::StatusOr<v1::UploadResponse> UploadFile(const std::shared_ptr<grpc::Channel>& channel,
                                               const UploadOptions& options);
-
-// A channel to `address` with fleetprof's message size limits.
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
 
 }  // namespace fleetprof

@@ -3,11 +3,16 @@
 #include <memory>
 #include <mutex>
 
+#include "absl/strings/str_cat.h"
+#include "server/grpc_status.h"
+
 namespace fleetprof {
 
 grpc::Status AgentServiceImpl::Connect(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* stream) {
+  auto caller = access_->Caller(context);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   v1::AgentMessage message;
   if (!stream->Read(&message) || !message.has_hello()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first message must be a hello");
@@ -15,6 +20,13 @@ grpc::Status AgentServiceImpl::Connect(
   const std::string node = message.hello().node();
   if (node.empty() || node.size() > 253) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "hello.node must be 1-253 characters");
+  }
+  // Node identity: an agent's credential names the one node it may be, so nobody else can
+  // take over a node's stream and receive its capture commands.
+  if (caller->authenticated && caller->node() != node) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        absl::StrCat("principal '", caller->name, "' may not register as node '", node,
+                                     "' (an agent token names its node: give this agent the token of '", node, "')"));
   }
   // Commands are written from other threads (captures) while this one reads: one writer at a
   // time, and never after this handler returned.
@@ -42,8 +54,9 @@ grpc::Status AgentServiceImpl::Connect(
   return context->IsCancelled() ? grpc::Status::CANCELLED : grpc::Status::OK;
 }
 
-grpc::Status AgentServiceImpl::ListAgents(grpc::ServerContext*, const v1::ListAgentsRequest*,
+grpc::Status AgentServiceImpl::ListAgents(grpc::ServerContext* context, const v1::ListAgentsRequest*,
                                           v1::ListAgentsResponse* response) {
+  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
   *response = registry_->ListAgents();
   return grpc::Status::OK;
 }

@@ -5,6 +5,7 @@
 
 #include "fleetprof/v1/agent.grpc.pb.h"
 #include "server/agent_registry.h"
+#include "server/grpc_access.h"
 
 namespace fleetprof {
 
@@ -12,8 +13,10 @@ class AgentServiceImpl final : public v1::AgentService::Service {
  public:
   using UpdateHandler = std::function<void(const std::string& node, const v1::CaptureUpdate&)>;
 
-  AgentServiceImpl(AgentRegistry* registry, int64_t heartbeat_interval_ms, UpdateHandler on_update)
+  AgentServiceImpl(AgentRegistry* registry, const GrpcAccess* access, int64_t heartbeat_interval_ms,
+                   UpdateHandler on_update)
       : registry_(registry),
+        access_(access),
         heartbeat_interval_ms_(heartbeat_interval_ms),
         on_update_(std::move(on_update)) {}
 
@@ -24,6 +27,7 @@ class AgentServiceImpl final : public v1::AgentService::Service {
 
  private:
   AgentRegistry* registry_;
+  const GrpcAccess* access_;
   int64_t heartbeat_interval_ms_;
   UpdateHandler on_update_;
 };

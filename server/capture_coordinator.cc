@@ -120,7 +120,7 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
 
   const int64_t now = UnixNanos();
   v1::Capture capture;
-  capture.set_capture_id(absl::StrCat("c", absl::Hex(now, absl::kZeroPad16), RandomHex(3)));
+  capture.set_capture_id(absl::StrCat("c", absl::Hex(now, absl::kZeroPad16), RandomHex(8)));
   capture.set_created_at_ns(now);
   capture.set_start_time_unix_ns(now + request.start_delay_ms() * kNanosPerMs);
   const int64_t timeout_ms = request.timeout_ms() > 0

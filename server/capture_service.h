@@ -3,12 +3,14 @@
 
 #include "fleetprof/v1/capture.grpc.pb.h"
 #include "server/capture_coordinator.h"
+#include "server/grpc_access.h"
 
 namespace fleetprof {
 
 class CaptureServiceImpl final : public v1::CaptureService::Service {
  public:
-  explicit CaptureServiceImpl(CaptureCoordinator* coordinator) : coordinator_(coordinator) {}
+  CaptureServiceImpl(CaptureCoordinator* coordinator, const GrpcAccess* access)
+      : coordinator_(coordinator), access_(access) {}
 
   grpc::Status StartCapture(grpc::ServerContext*, const v1::StartCaptureRequest* request,
                             v1::Capture* response) override;
@@ -21,6 +23,7 @@ class CaptureServiceImpl final : public v1::CaptureService::Service {
 
  private:
   CaptureCoordinator* coordinator_;
+  const GrpcAccess* access_;
 };
 
 }  // namespace fleetprof

@@ -11,8 +11,19 @@
 
 namespace fleetprof {
 
+namespace {
+
+std::unique_ptr<httplib::Server> MakeServer(const HttpServerOptions& options) {
+  if (options.tls_cert.empty()) return std::make_unique<httplib::Server>();
+  return std::make_unique<httplib::SSLServer>(
+      options.tls_cert.c_str(), options.tls_key.c_str(),
+      options.tls_client_ca.empty() ? nullptr : options.tls_client_ca.c_str());
+}
+
+}  // namespace
+
 HttpServer::HttpServer(HttpServerOptions options)
-    : options_(std::move(options)), server_(std::make_unique<httplib::Server>()) {
+    : options_(std::move(options)), server_(MakeServer(options_)) {
   const int threads = std::max(1, options_.threads);
   server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server_->set_payload_max_length(options_.max_body_bytes);
@@ -69,6 +80,12 @@ HttpServer::HttpServer(HttpServerOptions options)
 HttpServer::~HttpServer() { Stop(); }
 
 absl::StatusOr<int> HttpServer::Start() {
+  if (!server_->is_valid()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot use the TLS files for --http_addr (--tls_cert ", options_.tls_cert, ", --tls_key ",
+        options_.tls_key, options_.tls_client_ca.empty() ? "" : ", --tls_client_ca " + options_.tls_client_ca,
+        "): unreadable, not PEM, or the key does not match the certificate"));
+  }
   const size_t colon = options_.address.rfind(':');
   int port = 0;
   if (colon == std::string::npos || !absl::SimpleAtoi(options_.address.substr(colon + 1), &port) ||

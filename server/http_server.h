@@ -21,6 +21,11 @@ struct HttpServerOptions {
   int threads = 16;                         // concurrent requests being served
   int64_t max_body_bytes = 1 << 20;         // larger request bodies answer 413
   int timeout_s = 10;                       // read and write timeout per request
+  // TLS: with a certificate and key the listener speaks HTTPS only; with a client CA too, a
+  // client must present a certificate signed by it (mTLS).
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
 };
 
 class HttpServer {

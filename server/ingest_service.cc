@@ -22,13 +22,17 @@ class GrpcUploadStream final : public UploadStream {
 grpc::Status IngestServiceImpl::Upload(grpc::ServerContext* context,
                                        grpc::ServerReader<v1::UploadRequest>* reader,
                                        v1::UploadResponse* response) {
+  auto caller = access_->Caller(context);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   GrpcUploadStream stream(context, reader);
-  return Reply(ingestor_->Upload(stream), response);
+  return Reply(ingestor_->Upload(stream, *caller), response);
 }
 
-grpc::Status IngestServiceImpl::GetUploadState(grpc::ServerContext*, const v1::GetUploadStateRequest* request,
+grpc::Status IngestServiceImpl::GetUploadState(grpc::ServerContext* context, const v1::GetUploadStateRequest* request,
                                                v1::UploadState* response) {
-  return Reply(ingestor_->GetUploadState(request->upload_id()), response);
+  auto caller = access_->Caller(context);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  return Reply(ingestor_->GetUploadState(request->upload_id(), *caller), response);
 }
 
 }  // namespace fleetprof

@@ -13,6 +13,14 @@
 namespace fleetprof {
 namespace {
 
+// An upload id started by one principal cannot be resumed, read or taken over by another.
+// Uploads from before tokens were turned on (no owner) stay open to any ingest principal.
+absl::Status CheckOwner(const v1::UploadRecord& record, const Principal& caller) {
+  if (!caller.authenticated || record.owner().empty() || record.owner() == caller.name) return absl::OkStatus();
+  return absl::PermissionDeniedError(
+      absl::StrCat("upload ", record.metadata().upload_id(), " belongs to another principal"));
+}
+
 std::string NewProfileId() {
   // Time-ordered prefix so ids sort by ingest time, then randomness against collisions.
   return absl::StrCat(absl::Hex(UnixNanos(), absl::kZeroPad16), RandomHex(4));
@@ -79,12 +87,15 @@ void Ingestor::ReleaseUploadId(const std::string& id) {
   active_uploads_.erase(id);
 }
 
-absl::StatusOr<v1::UploadState> Ingestor::GetUploadState(const std::string& upload_id) {
+absl::StatusOr<v1::UploadState> Ingestor::GetUploadState(const std::string& upload_id, const Principal& caller) {
   if (!IsValidUploadId(upload_id)) {
     return absl::InvalidArgumentError("upload_id must be 1-128 of [A-Za-z0-9._:-]");
   }
   auto record = store_->GetUpload(upload_id);
   if (!record.ok()) return record.status();
+  if (record->has_value()) {
+    if (absl::Status s = CheckOwner(**record, caller); !s.ok()) return s;
+  }
   v1::UploadState response;
   if (!record->has_value()) {
     response.set_state(v1::UploadState::UNKNOWN);
@@ -99,14 +110,14 @@ absl::StatusOr<v1::UploadState> Ingestor::GetUploadState(const std::string& uplo
   return response;
 }
 
-absl::StatusOr<v1::UploadResponse> Ingestor::Upload(UploadStream& stream) {
+absl::StatusOr<v1::UploadResponse> Ingestor::Upload(UploadStream& stream, const Principal& caller) {
   v1::UploadResponse response;
-  absl::Status s = Receive(stream, &response);
+  absl::Status s = Receive(stream, caller, &response);
   if (!s.ok()) return s;
   return response;
 }
 
-absl::Status Ingestor::Receive(UploadStream& stream, v1::UploadResponse* response) {
+absl::Status Ingestor::Receive(UploadStream& stream, const Principal& caller, v1::UploadResponse* response) {
   v1::UploadRequest first;
   if (!stream.Read(&first) || !first.has_metadata()) {
     metrics_->RecordUpload("invalid", 0);
@@ -119,6 +130,15 @@ absl::Status Ingestor::Receive(UploadStream& stream, v1::UploadResponse* respons
     return absl::InvalidArgumentError("upload_id must be 1-128 characters of [A-Za-z0-9._:-]");
   }
   if (metadata.job().empty()) metadata.set_job("unassigned");
+  if (!caller.node().empty()) {
+    if (metadata.node().empty()) metadata.set_node(std::string(caller.node()));
+    if (metadata.node() != caller.node()) {
+      return absl::PermissionDeniedError(absl::StrCat("agent '", caller.name, "' may upload only as node '",
+                                                      caller.name, "', not '", metadata.node(), "'"));
+    }
+  } else if (caller.authenticated && metadata.labels().count("capture_id")) {
+    return absl::PermissionDeniedError("the capture_id label is set by agents only (this token has no agent scope)");
+  }
   if (!ClaimUploadId(id)) {
     return absl::AbortedError(absl::StrCat("upload ", id, " is already in progress on another stream"));
   }
@@ -126,6 +146,9 @@ absl::Status Ingestor::Receive(UploadStream& stream, v1::UploadResponse* respons
 
   auto existing = store_->GetUpload(id);
   if (!existing.ok()) return existing.status();
+  if (existing->has_value()) {
+    if (absl::Status s = CheckOwner(**existing, caller); !s.ok()) return s;
+  }
   if (existing->has_value() && !(*existing)->profile_id().empty()) {
     // Idempotent: the same upload_id again gets the profile it made the first time.
     auto info = store_->GetProfile((*existing)->profile_id());
@@ -152,6 +175,7 @@ absl::Status Ingestor::Receive(UploadStream& stream, v1::UploadResponse* respons
   }
   metadata.set_resume_offset(0);
   *record.mutable_metadata() = metadata;
+  record.set_owner(caller.authenticated ? caller.name : "");
   record.set_updated_at_ns(UnixNanos());
   if (absl::Status s = store_->PutUpload(id, record); !s.ok()) return s;
   return ReceiveAndCommit(stream, std::move(record), response);

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "analysis/trace_summary.h"
+#include "auth/scopes.h"
 #include "fleetprof/v1/ingest.pb.h"
 #include "fleetprof/v1/records.pb.h"
 #include "server/server_metrics.h"
@@ -52,12 +53,14 @@ class Ingestor {
   // Stores and indexes one trace. Idempotent on upload_id: the id of a committed upload
   // answers that profile (already_existed). ABORTED when interrupted (resume from
   // GetUploadState's received_bytes); INVALID_ARGUMENT for bad input, whose bytes are dropped.
-  absl::StatusOr<v1::UploadResponse> Upload(UploadStream& stream);
+  // With tokens on, an upload id belongs to the principal that started it, and an agent
+  // principal uploads only as its own node (PERMISSION_DENIED otherwise).
+  absl::StatusOr<v1::UploadResponse> Upload(UploadStream& stream, const Principal& caller);
   // Where an upload stands, so an interrupted one can resume.
-  absl::StatusOr<v1::UploadState> GetUploadState(const std::string& upload_id);
+  absl::StatusOr<v1::UploadState> GetUploadState(const std::string& upload_id, const Principal& caller);
 
  private:
-  absl::Status Receive(UploadStream& stream, v1::UploadResponse* response);
+  absl::Status Receive(UploadStream& stream, const Principal& caller, v1::UploadResponse* response);
   // Receives the chunks after the metadata; commits or explains why not.
   absl::Status ReceiveAndCommit(UploadStream& stream, v1::UploadRecord record, v1::UploadResponse* response);
   // Stores the profile and its summary; fills the response.

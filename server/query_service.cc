@@ -4,43 +4,51 @@
 
 namespace fleetprof {
 
-grpc::Status QueryServiceImpl::ListProfiles(grpc::ServerContext*, const v1::ListProfilesRequest* request,
+grpc::Status QueryServiceImpl::ListProfiles(grpc::ServerContext* context, const v1::ListProfilesRequest* request,
                                             v1::ListProfilesResponse* response) {
+  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
   return Reply(api_->ListProfiles(*request), response);
 }
 
-grpc::Status QueryServiceImpl::GetProfile(grpc::ServerContext*, const v1::GetProfileRequest* request,
+grpc::Status QueryServiceImpl::GetProfile(grpc::ServerContext* context, const v1::GetProfileRequest* request,
                                           v1::GetProfileResponse* response) {
+  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
   return Reply(api_->GetProfile(request->profile_id()), response);
 }
 
-grpc::Status QueryServiceImpl::OpBreakdown(grpc::ServerContext*, const v1::BreakdownRequest* request,
+grpc::Status QueryServiceImpl::OpBreakdown(grpc::ServerContext* context, const v1::BreakdownRequest* request,
                                            v1::OpBreakdownResponse* response) {
+  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
   return Reply(api_->Ops(*request), response);
 }
 
-grpc::Status QueryServiceImpl::KernelBreakdown(grpc::ServerContext*, const v1::BreakdownRequest* request,
+grpc::Status QueryServiceImpl::KernelBreakdown(grpc::ServerContext* context, const v1::BreakdownRequest* request,
                                                v1::KernelBreakdownResponse* response) {
+  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
   return Reply(api_->Kernels(*request), response);
 }
 
-grpc::Status QueryServiceImpl::TemporalBreakdown(grpc::ServerContext*, const v1::BreakdownRequest* request,
+grpc::Status QueryServiceImpl::TemporalBreakdown(grpc::ServerContext* context, const v1::BreakdownRequest* request,
                                                  v1::TemporalBreakdownResponse* response) {
+  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
   return Reply(api_->Devices(*request), response);
 }
 
-grpc::Status QueryServiceImpl::StepBreakdown(grpc::ServerContext*, const v1::BreakdownRequest* request,
+grpc::Status QueryServiceImpl::StepBreakdown(grpc::ServerContext* context, const v1::BreakdownRequest* request,
                                              v1::StepBreakdownResponse* response) {
+  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
   return Reply(api_->Steps(*request), response);
 }
 
-grpc::Status QueryServiceImpl::MemoryBreakdown(grpc::ServerContext*, const v1::BreakdownRequest* request,
+grpc::Status QueryServiceImpl::MemoryBreakdown(grpc::ServerContext* context, const v1::BreakdownRequest* request,
                                                v1::MemoryBreakdownResponse* response) {
+  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
   return Reply(api_->Memory(*request), response);
 }
 
-grpc::Status QueryServiceImpl::XlaOpBreakdown(grpc::ServerContext*, const v1::BreakdownRequest* request,
+grpc::Status QueryServiceImpl::XlaOpBreakdown(grpc::ServerContext* context, const v1::BreakdownRequest* request,
                                               v1::XlaOpBreakdownResponse* response) {
+  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
   return Reply(api_->XlaOps(*request), response);
 }
 

@@ -2,13 +2,14 @@
 // QueryService over gRPC: each method hands its request to QueryApi and its answer back.
 
 #include "fleetprof/v1/query.grpc.pb.h"
+#include "server/grpc_access.h"
 #include "server/query_api.h"
 
 namespace fleetprof {
 
 class QueryServiceImpl final : public v1::QueryService::Service {
  public:
-  explicit QueryServiceImpl(QueryApi* api) : api_(api) {}
+  QueryServiceImpl(QueryApi* api, const GrpcAccess* access) : api_(api), access_(access) {}
 
   grpc::Status ListProfiles(grpc::ServerContext*, const v1::ListProfilesRequest* request,
                             v1::ListProfilesResponse* response) override;
@@ -29,6 +30,7 @@ class QueryServiceImpl final : public v1::QueryService::Service {
 
  private:
   QueryApi* api_;
+  const GrpcAccess* access_;
 };
 
 }  // namespace fleetprof

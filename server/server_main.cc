@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -16,10 +17,14 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "prometheus/text_serializer.h"
 #include "server/agent_registry.h"
+#include "auth/access_guard.h"
+#include "auth/exposure.h"
 #include "server/agent_service.h"
 #include "server/capture_coordinator.h"
 #include "server/capture_service.h"
 #include "server/fleet_metrics.h"
+#include "server/grpc_access.h"
+#include "server/http_access.h"
 #include "server/http_api.h"
 #include "server/http_server.h"
 #include "server/job_metrics.h"
@@ -47,6 +52,11 @@ struct ServerFlags {
   int64_t http_threads = 16;
   int64_t http_max_body_kb = 1024;
   int64_t http_timeout_s = 10;
+  std::string auth_tokens_file;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
+  bool insecure = false;
 };
 
 constexpr char kUsage[] =
@@ -76,7 +86,49 @@ absl::StatusOr<HttpServerOptions> HttpOptionsFrom(const ServerFlags& flags) {
   options.threads = static_cast<int>(flags.http_threads);
   options.max_body_bytes = flags.http_max_body_kb << 10;
   options.timeout_s = static_cast<int>(flags.http_timeout_s);
+  options.tls_cert = flags.tls_cert;
+  options.tls_key = flags.tls_key;
+  options.tls_client_ca = flags.tls_client_ca;
   return options;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The TLS flags hang together, and both listeners are exposed only with the protection
+// DESIGN.md asks for.
+absl::Status CheckSecurityFlags(const ServerFlags& flags) {
+  if (flags.tls_cert.empty() != flags.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  if (!flags.tls_client_ca.empty() && flags.tls_cert.empty()) {
+    return absl::InvalidArgumentError("--tls_client_ca (mTLS) needs --tls_cert and --tls_key");
+  }
+  for (const std::string* path : {&flags.tls_cert, &flags.tls_key, &flags.tls_client_ca}) {
+    if (!path->empty() && ReadFile(*path).empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot read TLS file ", *path));
+    }
+  }
+  ListenerSecurity security;
+  security.tokens = !flags.auth_tokens_file.empty();
+  security.tls = !flags.tls_cert.empty();
+  security.insecure = flags.insecure;
+  if (absl::Status s = CheckExposure("grpc_addr", flags.grpc_addr, security); !s.ok()) return s;
+  return CheckExposure("http_addr", flags.http_addr, security);
+}
+
+std::shared_ptr<grpc::ServerCredentials> GrpcCredentials(const ServerFlags& flags) {
+  if (flags.tls_cert.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions options(
+      flags.tls_client_ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                  : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  options.pem_key_cert_pairs.push_back({ReadFile(flags.tls_key), ReadFile(flags.tls_cert)});
+  if (!flags.tls_client_ca.empty()) options.pem_root_certs = ReadFile(flags.tls_client_ca);
+  return grpc::SslServerCredentials(options);
 }
 
 // The Prometheus text of every collectable, gathered at scrape time.
@@ -94,6 +146,23 @@ int Run(const ServerFlags& flags) {
     spdlog::error("{}", std::string(http_options.status().message()));
     return 2;
   }
+  if (absl::Status s = CheckSecurityFlags(flags); !s.ok()) {
+    spdlog::error("{}", std::string(s.message()));
+    return 2;
+  }
+  std::unique_ptr<AccessGuard> guard = std::make_unique<AccessGuard>();
+  if (!flags.auth_tokens_file.empty()) {
+    auto loaded = AccessGuard::FromTokensFile(flags.auth_tokens_file);
+    if (!loaded.ok()) {
+      spdlog::error("{}", std::string(loaded.status().message()));
+      return 2;
+    }
+    guard = *std::move(loaded);
+    spdlog::info("authentication on: {} principals from {}", guard->principal_count(), flags.auth_tokens_file);
+  } else {
+    spdlog::warn("authentication off (no --auth_tokens_file): every client that reaches the listeners may do anything");
+  }
+  GrpcAccess grpc_access(guard.get());
   std::error_code ec;
   std::filesystem::create_directories(flags.data_dir, ec);
   auto store = ProfileStore::Open(flags.data_dir);
@@ -130,11 +199,11 @@ int Run(const ServerFlags& flags) {
       [&](const v1::ProfileInfo& info, const v1::ProfileSummary& summary) {
         job_metrics->Observe(info.job(), summary);
       });
-  IngestServiceImpl ingest(&ingestor);
+  IngestServiceImpl ingest(&ingestor, &grpc_access);
   QueryApi query_api(store->get(), &metrics);
-  QueryServiceImpl query(&query_api);
-  CaptureServiceImpl capture_service(&captures);
-  AgentServiceImpl agents(&registry, flags.heartbeat_ms,
+  QueryServiceImpl query(&query_api, &grpc_access);
+  CaptureServiceImpl capture_service(&captures, &grpc_access);
+  AgentServiceImpl agents(&registry, &grpc_access, flags.heartbeat_ms,
                           [&captures](const std::string& node, const v1::CaptureUpdate& update) {
                             captures.OnUpdate(node, update);
                           });
@@ -143,7 +212,8 @@ int Run(const ServerFlags& flags) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int grpc_port = 0;
-  builder.AddListeningPort(flags.grpc_addr, grpc::InsecureServerCredentials(), &grpc_port);
+  builder.AddListeningPort(flags.grpc_addr, GrpcCredentials(flags), &grpc_port);
+  builder.experimental().SetInterceptorCreators(grpc_access.Interceptors());
   builder.SetMaxReceiveMessageSize(4 << 20);  // 1 MiB chunks plus framing
   // gRPC sets SO_REUSEPORT by default, which would let a second server bind the same port and
   // take part of the agents' connections; refuse to share it, as the HTTP listener does.
@@ -170,6 +240,7 @@ int Run(const ServerFlags& flags) {
   backends.agents = &registry;
   backends.serving = [&serving] { return serving.load(); };
   backends.metrics_text = [&collectables] { return MetricsText(collectables); };
+  RegisterHttpAccess(http, guard.get());
   RegisterHttpApi(http, backends);
   RegisterWebUi(http);
   auto http_port = http.Start();
@@ -201,7 +272,14 @@ int Run(const ServerFlags& flags) {
     }
   });
 
-  int sig = WaitForShutdownSignal();
+  int sig = WaitForShutdownSignal([&guard, &flags] {
+    if (!guard->enabled()) return;
+    if (absl::Status s = guard->Reload(); !s.ok()) {
+      spdlog::error("SIGHUP: tokens file not reloaded, the previous principals stay: {}", std::string(s.message()));
+    } else {
+      spdlog::info("SIGHUP: {} principals reloaded from {}", guard->principal_count(), flags.auth_tokens_file);
+    }
+  });
   spdlog::info("signal {} received: draining", sig);
   server->GetHealthCheckService()->SetServingStatus(false);
   serving = false;
@@ -238,6 +316,13 @@ int main(int argc, char** argv) {
   set.AddInt("heartbeat_ms", &flags.heartbeat_ms, "heartbeat interval asked of agents");
   set.AddInt("job_idle_minutes", &flags.job_idle_minutes,
              "per-job profile gauges disappear after this long without a new profile");
+  set.AddString("auth_tokens_file", &flags.auth_tokens_file,
+                "principals, one per line: SHA256-OF-TOKEN SCOPES NAME (reloaded on SIGHUP); empty: no authentication");
+  set.AddString("tls_cert", &flags.tls_cert, "PEM certificate: gRPC and HTTP speak TLS (with --tls_key)");
+  set.AddString("tls_key", &flags.tls_key, "PEM private key of --tls_cert");
+  set.AddString("tls_client_ca", &flags.tls_client_ca, "PEM CA: clients must present a certificate it signed (mTLS)");
+  set.AddBool("insecure", &flags.insecure,
+              "allow a non-loopback listener without tokens, or with tokens but without TLS");
   set.AddInt("stale_upload_hours", &flags.stale_upload_hours,
              "interrupted uploads older than this are deleted at start");
   if (absl::Status s = set.Parse(argc, argv); !s.ok()) {

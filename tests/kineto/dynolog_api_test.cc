@@ -74,6 +74,7 @@ class DynologApiTest : public ::testing::Test {
     DynologApiServer::Options api_options;
     api_options.listen_address = "127.0.0.1:0";
     api_options.request_timeout = 500ms;
+    api_options.log_dir = dir_.path();
     api_ = std::make_unique<DynologApiServer>(*endpoint_, api_options);
     absl::Status started = api_->Start();
     ASSERT_TRUE(started.ok()) << started;
@@ -227,6 +228,31 @@ TEST_F(DynologApiTest, SecondServerOnTheSamePortFailsNamingTheAddress) {
   absl::Status started = second.Start();
   EXPECT_TRUE(absl::IsUnavailable(started)) << started;
   EXPECT_NE(started.message().find(options.listen_address), absl::string_view::npos) << started;
+}
+
+TEST_F(DynologApiTest, TraceRequestsNamingFilesOutsideTheTraceFolderAreRefused) {
+  // The agent, as root, later reads and uploads the file a request names.
+  const std::string dir = dir_.path();
+  for (const std::string& bad : {std::string("/etc/shadow"), dir + "/../x.json", dir + "/sub/x.json",
+                                 std::string("relative.json"), dir + "/.hidden.json", dir + "/a b.json"}) {
+    const std::string reply = api_->HandleRequest(
+        "{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"ACTIVITIES_LOG_FILE=" + bad + "\\n\",\"pids\":[1]}");
+    EXPECT_NE(reply.find("ACTIVITIES_LOG_FILE refused"), std::string::npos) << bad << ": " << reply;
+  }
+  const std::string ok = api_->HandleRequest("{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"ACTIVITIES_LOG_FILE=" +
+                                             dir + "/t.json\\n\",\"pids\":[1]}");
+  EXPECT_NE(ok.find("processesMatched"), std::string::npos) << ok;
+}
+
+TEST_F(DynologApiTest, AnExposedApiWantsItsToken) {
+  DynologApiServer::Options options;
+  options.listen_address = "127.0.0.1:0";
+  options.token = "s3cret";
+  DynologApiServer guarded(*endpoint_, options);
+  EXPECT_NE(guarded.HandleRequest("{\"fn\":\"getStatus\"}").find("requires \\\"auth_token\\\""), std::string::npos)
+      << guarded.HandleRequest("{\"fn\":\"getStatus\"}");
+  EXPECT_NE(guarded.HandleRequest("{\"fn\":\"getStatus\",\"auth_token\":\"wrong\"}").find("error"), std::string::npos);
+  EXPECT_EQ(guarded.HandleRequest("{\"fn\":\"getStatus\",\"auth_token\":\"s3cret\"}"), "{\"status\":1}");
 }
 
 }  // namespace

@@ -90,6 +90,7 @@ int Run(int argc, char** argv) {
   }
   DynologApiServer::Options api_options;
   api_options.listen_address = dynolog_addr;
+  api_options.log_dir = socket_dir;  // traces requested through the API land beside the socket
   DynologApiServer api(endpoint, api_options);
   if (absl::Status started = api.Start(); !started.ok()) {
     spdlog::error("{}", std::string(started.message()));

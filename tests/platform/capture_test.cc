@@ -228,7 +228,7 @@ TEST_F(KinetoCaptureTest, DynoGputraceThroughTheAgentIsUploadedToo) {
   ASSERT_FALSE(api.empty());
   CommandResult dyno = RunCommand({kPython, std::string(FLEETPROF_SOURCE_DIR) + "/tests/kineto/dyno_standin.py",
                                    "--port", api.substr(api.rfind(':') + 1), "gputrace",
-                                   "--log-file", cluster_.root() + "/dyno_trace.json"});
+                                   "--log-file", trace_dir_ + "/dyno_trace.json"});
   ASSERT_EQ(dyno.exit_code, 0) << dyno.out << dyno.err;
   EXPECT_NE(dyno.out.find("\"activityProfilersTriggered\":["), std::string::npos) << dyno.out;
   EXPECT_TRUE(Eventually(20, [&] {

@@ -20,13 +20,14 @@ TestCluster::~TestCluster() {
   std::system(("rm -rf '" + root_ + "'").c_str());
 }
 
-bool TestCluster::StartServer(const std::string& grpc_addr) {
+bool TestCluster::StartServer(const std::string& grpc_addr, const std::vector<std::string>& extra) {
   std::string ready = root_ + "/server.ready" + std::to_string(ready_serial_++);
   server_ = std::make_unique<ChildProcess>();
-  server_->Start({BinDir() + "/fleetprof-server", "--grpc_addr=" + grpc_addr,
-                  "--http_addr=127.0.0.1:0", "--data_dir=" + root_ + "/server",
-                  "--ready_file=" + ready, "--heartbeat_ms=200"},
-                 root_ + "/server.log");
+  std::vector<std::string> argv = {BinDir() + "/fleetprof-server", "--grpc_addr=" + grpc_addr,
+                                   "--http_addr=127.0.0.1:0", "--data_dir=" + root_ + "/server",
+                                   "--ready_file=" + ready, "--heartbeat_ms=200"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  server_->Start(argv, root_ + "/server.log");
   std::string text = WaitForFile(ready, 20);
   grpc_addr_ = JsonStringField(text, "grpc");
   http_addr_ = JsonStringField(text, "http");

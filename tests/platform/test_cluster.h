@@ -18,7 +18,7 @@ class TestCluster {
 
   // Starts the server on `grpc_addr` (default: a free port) over `root()/server`; false if it
   // did not get ready.
-  bool StartServer(const std::string& grpc_addr = "127.0.0.1:0");
+  bool StartServer(const std::string& grpc_addr = "127.0.0.1:0", const std::vector<std::string>& extra = {});
   // SIGTERMs the server; returns its exit status.
   int StopServer();
   // Starts an agent dialing this server with `extra` flags; returns its index or -1.
@@ -29,6 +29,7 @@ class TestCluster {
   CommandResult Cli(std::vector<std::string> args, int timeout_s = 120);
 
   const std::string& root() const { return root_; }
+  pid_t server_pid() const { return server_ ? server_->pid() : -1; }
   const std::string& grpc_addr() const { return grpc_addr_; }
   const std::string& http_addr() const { return http_addr_; }
   const std::string& agent_metrics_addr(int index) const { return agent_metrics_[index]; }

@@ -1,0 +1,24 @@
+#pragma once
+// Whether a listener may start on its address: anything beyond loopback needs tokens, and
+// tokens need TLS there, unless the operator says --insecure (DESIGN.md, "Security contract").
+
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace fleetprof {
+
+// True for 127.0.0.0/8, ::1 and "localhost" (with or without :port and [ ]).
+bool IsLoopbackAddress(const std::string& address);
+
+struct ListenerSecurity {
+  bool tokens = false;    // a tokens file is configured
+  bool tls = false;       // this listener speaks TLS
+  bool insecure = false;  // --insecure: the operator accepts an exposed listener
+};
+
+// FAILED_PRECONDITION with a one-line reason naming `flag` when the listener is exposed
+// without the protection it needs.
+absl::Status CheckExposure(const std::string& flag, const std::string& address, const ListenerSecurity& security);
+
+}  // namespace fleetprof

@@ -1,0 +1,38 @@
+#pragma once
+// How the CLI and the agent reach fleetprof-server: the channel, its TLS and the bearer
+// token every call carries (DESIGN.md, "Security contract"). Both binaries take the same
+// flags: --token_file (else $FLEETPROF_TOKEN), --tls_ca, --tls_cert, --tls_key.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/flags.h"
+#include "grpcpp/channel.h"
+
+namespace fleetprof {
+
+struct ClientSecurityFlags {
+  std::string token_file;
+  std::string tls_ca;    // PEM CA that signed the server's certificate: speak TLS and verify it
+  std::string tls_cert;  // PEM client certificate, for servers that require mTLS
+  std::string tls_key;
+};
+void AddClientSecurityFlags(FlagSet& set, ClientSecurityFlags* flags);
+
+// What the flags name, read once at start.
+struct ClientSecurity {
+  std::string token;  // empty: calls carry no authorization
+  std::string ca_pem;
+  std::string cert_pem;
+  std::string key_pem;
+};
+// Reads the files the flags name, and the token from $FLEETPROF_TOKEN when no --token_file
+// is given. INVALID_ARGUMENT naming the flag for an unreadable file or an unusable token.
+absl::StatusOr<ClientSecurity> LoadClientSecurity(const ClientSecurityFlags& flags);
+
+// A channel to `address` with fleetprof's message-size limits and reconnect backoff; TLS
+// when `security` has a CA, and `authorization: Bearer TOKEN` on every call when it has a token.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const ClientSecurity& security = {});
+
+}  // namespace fleetprof

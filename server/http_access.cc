@@ -1,0 +1,22 @@
+#include "server/http_access.h"
+
+#include "auth/access_policy.h"
+#include "httplib.h"
+#include "server/http_status.h"
+
+namespace fleetprof {
+
+void RegisterHttpAccess(HttpServer& server, const AccessGuard* guard) {
+  server.routes().set_pre_routing_handler([guard](const httplib::Request& req, httplib::Response& res) {
+    const AccessRule rule = RuleForHttp(req.method, req.path);
+    if (rule.is_public) return httplib::Server::HandlerResponse::Unhandled;
+    absl::StatusOr<Principal> caller = guard->Authorize(req.get_header_value("Authorization"), rule.scope);
+    if (caller.ok()) return httplib::Server::HandlerResponse::Unhandled;
+    res.status = HttpStatusFor(caller.status().code());
+    if (res.status == 401) res.set_header("WWW-Authenticate", "Bearer realm=\"fleetprof\"");
+    res.set_content(HttpErrorJson(caller.status()), "application/json");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+}
+
+}  // namespace fleetprof

@@ -1,0 +1,416 @@
+// The security contract end to end (DESIGN.md, "Security contract"), against the real
+// binaries: every RPC and route checked for its scope, node identity, upload ownership,
+// TLS and mTLS, and the refusal of exposed listeners.
+#include <dirent.h>
+#include <signal.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+
+#include "auth/access_policy.h"
+#include "auth/token_hash.h"
+#include "fleetprof/v1/agent.grpc.pb.h"
+#include "fleetprof/v1/ingest.grpc.pb.h"
+#include "google/protobuf/descriptor.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "rpc/channel.h"
+#include "tests/platform/test_cluster.h"
+#include "tests/test_support.h"
+
+// all_api_protos.cc (generated): one reference per proto file, so every file stays linked.
+extern const void* const kAllApiProtos[];
+
+namespace fleetprof {
+namespace {
+
+using testing::CommandResult;
+using testing::Eventually;
+using testing::RunCommand;
+using testing::TestCluster;
+
+constexpr const char* kScopes[] = {"read", "ingest", "capture", "agent", "admin"};
+
+// Writes `token` to its own file (as a user would keep it) and returns the path.
+std::string TokenFile(const TestCluster& cluster, const std::string& token) {
+  const std::string path = cluster.root() + "/" + token + ".token";
+  std::ofstream(path) << token << "\n";
+  return path;
+}
+
+// One principal per scope ("only_X") and one with every scope but X ("all_but_X"), plus
+// agents for nodes n1 and n2 and an operator.
+std::string WriteTokensFile(const TestCluster& cluster) {
+  std::string text = "# test principals\n";
+  for (const char* scope : kScopes) {
+    text += Sha256Hex(std::string("only_") + scope) + " " + scope + " only_" + scope + "\n";
+    std::string others;
+    for (const char* other : kScopes) {
+      if (std::string(other) != scope) others += std::string(others.empty() ? "" : ",") + other;
+    }
+    text += Sha256Hex(std::string("all_but_") + scope) + " " + others + " all_but_" + scope + "\n";
+  }
+  text += Sha256Hex("agent_n1") + " agent,ingest n1\n";
+  text += Sha256Hex("agent_n2") + " agent,ingest n2\n";
+  text += Sha256Hex("operator") + " read,capture,ingest ops\n";
+  const std::string path = cluster.root() + "/tokens";
+  std::ofstream(path) << text;
+  return path;
+}
+
+// Calls any method as a bidi stream: one empty message, then half-close. The wire format of
+// every gRPC call type is the same, so this reaches unary and streaming handlers alike.
+class OneMessageCall : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  grpc::Status Run(grpc::GenericStub& stub, const std::string& method, const std::string& token) {
+    if (!token.empty()) context_.AddMetadata("authorization", "Bearer " + token);
+    context_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    grpc::Slice empty("");
+    request_ = grpc::ByteBuffer(&empty, 1);  // an empty message: a default ByteBuffer is none at all
+    stub.PrepareBidiStreamingCall(&context_, method, grpc::StubOptions(), this);
+    StartWrite(&request_, grpc::WriteOptions().set_last_message());
+    StartRead(&response_);
+    StartCall();
+    std::unique_lock lock(mu_);
+    done_cv_.wait(lock, [this] { return done_; });
+    return status_;
+  }
+  void OnReadDone(bool ok) override {
+    if (ok) StartRead(&response_);  // drain (a stream answers more than once)
+  }
+  void OnDone(const grpc::Status& status) override {
+    std::lock_guard lock(mu_);
+    status_ = status;
+    done_ = true;
+    done_cv_.notify_all();
+  }
+
+ private:
+  grpc::ClientContext context_;
+  grpc::ByteBuffer request_;
+  grpc::ByteBuffer response_;
+  std::mutex mu_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  grpc::Status status_;
+};
+
+grpc::Status CallWith(grpc::GenericStub& stub, const std::string& method, const std::string& token) {
+  OneMessageCall call;
+  return call.Run(stub, method, token);
+}
+
+// Every method of every service in proto/fleetprof/v1, from the descriptors compiled into
+// this test: a new RPC in any of those files is walked without editing this test.
+std::vector<std::string> AllFleetprofMethods() {
+  EXPECT_NE(kAllApiProtos[0], nullptr);
+  std::vector<std::string> methods;
+  const std::string dir = std::string(FLEETPROF_SOURCE_DIR) + "/proto/fleetprof/v1";
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".proto") continue;
+    const auto* file = google::protobuf::DescriptorPool::generated_pool()->FindFileByName(
+        "fleetprof/v1/" + entry.path().filename().string());
+    EXPECT_NE(file, nullptr) << entry.path() << " is not linked into this test (add it to fleetprof_proto)";
+    if (file == nullptr) continue;
+    for (int s = 0; s < file->service_count(); ++s) {
+      for (int m = 0; m < file->service(s)->method_count(); ++m) {
+        methods.push_back("/" + file->service(s)->full_name() + "/" + file->service(s)->method(m)->name());
+      }
+    }
+  }
+  return methods;
+}
+
+class SecurityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tokens_ = WriteTokensFile(cluster_);
+    ASSERT_TRUE(cluster_.StartServer("127.0.0.1:0", {"--auth_tokens_file=" + tokens_})) << cluster_.ServerLog();
+  }
+  CommandResult Cli(std::vector<std::string> args, const std::string& token) {
+    if (!token.empty()) args.push_back("--token_file=" + TokenFile(cluster_, token));
+    return cluster_.Cli(args);
+  }
+  std::shared_ptr<grpc::Channel> Channel() {
+    return grpc::CreateChannel(cluster_.grpc_addr(), grpc::InsecureChannelCredentials());
+  }
+  TestCluster cluster_;
+  std::string tokens_;
+};
+
+TEST_F(SecurityTest, EveryRpcWantsAKnownTokenWithItsScope) {
+  grpc::GenericStub stub(Channel());
+  std::vector<std::string> methods = AllFleetprofMethods();
+  ASSERT_GE(methods.size(), 15u);
+  for (const std::string& method : methods) {
+    SCOPED_TRACE(method);
+    absl::StatusOr<AccessRule> rule = RuleForGrpcMethod(method);
+    ASSERT_TRUE(rule.ok()) << "no access rule: add it to auth/access_policy.cc";
+    ASSERT_FALSE(rule->is_public);
+    const std::string scope = ScopeName(rule->scope);
+    EXPECT_EQ(CallWith(stub, method, "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(CallWith(stub, method, "not-a-token").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    grpc::Status denied = CallWith(stub, method, "all_but_" + scope);
+    EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED) << denied.error_message();
+    EXPECT_NE(denied.error_message().find("needs '" + scope + "'"), std::string::npos) << denied.error_message();
+    grpc::Status allowed = CallWith(stub, method, "only_" + scope);
+    EXPECT_NE(allowed.error_code(), grpc::StatusCode::UNAUTHENTICATED) << allowed.error_message();
+    EXPECT_NE(allowed.error_code(), grpc::StatusCode::PERMISSION_DENIED) << allowed.error_message();
+  }
+  // gRPC's health check stays open for probes.
+  EXPECT_EQ(CallWith(stub, "/grpc.health.v1.Health/Check", "").error_code(), grpc::StatusCode::OK);
+}
+
+TEST_F(SecurityTest, EveryHttpRouteWantsAKnownTokenWithItsScope) {
+  httplib::Client http("http://" + cluster_.http_addr());
+  struct Route {
+    std::string method, path, scope;
+  };
+  const Route routes[] = {{"GET", "/metrics", "read"},
+                          {"GET", "/api/v1/profiles", "read"},
+                          {"GET", "/api/v1/profiles/p1", "read"},
+                          {"GET", "/api/v1/profiles/p1/ops", "read"},
+                          {"GET", "/api/v1/profiles/p1/kernels", "read"},
+                          {"GET", "/api/v1/agents", "read"},
+                          {"GET", "/api/v1/captures", "read"},
+                          {"GET", "/api/v1/captures/c1", "read"},
+                          {"POST", "/api/v1/captures", "capture"},
+                          {"DELETE", "/api/v1/profiles/p1", "admin"}};
+  const auto send = [&](const Route& r, const std::string& token) {
+    httplib::Headers headers;
+    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+    httplib::Result res = r.method == "GET"    ? http.Get(r.path, headers)
+                          : r.method == "POST" ? http.Post(r.path, headers, "{\"job\":\"none\"}", "application/json")
+                                               : http.Delete(r.path, headers);
+    return res ? res->status : -1;
+  };
+  for (const Route& r : routes) {
+    SCOPED_TRACE(r.method + " " + r.path);
+    EXPECT_EQ(send(r, ""), 401);
+    EXPECT_EQ(send(r, "nope"), 401);
+    EXPECT_EQ(send(r, "all_but_" + r.scope), 403);
+    const int allowed = send(r, "only_" + r.scope);
+    EXPECT_NE(allowed, 401);
+    EXPECT_NE(allowed, 403);
+  }
+  httplib::Result unauthorized = http.Get("/api/v1/profiles");
+  ASSERT_TRUE(unauthorized);
+  EXPECT_EQ(unauthorized->get_header_value("WWW-Authenticate"), "Bearer realm=\"fleetprof\"");
+  EXPECT_NE(unauthorized->body.find("\"code\":\"UNAUTHENTICATED\""), std::string::npos) << unauthorized->body;
+  // Probes and the web app itself (which then asks for a token) need none.
+  for (const char* open : {"/healthz", "/", "/profiles/p1", "/assets/app.js"}) {
+    httplib::Result res = http.Get(open);
+    ASSERT_TRUE(res) << open;
+    EXPECT_TRUE(res->status == 200 || res->status == 404) << open << " " << res->status;
+  }
+}
+
+TEST_F(SecurityTest, CliUsesTheTokenFileOrTheEnvironment) {
+  CommandResult none = Cli({"profiles", "--json"}, "");
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("requires a token"), std::string::npos) << none.err;
+  CommandResult ok = Cli({"profiles", "--json"}, "only_read");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  CommandResult env = RunCommand({"/usr/bin/env", "FLEETPROF_TOKEN=only_read", testing::BinDir() + "/fleetprof",
+                                  "profiles", "--server", cluster_.grpc_addr()});
+  EXPECT_EQ(env.exit_code, 0) << env.err;
+  CommandResult upload = Cli({"upload", testing::CorpusPath("kineto/mi250_rocm62.json.gz"), "--job", "j", "--json"},
+                             "only_read");
+  EXPECT_EQ(upload.exit_code, 1);
+  EXPECT_NE(upload.err.find("needs 'ingest'"), std::string::npos) << upload.err;
+}
+
+TEST_F(SecurityTest, AnAgentIsOnlyTheNodeItsTokenNames) {
+  FLEETPROF_REQUIRE_PATH(testing::CorpusPath("kineto/mi250_rocm62.json.gz"));
+  // n1's agent, with a static XLA target nothing listens on: a capture reaches it and fails there.
+  const int n1 = cluster_.StartAgent({"--node=n1", "--token_file=" + TokenFile(cluster_, "agent_n1"),
+                                      "--target", "job=j1,xprof=127.0.0.1:1"});
+  ASSERT_GE(n1, 0);
+  const auto state_of = [&](const std::string& node) {
+    CommandResult agents = Cli({"agents", "--json"}, "only_read");
+    const size_t at = agents.out.find("\"node\":\"" + node + "\"");
+    if (at == std::string::npos) return std::string("absent");
+    return agents.out.substr(at, 80).find("\"CONNECTED\"") != std::string::npos ? std::string("CONNECTED")
+                                                                                : std::string("other");
+  };
+  ASSERT_TRUE(Eventually(20, [&] { return state_of("n1") == "CONNECTED"; })) << cluster_.ServerLog();
+
+  // n1's token cannot make an agent n2.
+  const int impostor = cluster_.StartAgent({"--node=n2", "--token_file=" + TokenFile(cluster_, "agent_n1")});
+  ASSERT_GE(impostor, 0);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(state_of("n2"), "absent");
+
+  // A stream claiming n1 with another node's credential is refused; the real n1 stays.
+  auto stub = v1::AgentService::NewStub(Channel());
+  grpc::ClientContext context;
+  context.AddMetadata("authorization", "Bearer agent_n2");
+  auto stream = stub->Connect(&context);
+  v1::AgentMessage hello;
+  hello.mutable_hello()->set_node("n1");
+  stream->Write(hello);
+  stream->WritesDone();
+  v1::ServerMessage reply;
+  EXPECT_FALSE(stream->Read(&reply));
+  grpc::Status refused = stream->Finish();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("may not register as node 'n1'"), std::string::npos);
+  EXPECT_EQ(state_of("n1"), "CONNECTED");
+
+  // And n1 still gets its capture commands: the target fails on n1 itself.
+  CommandResult capture = Cli({"capture", "--job", "j1", "--duration_ms", "100", "--capture_timeout_ms", "5000",
+                               "--wait", "--json"},
+                              "operator");
+  EXPECT_NE(capture.out.find("\"node\":\"n1\""), std::string::npos) << capture.out << capture.err;
+  EXPECT_NE(capture.out.find("\"state\":\"FAILED\""), std::string::npos) << capture.out;
+  EXPECT_NE(capture.out.find("127.0.0.1:1"), std::string::npos) << capture.out;
+
+  // An agent's token uploads only as its own node; nobody else may claim a capture.
+  const std::string trace = testing::CorpusPath("kineto/mi250_rocm62.json.gz");
+  CommandResult as_n2 = Cli({"upload", trace, "--job", "j", "--node", "n2", "--json"}, "agent_n1");
+  EXPECT_EQ(as_n2.exit_code, 1);
+  EXPECT_NE(as_n2.err.find("may upload only as node 'n1'"), std::string::npos) << as_n2.err;
+  CommandResult claim = Cli({"upload", trace, "--job", "j", "--label", "capture_id=c1", "--json"}, "operator");
+  EXPECT_EQ(claim.exit_code, 1);
+  EXPECT_NE(claim.err.find("capture_id label is set by agents only"), std::string::npos) << claim.err;
+}
+
+TEST_F(SecurityTest, AnUploadIdBelongsToThePrincipalThatStartedIt) {
+  const std::string trace = testing::CorpusPath("kineto/mi250_rocm62.json.gz");
+  FLEETPROF_REQUIRE_PATH(trace);
+  CommandResult first = Cli({"upload", trace, "--job", "j", "--upload_id", "shared-1", "--json"}, "operator");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  CommandResult again = Cli({"upload", trace, "--job", "j", "--upload_id", "shared-1", "--json"}, "operator");
+  EXPECT_EQ(again.exit_code, 0) << again.err;  // idempotent for its owner
+  EXPECT_EQ(again.out, first.out);
+  CommandResult other = Cli({"upload", trace, "--job", "j", "--upload_id", "shared-1", "--json"}, "only_ingest");
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_NE(other.err.find("belongs to another principal"), std::string::npos) << other.err;
+
+  auto stub = v1::IngestService::NewStub(Channel());
+  grpc::ClientContext context;
+  context.AddMetadata("authorization", "Bearer only_ingest");
+  v1::GetUploadStateRequest request;
+  request.set_upload_id("shared-1");
+  v1::UploadState state;
+  EXPECT_EQ(stub->GetUploadState(&context, request, &state).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST_F(SecurityTest, SighupReloadsTheTokensFile) {
+  EXPECT_EQ(Cli({"profiles"}, "fresh").exit_code, 1);
+  std::ofstream(tokens_, std::ios::app) << Sha256Hex("fresh") << " read fresh\n";
+  ASSERT_EQ(::kill(cluster_.server_pid(), SIGHUP), 0);
+  EXPECT_TRUE(Eventually(10, [&] { return Cli({"profiles"}, "fresh").exit_code == 0; })) << cluster_.ServerLog();
+}
+
+// Test certificates from Debian's openssl: a CA, a server certificate for 127.0.0.1 and
+// localhost, and a client certificate.
+class TlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = cluster_.root() + "/pki";
+    std::filesystem::create_directories(dir_);
+    const std::string script =
+        "set -e; cd '" + dir_ + "'; "
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=test-ca 2>/dev/null; "
+        "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > san.ext; "
+        "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost 2>/dev/null; "
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 "
+        "-extfile san.ext 2>/dev/null; "
+        "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=n1 2>/dev/null; "
+        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 2 2>/dev/null; "
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout other.key -out other.pem -days 2 -subj /CN=other 2>/dev/null";
+    CommandResult made = RunCommand({"/bin/sh", "-c", script}, 120);
+    if (made.exit_code != 0) {
+      if (testing::DataRequired()) FAIL() << "openssl is required (CI=true): " << made.err;
+      GTEST_SKIP() << "openssl missing: " << made.err;
+    }
+  }
+  std::string Pki(const std::string& name) const { return dir_ + "/" + name; }
+  std::vector<std::string> ServerTls() const {
+    return {"--tls_cert=" + Pki("server.pem"), "--tls_key=" + Pki("server.key")};
+  }
+  TestCluster cluster_;
+  std::string dir_;
+};
+
+TEST_F(TlsTest, CliAndAgentWorkOverTlsAndAClientWithoutTheCaFailsClearly) {
+  ASSERT_TRUE(cluster_.StartServer("127.0.0.1:0", ServerTls())) << cluster_.ServerLog();
+  CommandResult ok = cluster_.Cli({"profiles", "--json", "--tls_ca=" + Pki("ca.pem")});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  CommandResult plain = cluster_.Cli({"profiles", "--json", "--timeout_s=3"});
+  EXPECT_EQ(plain.exit_code, 1);
+  EXPECT_NE(plain.err.find("if the server uses TLS, pass --tls_ca"), std::string::npos) << plain.err;
+  CommandResult wrong_ca = cluster_.Cli({"profiles", "--json", "--timeout_s=3", "--tls_ca=" + Pki("other.pem")});
+  EXPECT_EQ(wrong_ca.exit_code, 1);
+  EXPECT_NE(wrong_ca.err.find("check that --tls_ca signed the server's certificate"), std::string::npos)
+      << wrong_ca.err;
+
+  ASSERT_GE(cluster_.StartAgent({"--node=tls-node", "--tls_ca=" + Pki("ca.pem")}), 0);
+  EXPECT_TRUE(Eventually(20, [&] {
+    return cluster_.Cli({"agents", "--json", "--tls_ca=" + Pki("ca.pem")}).out.find("\"CONNECTED\"") !=
+           std::string::npos;
+  })) << cluster_.ServerLog();
+
+  httplib::SSLClient https("127.0.0.1", std::stoi(cluster_.http_addr().substr(cluster_.http_addr().rfind(':') + 1)));
+  https.set_ca_cert_path(Pki("ca.pem").c_str());
+  https.enable_server_certificate_verification(true);
+  httplib::Result health = https.Get("/healthz");
+  ASSERT_TRUE(health) << httplib::to_string(health.error());
+  EXPECT_EQ(health->status, 200);
+}
+
+TEST_F(TlsTest, MutualTlsRefusesAClientWithoutACertificate) {
+  std::vector<std::string> flags = ServerTls();
+  flags.push_back("--tls_client_ca=" + Pki("ca.pem"));
+  ASSERT_TRUE(cluster_.StartServer("127.0.0.1:0", flags)) << cluster_.ServerLog();
+  CommandResult without = cluster_.Cli({"profiles", "--json", "--timeout_s=3", "--tls_ca=" + Pki("ca.pem")});
+  EXPECT_EQ(without.exit_code, 1) << without.out;
+  CommandResult with = cluster_.Cli({"profiles", "--json", "--tls_ca=" + Pki("ca.pem"),
+                                     "--tls_cert=" + Pki("client.pem"), "--tls_key=" + Pki("client.key")});
+  EXPECT_EQ(with.exit_code, 0) << with.err;
+
+  const int port = std::stoi(cluster_.http_addr().substr(cluster_.http_addr().rfind(':') + 1));
+  httplib::SSLClient anonymous("127.0.0.1", port);
+  anonymous.set_ca_cert_path(Pki("ca.pem").c_str());
+  EXPECT_FALSE(anonymous.Get("/healthz"));
+  httplib::SSLClient known("127.0.0.1", port, Pki("client.pem"), Pki("client.key"));
+  known.set_ca_cert_path(Pki("ca.pem").c_str());
+  httplib::Result res = known.Get("/healthz");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+}
+
+TEST_F(TlsTest, AnExposedListenerNeedsTokensAndTls) {
+  const auto server = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = {testing::BinDir() + "/fleetprof-server", "--grpc_addr=0.0.0.0:0",
+                                     "--http_addr=127.0.0.1:0", "--data_dir=" + cluster_.root() + "/exposed"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return RunCommand(argv, 20);
+  };
+  CommandResult bare = server({});
+  EXPECT_EQ(bare.exit_code, 2);
+  EXPECT_NE(bare.err.find("refusing --grpc_addr=0.0.0.0:0: a non-loopback listener needs --auth_tokens_file"),
+            std::string::npos)
+      << bare.err;
+  const std::string tokens = cluster_.root() + "/tokens";
+  std::ofstream(tokens) << Sha256Hex("t") << " read r\n";
+  CommandResult no_tls = server({"--auth_tokens_file=" + tokens});
+  EXPECT_EQ(no_tls.exit_code, 2);
+  EXPECT_NE(no_tls.err.find("--tls_cert and --tls_key, or --insecure"), std::string::npos) << no_tls.err;
+
+  // With tokens and TLS it starts (and stops on SIGTERM).
+  std::vector<std::string> flags = ServerTls();
+  flags.push_back("--auth_tokens_file=" + tokens);
+  EXPECT_TRUE(cluster_.StartServer("0.0.0.0:0", flags)) << cluster_.ServerLog();
+  EXPECT_EQ(cluster_.StopServer(), 0);
+}
+
+}  // namespace
+}  // namespace fleetprof
