@@ -28,6 +28,8 @@ struct Latencies {
 };
 
 // `clients` threads, each with its own keep-alive connection, GET `path` `per_client` times.
+std::string g_token;  // --token: sent on every request (a server with --auth_tokens_file)
+
 Latencies Measure(const std::string& http, const std::string& path, int clients, int per_client) {
   std::vector<std::vector<double>> samples(clients);
   const auto start = std::chrono::steady_clock::now();
@@ -37,6 +39,7 @@ Latencies Measure(const std::string& http, const std::string& path, int clients,
       httplib::Client client("http://" + http);
       client.set_keep_alive(true);
       client.set_tcp_nodelay(true);
+      if (!g_token.empty()) client.set_bearer_token_auth(g_token.c_str());
       for (int i = 0; i < per_client; ++i) {
         auto t0 = std::chrono::steady_clock::now();
         auto res = client.Get(path);
@@ -78,12 +81,15 @@ int main(int argc, char** argv) {
     else if (flag == "--trace") trace = value;
     else if (flag == "--work_dir") work_dir = value;
     else if (flag == "--profiles") (void)absl::SimpleAtoi(value, &profiles);
+    else if (flag == "--token") g_token = value;
   }
   if (http.empty() || grpc.empty() || trace.empty() || work_dir.empty()) {
     std::cerr << "usage: http_api_bench --http HOST:PORT --grpc HOST:PORT --trace FILE --work_dir DIR [--profiles N]\n";
     return 2;
   }
-  auto channel = fleetprof::MakeChannel(grpc);
+  fleetprof::ClientSecurity security;
+  security.token = g_token;
+  auto channel = fleetprof::MakeChannel(grpc, security);
   fleetprof::UploadOptions big;
   big.path = trace;
   big.job = "bench-big";

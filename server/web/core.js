@@ -354,7 +354,8 @@ async function api(path, options = {}) {
     }
     const error = data && typeof data === 'object' && data.error ? data.error : null;
     if (response.status === 401) {
-      await askForToken(error && error.message);
+      // Without a token the server's message is for CLI users; with one, it says what was wrong.
+      await askForToken(token && error ? error.message : '');
       continue;
     }
     if (!response.ok) {

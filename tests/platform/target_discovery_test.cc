@@ -39,6 +39,18 @@ TEST_F(TargetDiscoveryTest, FindsXlaJobsByTheirEnvironment) {
   EXPECT_EQ(targets[0].address(), "127.0.0.1:9012");
 }
 
+TEST_F(TargetDiscoveryTest, HostileEnvironmentValuesAreRefused) {
+  using namespace std::string_literals;
+  Process(10, "FLEETPROF_JOB=a\0FLEETPROF_XPROF_ADDR=../../etc:1\0"s);
+  Process(11, "FLEETPROF_JOB=b\0FLEETPROF_XPROF_ADDR=127.0.0.1:1/../../x\0"s);
+  Process(12, "FLEETPROF_JOB=bad\xff\0FLEETPROF_XPROF_ADDR=127.0.0.1:2\0"s);
+  Process(13, "FLEETPROF_JOB=c\nd\0FLEETPROF_XPROF_ADDR=127.0.0.1:3\0"s);
+  Process(14, "FLEETPROF_JOB=../../tmp/evil\0FLEETPROF_XPROF_ADDR=127.0.0.1:4\0"s);  // a name, never a path
+  auto targets = DiscoverXprofTargets(root_);
+  ASSERT_EQ(targets.size(), 1u);
+  EXPECT_EQ(targets[0].pid(), 14);
+}
+
 TEST(TargetFlagTest, ParsesJobAndAddressInAnyOrder) {
   auto target = ParseTargetFlag("xprof=10.0.0.5:6009,job=llama");
   ASSERT_TRUE(target.ok()) << target.status();

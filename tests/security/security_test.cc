@@ -309,6 +309,63 @@ TEST_F(SecurityTest, SighupReloadsTheTokensFile) {
   EXPECT_TRUE(Eventually(10, [&] { return Cli({"profiles"}, "fresh").exit_code == 0; })) << cluster_.ServerLog();
 }
 
+// Every file under `dir` down to `depth` levels, relative.
+std::set<std::string> FilesUnder(const std::string& dir, int depth = 64) {
+  std::set<std::string> files;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::end(it);
+       it.increment(ec)) {
+    if (it.depth() >= depth) it.disable_recursion_pending();
+    files.insert(std::filesystem::relative(it->path(), dir).string());
+  }
+  return files;
+}
+
+TEST(AgentPaths, HostileJobValuesNeverPlaceAFileOutsideTheAgentsFolders) {
+  using namespace std::string_literals;
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer());
+  // A fake /proc: processes whose environment tries to steer the agent's paths. The one with
+  // a plain address is captured (nothing listens there, so it fails) under a hostile job name.
+  const std::string proc = cluster.root() + "/proc";
+  const auto process = [&](int pid, const std::string& environ) {
+    std::filesystem::create_directories(proc + "/" + std::to_string(pid));
+    std::ofstream(proc + "/" + std::to_string(pid) + "/environ") << environ;
+  };
+  process(10, "FLEETPROF_JOB=evil\0FLEETPROF_XPROF_ADDR=../../../../tmp/x:1\0"s);
+  process(11, "FLEETPROF_JOB=evil\0FLEETPROF_XPROF_ADDR=127.0.0.1:1/../../../x\0"s);
+  process(12, "FLEETPROF_JOB=evil\xff\0FLEETPROF_XPROF_ADDR=127.0.0.1:2\0"s);
+  process(13, "FLEETPROF_JOB=../../evil\0FLEETPROF_XPROF_ADDR=127.0.0.1:1\0"s);
+  const std::set<std::string> tmp_before = FilesUnder("/tmp", 2);
+  const int agent = cluster.StartAgent({"--node=paths", "--proc_root=" + proc, "--discover_interval_ms=100"});
+  ASSERT_GE(agent, 0);
+  ASSERT_TRUE(Eventually(20, [&] {
+    return cluster.Cli({"agents", "--json"}).out.find("\"job\":\"../../evil\"") != std::string::npos;
+  })) << cluster.Cli({"agents", "--json"}).out;
+  CommandResult agents = cluster.Cli({"agents", "--json"});
+  EXPECT_EQ(agents.out.find("tmp/x"), std::string::npos) << agents.out;  // refused, not registered
+  EXPECT_EQ(agents.out.find("127.0.0.1:2"), std::string::npos) << agents.out;
+  CommandResult capture = cluster.Cli({"capture", "--job", "../../evil", "--duration_ms", "100",
+                                       "--capture_timeout_ms", "5000", "--wait", "--json"});
+  EXPECT_NE(capture.out.find("\"state\":\"FAILED\""), std::string::npos) << capture.out << capture.err;
+
+  // Nothing outside the agent's own folder and the server's: the cluster root holds only
+  // what it held, and /tmp gained no entry from this test's agent.
+  for (const std::string& file : FilesUnder(cluster.root())) {
+    const bool ours = file.rfind("agent0", 0) == 0 || file.rfind("server", 0) == 0 || file.rfind("proc", 0) == 0 ||
+                      file.rfind("agent0.", 0) == 0;
+    EXPECT_TRUE(ours) << file;
+  }
+  for (const std::string& file : FilesUnder(cluster.root() + "/agent0")) {
+    EXPECT_EQ(file.find(".."), std::string::npos) << file;
+  }
+  for (const std::string& file : FilesUnder("/tmp", 2)) {
+    if (tmp_before.count(file) || file.rfind("fleetprof-", 0) == 0) continue;  // other tests' folders
+    EXPECT_EQ(file.find("evil"), std::string::npos) << file;
+    EXPECT_NE(file, "x");
+  }
+}
+
 // Test certificates from Debian's openssl: a CA, a server certificate for 127.0.0.1 and
 // localhost, and a client certificate.
 class TlsTest : public ::testing::Test {

@@ -537,6 +537,34 @@ def check_error_banner(b, args):
     print(f"ok   (e) an unknown profile shows the banner: {text.strip()[:100]!r} ({shot})")
 
 
+def check_token_prompt(b, args):
+    """With tokens on, the first API answer is a 401: the app asks for a token, keeps it for
+    the tab, and the page loads with it; a wrong one is asked for again."""
+    b.allowed_error = lambda e: e["kind"] == "log" and "401" in e.get("text", "")
+    try:
+        b.navigate("/profiles")
+        text = b.wait_for("document.querySelector('#auth:not(.hidden)')?.textContent", "the token prompt", timeout=30)
+        if "needs a token" not in text:
+            raise CheckFailed(f"(t) the prompt does not say a token is needed: {text!r}")
+        shot = b.screenshot("token_prompt")
+        b.set_value("#token-input", "wrong-token")
+        b.click("#token-submit")
+        again = b.wait_for("document.querySelector('#auth:not(.hidden)')?.textContent", "the prompt again", timeout=30)
+        if "not known" not in again:
+            raise CheckFailed(f"(t) a wrong token is not explained: {again!r}")
+        b.set_value("#token-input", args.token)
+        b.click("#token-submit")
+        b.wait_for("!!document.querySelector('a.profile-link')", "the profiles list with the token", timeout=30)
+        b.wait_for("document.querySelector('#auth').classList.contains('hidden')", "the prompt to go away")
+        if b.evaluate("sessionStorage.getItem('fleetprofToken')") != args.token:
+            raise CheckFailed("(t) the token is not kept in sessionStorage")
+        b.wait_for("document.querySelector('#token-indicator')?.textContent.includes('token set')", "the token note")
+        b.assert_clean("(t) token prompt")
+    finally:
+        b.allowed_error = None
+    print(f"ok   (t) the app asked for a token, refused a wrong one, and loaded with the right one ({shot})")
+
+
 def main():
     parser = argparse.ArgumentParser(description="Checks fleetprof's web app in headless Chromium.")
     parser.add_argument("--url", required=True, help="the server's HTTP address, e.g. http://127.0.0.1:7071")
@@ -549,6 +577,7 @@ def main():
     parser.add_argument("--capture-node", default="")
     parser.add_argument("--capture-duration-ms", type=int, default=0)
     parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--token", default="", help="the server wants this token: check the prompt, then use it")
     args = parser.parse_args()
     os.makedirs(args.screenshots, exist_ok=True)
     if not os.path.exists(args.chromium):
@@ -559,6 +588,8 @@ def main():
     try:
         browser = Browser(args.chromium, args.url, args.screenshots)
         checks = [check_profile_page, check_profiles_list, check_fleet]
+        if args.token:
+            checks.insert(0, check_token_prompt)
         if args.capture_job:
             checks.append(check_capture)
         checks.append(check_error_banner)

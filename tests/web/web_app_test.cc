@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "absl/strings/str_format.h"
+#include "auth/token_hash.h"
 #include "gtest/gtest.h"
 #include "simdjson.h"
 #include "tests/platform/test_cluster.h"
@@ -112,6 +113,41 @@ TEST_F(WebAppTest, EveryGrafanaInfinityQueryAnswersRowsOnALiveServer) {
                                    120);
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   std::cout << check.out;
+}
+
+// With tokens on, the app asks for one (and explains a wrong one), keeps it for the tab and
+// shows every page with it; the Grafana queries carry it too.
+TEST(WebAppWithTokensTest, AsksForATokenThenEveryPageAndGrafanaQueryUsesIt) {
+  FLEETPROF_REQUIRE_PATH(kPython);
+  FLEETPROF_REQUIRE_PATH(kChromium);
+  FLEETPROF_REQUIRE_PATH(CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz"));
+  TestCluster cluster;
+  const std::string token = "web-token-7f3a";
+  std::ofstream(cluster.root() + "/tokens") << Sha256Hex(token) << " read,ingest user\n"
+                                            << Sha256Hex("agent-token") << " agent,ingest web-node\n";
+  std::ofstream(cluster.root() + "/web.token") << token << "\n";
+  std::ofstream(cluster.root() + "/agent.token") << "agent-token\n";
+  ASSERT_TRUE(cluster.StartServer("127.0.0.1:0", {"--auth_tokens_file=" + cluster.root() + "/tokens"}))
+      << cluster.ServerLog();
+  ASSERT_GE(cluster.StartAgent({"--node=web-node", "--token_file=" + cluster.root() + "/agent.token"}), 0);
+  CommandResult upload = cluster.Cli({"upload", CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz"), "--job",
+                                      "tokens", "--json", "--token_file=" + cluster.root() + "/web.token"});
+  ASSERT_EQ(upload.exit_code, 0) << upload.err;
+  const std::string id = JsonStringField(upload.out, "profile_id");
+  const std::string screenshots = std::string(FLEETPROF_BIN_DIR) + "/../web-screenshots/tokens";
+  fs::create_directories(screenshots);
+  CommandResult browser =
+      RunCommand({kPython, Source("tests/web/browser_check.py"), "--url", "http://" + cluster.http_addr(),
+                  "--profile-id", id, "--expect-agent", "web-node", "--token", token, "--screenshots", screenshots},
+                 240);
+  EXPECT_EQ(browser.exit_code, 0) << browser.out << browser.err << cluster.ServerLog();
+  EXPECT_NE(browser.out.find("ok   (t)"), std::string::npos) << browser.out;
+  CommandResult grafana = RunCommand({kPython, Source("tests/web/grafana_check.py"), "--dashboards",
+                                      Source("deploy/grafana/dashboards"), "--sources", FLEETPROF_SOURCE_DIR, "--url",
+                                      "http://" + cluster.http_addr(), "--job", "tokens", "--token_file",
+                                      cluster.root() + "/web.token"},
+                                     120);
+  EXPECT_EQ(grafana.exit_code, 0) << grafana.out << grafana.err;
 }
 
 }  // namespace
