@@ -99,7 +99,12 @@ absl::StatusOr<std::string> CaptureRunner::Trigger(const v1::CaptureCommand& com
     // reach the path, so it stays one folder directly under the agent's xprof folder.
     xprof.session_id = SafeFileName(absl::StrCat(command.capture_id(), "_", target.address()));
     xprof.host_name = options_.node;
-    return CaptureXprof(xprof, [this] { return cancelled(); });
+    auto trace = CaptureXprof(xprof, [this] { return cancelled(); });
+    // Uploaded and then deleted by root: never through a link the job planted.
+    if (trace.ok()) {
+      if (absl::Status s = CheckOwnedRegularFile(*trace, -1); !s.ok()) return s;
+    }
+    return trace;
   }
   if (target.kind() == v1::Target::kineto) {
     if (kineto_ == nullptr) {
@@ -158,10 +163,9 @@ void CaptureRunner::Execute(const v1::CaptureCommand& command) {
   upload.path = *trace;
   upload.job = command.target().job().empty() ? "unassigned" : command.target().job();
   upload.node = options_.node;
-  // Bounded length whatever the node name: the capture id plus a hash of node and target.
-  upload.upload_id = absl::StrCat(
-      command.capture_id(), "-",
-      absl::Hex(std::hash<std::string>()(absl::StrCat(options_.node, "\n", target)), absl::kZeroPad16));
+  // Bounded length whatever the node name, and not computable by others from the capture's
+  // public values (the id then cannot be taken first): the capture id plus random bytes.
+  upload.upload_id = absl::StrCat(SafeFileName(command.capture_id()), "-", RandomHex(8));
   upload.cancelled = [this] { return cancelled(); };
   upload.labels["capture_id"] = command.capture_id();
   upload.labels["source"] = "capture";

@@ -22,6 +22,9 @@ TraceUploader::~TraceUploader() { Stop(); }
 
 absl::Status TraceUploader::Start() {
   if (absl::Status s = journal_.Open(options_.journal_path); !s.ok()) return s;
+  auto secret = LoadOrCreateUploadSecret(options_.journal_path + ".secret");
+  if (!secret.ok()) return secret.status();
+  secret_ = *std::move(secret);
   spdlog::info("watching {} trace folder(s); {} files already uploaded", options_.dirs.size(),
                journal_.size());
   thread_ = std::thread([this] { Loop(); });
@@ -62,7 +65,7 @@ void TraceUploader::UploadOne(const TraceFile& file) {
   upload.path = file.path;
   upload.job = file.job;
   upload.node = options_.node;
-  upload.upload_id = UploadIdFor(options_.node, file);
+  upload.upload_id = UploadIdFor(secret_, options_.node, file);
   upload.labels["source"] = "trace_dir";
   upload.max_attempts = 2;
   upload.cancelled = [this] {

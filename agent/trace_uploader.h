@@ -44,6 +44,7 @@ class TraceUploader {
   TraceUploaderOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   TraceDirWatcher watcher_;
+  std::string secret_;  // keys the upload ids (LoadOrCreateUploadSecret)
   UploadJournal journal_;
   std::vector<TraceFile> retry_;  // files the server could not take yet (unreachable)
   prometheus::Family<prometheus::Counter>& results_;

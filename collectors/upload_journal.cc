@@ -3,11 +3,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "auth/token_hash.h"
+#include "common/runtime.h"
 
 namespace fleetprof {
 
@@ -50,13 +54,37 @@ absl::Status UploadJournal::Record(const TraceFile& file, const std::string& out
   return absl::OkStatus();
 }
 
-std::string UploadIdFor(const std::string& node, const TraceFile& file) {
-  // FNV-1a: stable across builds and restarts, unlike std::hash.
-  uint64_t h = 1469598103934665603ull;
-  for (char c : absl::StrCat(node, "\n", file.path, "\n", file.size, "\n", file.mtime_ns)) {
-    h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+std::string UploadIdFor(const std::string& secret, const std::string& node, const TraceFile& file) {
+  // SHA-256: stable across builds and restarts, unlike std::hash, and unpredictable
+  // without the secret.
+  return absl::StrCat(
+      "agent-", Sha256Hex(absl::StrCat(secret, "\n", node, "\n", file.path, "\n", file.size, "\n", file.mtime_ns))
+                    .substr(0, 32));
+}
+
+absl::StatusOr<std::string> LoadOrCreateUploadSecret(const std::string& path) {
+  const auto read = [&]() -> absl::StatusOr<std::string> {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+    char buffer[129] = {};
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer) - 1);
+    ::close(fd);
+    if (n < 32) return absl::DataLossError(absl::StrCat(path, " is shorter than a secret; remove it"));
+    return std::string(buffer, static_cast<size_t>(n));
+  };
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    if (errno == EEXIST) return read();
+    return absl::FailedPreconditionError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
   }
-  return absl::StrCat("agent-", absl::Hex(h, absl::kZeroPad16));
+  const std::string secret = RandomHex(32);
+  const bool written = ::write(fd, secret.data(), secret.size()) == static_cast<ssize_t>(secret.size());
+  ::close(fd);
+  if (!written) {
+    ::unlink(path.c_str());
+    return absl::FailedPreconditionError(absl::StrCat("cannot write ", path));
+  }
+  return secret;
 }
 
 }  // namespace fleetprof

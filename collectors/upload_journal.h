@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "collectors/trace_dir_watcher.h"
 
 namespace fleetprof {
@@ -30,7 +31,13 @@ class UploadJournal {
   mutable std::mutex mu_;
 };
 
-// A stable id for this file on this node, so the server dedupes even a lost journal.
-std::string UploadIdFor(const std::string& node, const TraceFile& file);
+// A stable id for this file on this node, so the server dedupes even a lost journal. Keyed
+// with this agent's `secret`: ids are visible to readers of the profile, and one that others
+// could compute for a file not yet uploaded could be taken first.
+std::string UploadIdFor(const std::string& secret, const std::string& node, const TraceFile& file);
+
+// The agent's upload-id secret at `path`: read, or created (mode 0600, 32 random bytes as
+// hex) on first start. Never follows a symlink.
+absl::StatusOr<std::string> LoadOrCreateUploadSecret(const std::string& path);
 
 }  // namespace fleetprof

@@ -71,8 +71,13 @@ TEST_F(TraceDirWatcherTest, JournalRemembersUploadsAcrossRestarts) {
   TraceFile changed = file;
   changed.size = 11;
   EXPECT_FALSE(reopened.Contains(changed)) << "a rewritten file is a new trace";
-  EXPECT_EQ(UploadIdFor("n", file), UploadIdFor("n", file));
-  EXPECT_NE(UploadIdFor("n", file), UploadIdFor("m", file));
+  EXPECT_EQ(UploadIdFor("s", "n", file), UploadIdFor("s", "n", file));
+  EXPECT_NE(UploadIdFor("s", "n", file), UploadIdFor("s", "m", file));
+  EXPECT_NE(UploadIdFor("s", "n", file), UploadIdFor("t", "n", file)) << "the secret keys the id";
+  auto secret = LoadOrCreateUploadSecret(dir_ + "/secret");
+  ASSERT_TRUE(secret.ok()) << secret.status();
+  EXPECT_EQ(secret->size(), 64u);
+  EXPECT_EQ(*LoadOrCreateUploadSecret(dir_ + "/secret"), *secret) << "kept across restarts";
 }
 
 }  // namespace

@@ -163,8 +163,11 @@ TEST_F(SecurityTest, EveryRpcWantsAKnownTokenWithItsScope) {
     EXPECT_NE(allowed.error_code(), grpc::StatusCode::UNAUTHENTICATED) << allowed.error_message();
     EXPECT_NE(allowed.error_code(), grpc::StatusCode::PERMISSION_DENIED) << allowed.error_message();
   }
-  // gRPC's health check stays open for probes.
+  // gRPC's health check stays open for probes; its reflection service (the API's schema)
+  // needs read like any query, and is cut off without it.
   EXPECT_EQ(CallWith(stub, "/grpc.health.v1.Health/Check", "").error_code(), grpc::StatusCode::OK);
+  EXPECT_NE(CallWith(stub, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", "").error_code(),
+            grpc::StatusCode::OK);
 }
 
 TEST_F(SecurityTest, EveryHttpRouteWantsAKnownTokenWithItsScope) {
