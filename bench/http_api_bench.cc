@@ -5,6 +5,10 @@
 //   GET /api/v1/profiles/{id}/ops at 1 and 16 concurrent clients,
 //   GET /api/v1/profiles (first page of 100) with every profile stored,
 // each beside the same run's baseline GET /healthz (the HTTP floor: parse, route, write).
+//
+// With --http_b/--grpc_b/--token_b (bench/auth_overhead.sh) the same data goes to a second
+// server too, and each route is measured on both in alternating batches, so machine noise
+// hits both alike; the ratio B/A is printed per route.
 
 #include <algorithm>
 #include <chrono>
@@ -28,18 +32,33 @@ struct Latencies {
 };
 
 // `clients` threads, each with its own keep-alive connection, GET `path` `per_client` times.
-std::string g_token;  // --token: sent on every request (a server with --auth_tokens_file)
+struct Server {
+  std::string http;
+  std::string grpc;
+  std::string token;  // sent on every request when set (a server with --auth_tokens_file)
+};
 
-Latencies Measure(const std::string& http, const std::string& path, int clients, int per_client) {
+Latencies Summarize(std::vector<double> all, double seconds) {
+  std::sort(all.begin(), all.end());
+  Latencies out;
+  out.p50_ms = all[all.size() / 2];
+  out.p99_ms = all[std::min(all.size() - 1, all.size() * 99 / 100)];
+  out.per_second = all.size() / seconds;
+  return out;
+}
+
+// `clients` threads, each with its own keep-alive connection, GET `path` `per_client` times;
+// the latencies are appended to `*samples_out` and the wall time returned.
+double Run(const Server& server, const std::string& path, int clients, int per_client, std::vector<double>* samples_out) {
   std::vector<std::vector<double>> samples(clients);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
-      httplib::Client client("http://" + http);
+      httplib::Client client("http://" + server.http);
       client.set_keep_alive(true);
       client.set_tcp_nodelay(true);
-      if (!g_token.empty()) client.set_bearer_token_auth(g_token.c_str());
+      if (!server.token.empty()) client.set_bearer_token_auth(server.token.c_str());
       for (int i = 0; i < per_client; ++i) {
         auto t0 = std::chrono::steady_clock::now();
         auto res = client.Get(path);
@@ -53,15 +72,26 @@ Latencies Measure(const std::string& http, const std::string& path, int clients,
     });
   }
   for (auto& t : threads) t.join();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (auto& s : samples) samples_out->insert(samples_out->end(), s.begin(), s.end());
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+Latencies Measure(const Server& server, const std::string& path, int clients, int per_client) {
   std::vector<double> all;
-  for (auto& s : samples) all.insert(all.end(), s.begin(), s.end());
-  std::sort(all.begin(), all.end());
-  Latencies out;
-  out.p50_ms = all[all.size() / 2];
-  out.p99_ms = all[std::min(all.size() - 1, all.size() * 99 / 100)];
-  out.per_second = all.size() / seconds;
-  return out;
+  const double seconds = Run(server, path, clients, per_client, &all);
+  return Summarize(std::move(all), seconds);
+}
+
+// The same route on two servers (`path_b`: its path there), in 10 alternating batches.
+std::pair<Latencies, Latencies> MeasurePair(const Server& a, const std::string& path, const Server& b,
+                                            const std::string& path_b, int clients, int per_client) {
+  std::vector<double> samples_a, samples_b;
+  double seconds_a = 0, seconds_b = 0;
+  for (int batch = 0; batch < 10; ++batch) {
+    seconds_a += Run(a, path, clients, std::max(1, per_client / 10), &samples_a);
+    seconds_b += Run(b, path_b, clients, std::max(1, per_client / 10), &samples_b);
+  }
+  return {Summarize(std::move(samples_a), seconds_a), Summarize(std::move(samples_b), seconds_b)};
 }
 
 void Report(const std::string& what, int clients, const Latencies& l, const Latencies& base) {
@@ -69,27 +99,17 @@ void Report(const std::string& what, int clients, const Latencies& l, const Late
               what.c_str(), clients, l.p50_ms, l.p99_ms, l.per_second, base.p50_ms, l.p50_ms / base.p50_ms);
 }
 
-}  // namespace
+void ReportPair(const std::string& what, int clients, const std::pair<Latencies, Latencies>& ab) {
+  const auto& [a, b] = ab;
+  std::printf("%-44s %3d clients  A p50 %7.3f p99 %7.3f ms | B p50 %7.3f p99 %7.3f ms | B/A p50 x%.3f p99 x%.3f\n",
+              what.c_str(), clients, a.p50_ms, a.p99_ms, b.p50_ms, b.p99_ms, b.p50_ms / a.p50_ms, b.p99_ms / a.p99_ms);
+}
 
-int main(int argc, char** argv) {
-  std::string http, grpc, trace, work_dir;
-  int profiles = 10000;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--http") http = value;
-    else if (flag == "--grpc") grpc = value;
-    else if (flag == "--trace") trace = value;
-    else if (flag == "--work_dir") work_dir = value;
-    else if (flag == "--profiles") (void)absl::SimpleAtoi(value, &profiles);
-    else if (flag == "--token") g_token = value;
-  }
-  if (http.empty() || grpc.empty() || trace.empty() || work_dir.empty()) {
-    std::cerr << "usage: http_api_bench --http HOST:PORT --grpc HOST:PORT --trace FILE --work_dir DIR [--profiles N]\n";
-    return 2;
-  }
+// Uploads the big trace and `profiles - 1` tiny ones; returns the big one's profile id.
+std::string Fill(const Server& server, const std::string& trace, const std::string& work_dir, int profiles) {
   fleetprof::ClientSecurity security;
-  security.token = g_token;
-  auto channel = fleetprof::MakeChannel(grpc, security);
+  security.token = server.token;
+  auto channel = fleetprof::MakeChannel(server.grpc, security);
   fleetprof::UploadOptions big;
   big.path = trace;
   big.job = "bench-big";
@@ -97,12 +117,11 @@ int main(int argc, char** argv) {
   auto uploaded = fleetprof::UploadFile(channel, big);
   if (!uploaded.ok()) {
     std::cerr << "upload failed: " << uploaded.status() << "\n";
-    return 1;
+    std::exit(1);
   }
-  const std::string id = uploaded->profile_id();
-  std::printf("profile %s: %lld events\n", id.c_str(), static_cast<long long>(uploaded->profile().events()));
-
-  // In the run's own folder (bench/http_api.sh makes it with mktemp), never a fixed /tmp name.
+  std::printf("%s: profile %s, %lld events\n", server.http.c_str(), uploaded->profile_id().c_str(),
+              static_cast<long long>(uploaded->profile().events()));
+  // In the run's own folder (the scripts make it with mktemp), never a fixed /tmp name.
   const std::string tiny = work_dir + "/tiny.json";
   std::ofstream(tiny) << R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":{"device":0}}]})";
   const auto upload_start = std::chrono::steady_clock::now();
@@ -113,25 +132,69 @@ int main(int argc, char** argv) {
     small.node = absl::StrCat("node-", i % 64);
     if (!fleetprof::UploadFile(channel, small).ok()) {
       std::cerr << "small upload " << i << " failed\n";
-      return 1;
+      std::exit(1);
     }
   }
   std::printf("stored %d profiles (%.1f s of uploads)\n", profiles,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - upload_start).count());
+  return uploaded->profile_id();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Server a, b;
+  std::string trace, work_dir;
+  int profiles = 10000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--http") a.http = value;
+    else if (flag == "--grpc") a.grpc = value;
+    else if (flag == "--token") a.token = value;
+    else if (flag == "--http_b") b.http = value;
+    else if (flag == "--grpc_b") b.grpc = value;
+    else if (flag == "--token_b") b.token = value;
+    else if (flag == "--trace") trace = value;
+    else if (flag == "--work_dir") work_dir = value;
+    else if (flag == "--profiles") (void)absl::SimpleAtoi(value, &profiles);
+  }
+  if (a.http.empty() || a.grpc.empty() || trace.empty() || work_dir.empty() || b.http.empty() != b.grpc.empty()) {
+    std::cerr << "usage: http_api_bench --http HOST:PORT --grpc HOST:PORT [--token T] --trace FILE --work_dir DIR\n"
+                 "                      [--profiles N] [--http_b HOST:PORT --grpc_b HOST:PORT [--token_b T]]\n";
+    return 2;
+  }
+  const std::string id = Fill(a, trace, work_dir, profiles);
+  const bool paired = !b.http.empty();
+  const std::string id_b = paired ? Fill(b, trace, work_dir, profiles) : "";
+  const std::string list = absl::StrCat("GET /api/v1/profiles (", profiles, " stored)");
 
   for (int clients : {1, 16}) {
     const int per_client = clients == 1 ? 2000 : 250;
-    Latencies base = Measure(http, "/healthz", clients, per_client);
-    Report("GET /api/v1/profiles/{id}/ops", clients, Measure(http, "/api/v1/profiles/" + id + "/ops", clients, per_client), base);
+    if (paired) {
+      ReportPair("GET /healthz (no token checked)", clients, MeasurePair(a, "/healthz", b, "/healthz", clients, per_client));
+      for (const char* section : {"ops", "kernels"}) {
+        ReportPair(absl::StrCat("GET /api/v1/profiles/{id}/", section), clients,
+                   MeasurePair(a, absl::StrCat("/api/v1/profiles/", id, "/", section), b,
+                               absl::StrCat("/api/v1/profiles/", id_b, "/", section), clients, per_client));
+      }
+      continue;
+    }
+    Latencies base = Measure(a, "/healthz", clients, per_client);
+    Report("GET /api/v1/profiles/{id}/ops", clients, Measure(a, "/api/v1/profiles/" + id + "/ops", clients, per_client), base);
     Report("GET /api/v1/profiles/{id}/kernels", clients,
-           Measure(http, "/api/v1/profiles/" + id + "/kernels", clients, per_client), base);
+           Measure(a, "/api/v1/profiles/" + id + "/kernels", clients, per_client), base);
   }
   for (int clients : {1, 16}) {
     const int per_client = clients == 1 ? 500 : 50;
-    Latencies base = Measure(http, "/healthz", clients, per_client);
-    Report(absl::StrCat("GET /api/v1/profiles (", profiles, " stored)"), clients,
-           Measure(http, "/api/v1/profiles", clients, per_client), base);
-    Report("GET /api/v1/profiles?job=bench-7", clients, Measure(http, "/api/v1/profiles?job=bench-7", clients, per_client),
+    if (paired) {
+      ReportPair(list, clients, MeasurePair(a, "/api/v1/profiles", b, "/api/v1/profiles", clients, per_client));
+      ReportPair("GET /api/v1/profiles?job=bench-7", clients,
+                 MeasurePair(a, "/api/v1/profiles?job=bench-7", b, "/api/v1/profiles?job=bench-7", clients, per_client));
+      continue;
+    }
+    Latencies base = Measure(a, "/healthz", clients, per_client);
+    Report(list, clients, Measure(a, "/api/v1/profiles", clients, per_client), base);
+    Report("GET /api/v1/profiles?job=bench-7", clients, Measure(a, "/api/v1/profiles?job=bench-7", clients, per_client),
            base);
   }
   return 0;
