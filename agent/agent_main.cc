@@ -79,6 +79,10 @@ int main(int argc, char** argv) {
     spdlog::error("{}", std::string(loaded.status().message()));
     return 2;
   }
+  if (absl::Status s = fleetprof::CheckTokenStaysPrivate(config.server, config.security); !s.ok()) {
+    spdlog::error("{}", std::string(s.message()));
+    return 2;
+  }
   if (!dynolog_token_file.empty()) {
     fleetprof::ClientSecurityFlags token_only;
     token_only.token_file = dynolog_token_file;

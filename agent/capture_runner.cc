@@ -78,7 +78,18 @@ void CaptureRunner::Report(const v1::CaptureCommand& command, v1::CaptureTarget:
   send_(message);
 }
 
-absl::StatusOr<std::string> CaptureRunner::Trigger(const v1::CaptureCommand& command) {
+std::vector<int64_t> CaptureRunner::KinetoOwners(int32_t pid) const {
+  // Only the kernel's word (SCM_CREDENTIALS at registration) counts: the client's pid is in
+  // its own namespace and may name another process in /proc here.
+  if (kineto_ != nullptr) {
+    for (const KinetoProcess& process : kineto_->Processes()) {
+      if (process.pid == pid && process.uid >= 0) return {process.uid};
+    }
+  }
+  return {};
+}
+
+absl::StatusOr<CheckedFile> CaptureRunner::Trigger(const v1::CaptureCommand& command) {
   const v1::Target& target = command.target();
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::nanoseconds(std::max<int64_t>(
@@ -100,11 +111,15 @@ absl::StatusOr<std::string> CaptureRunner::Trigger(const v1::CaptureCommand& com
     xprof.session_id = SafeFileName(absl::StrCat(command.capture_id(), "_", target.address()));
     xprof.host_name = options_.node;
     auto trace = CaptureXprof(xprof, [this] { return cancelled(); });
-    // Uploaded and then deleted by root: never through a link the job planted.
-    if (trace.ok()) {
-      if (absl::Status s = CheckOwnedRegularFile(*trace, -1); !s.ok()) return s;
+    if (!trace.ok()) return trace.status();
+    // Written by this agent (the trace came in the response) or by the job's profiler
+    // server (older servers write the file themselves): then it must be the job's user's.
+    std::vector<int64_t> owners = {static_cast<int64_t>(::geteuid())};
+    if (target.pid() > 0) {
+      const int64_t uid = ProcessUid(options_.proc_root, target.pid());
+      if (uid >= 0) owners.push_back(uid);
     }
-    return trace;
+    return CheckedFile::Open(*trace, owners);
   }
   if (target.kind() == v1::Target::kineto) {
     if (kineto_ == nullptr) {
@@ -135,14 +150,15 @@ absl::StatusOr<std::string> CaptureRunner::Trigger(const v1::CaptureCommand& com
     }
     auto trace = WaitForTraceFile(KinetoEndpoint::TracePathFor(request.log_file, target.pid()), deadline,
                                   [this] { return cancelled(); });
+    if (!trace.ok()) return trace.status();
     // The job wrote it into a folder every user can write to: read it only if it is a plain
     // file of the traced process's user, never a link planted by someone else.
-    if (trace.ok()) {
-      if (absl::Status s = CheckOwnedRegularFile(*trace, ProcessUid(options_.proc_root, target.pid())); !s.ok()) {
-        return s;
-      }
+    std::vector<int64_t> owners = KinetoOwners(target.pid());
+    if (owners.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat("the uid of pid ", target.pid(),
+                                                        " is unknown, so its trace cannot be checked; not read"));
     }
-    return trace;
+    return CheckedFile::Open(*trace, owners);
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown target kind ", static_cast<int>(target.kind())));
 }
@@ -151,7 +167,7 @@ void CaptureRunner::Execute(const v1::CaptureCommand& command) {
   const std::string target = TargetLabel(command);
   spdlog::info("capture {} of {} starting", command.capture_id(), target);
   Report(command, v1::CaptureTarget::RUNNING, "", "");
-  absl::StatusOr<std::string> trace = Trigger(command);
+  absl::StatusOr<CheckedFile> trace = Trigger(command);
   if (!trace.ok()) {
     spdlog::warn("capture {} of {} failed: {}", command.capture_id(), target,
                  std::string(trace.status().message()));
@@ -160,7 +176,8 @@ void CaptureRunner::Execute(const v1::CaptureCommand& command) {
   }
   Report(command, v1::CaptureTarget::UPLOADING, "", "");
   UploadOptions upload;
-  upload.path = *trace;
+  upload.path = trace->proc_path();  // the checked file, whatever is renamed over its name now
+  upload.file_name = std::filesystem::path(trace->path()).filename().string();
   upload.job = command.target().job().empty() ? "unassigned" : command.target().job();
   upload.node = options_.node;
   // Bounded length whatever the node name, and not computable by others from the capture's
@@ -175,10 +192,10 @@ void CaptureRunner::Execute(const v1::CaptureCommand& command) {
   if (!response.ok()) {
     Report(command, v1::CaptureTarget::FAILED, "",
            absl::StrCat("upload failed: ", std::string(response.status().message()),
-                        " (trace kept at ", *trace, ")"));
+                        " (trace kept at ", trace->path(), ")"));
     return;
   }
-  std::filesystem::remove(*trace, ec);  // uploaded and indexed: nothing left on the node
+  std::filesystem::remove(trace->path(), ec);  // uploaded and indexed: nothing left on the node
   spdlog::info("capture {} of {} indexed as {}", command.capture_id(), target, response->profile_id());
   Report(command, v1::CaptureTarget::INDEXED, response->profile_id(), "");
 }
@@ -206,13 +223,18 @@ void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const std::st
                    std::string(trace.status().message()));
       return;
     }
-    const int64_t uid = process.uid >= 0 ? process.uid : ProcessUid(options_.proc_root, process.host_pid > 0 ? process.host_pid : process.pid);
-    if (absl::Status s = CheckOwnedRegularFile(*trace, uid); !s.ok()) {
-      spdlog::warn("not uploading the trace of pid {}: {}", process.pid, std::string(s.message()));
+    if (process.uid < 0) {
+      spdlog::warn("not uploading the trace of pid {}: its uid is unknown (no kernel credentials)", process.pid);
+      return;
+    }
+    auto checked = CheckedFile::Open(*trace, {process.uid});
+    if (!checked.ok()) {
+      spdlog::warn("not uploading the trace of pid {}: {}", process.pid, std::string(checked.status().message()));
       return;
     }
     UploadOptions upload;
-    upload.path = *trace;
+    upload.path = checked->proc_path();
+    upload.file_name = std::filesystem::path(*trace).filename().string();
     upload.job = process.job;
     upload.node = options_.node;
     upload.labels["source"] = "dyno";

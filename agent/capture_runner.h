@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "collectors/kineto_endpoint.h"
+#include "common/safe_paths.h"
 #include "fleetprof/v1/agent.pb.h"
 #include "grpcpp/channel.h"
 
@@ -41,10 +42,12 @@ class CaptureRunner {
  private:
   void Execute(const v1::CaptureCommand& command);
   // Triggers the profiler and returns the local trace file.
-  absl::StatusOr<std::string> Trigger(const v1::CaptureCommand& command);
+  absl::StatusOr<CheckedFile> Trigger(const v1::CaptureCommand& command);
   void Report(const v1::CaptureCommand& command, v1::CaptureTarget::State state,
               const std::string& profile_id, const std::string& error);
   void Spawn(std::function<void()> work);
+  // The uid whose files registered Kineto process `pid` may hand us; empty when unknown.
+  std::vector<int64_t> KinetoOwners(int32_t pid) const;
   bool cancelled() const;
 
   Options options_;

@@ -1,7 +1,10 @@
 #include "agent/trace_uploader.h"
 
-#include "rpc/upload_client.h"
+#include <filesystem>
+
 #include "common/runtime.h"
+#include "common/safe_paths.h"
+#include "rpc/upload_client.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
@@ -61,8 +64,16 @@ void TraceUploader::Loop() {
 }
 
 void TraceUploader::UploadOne(const TraceFile& file) {
+  // Jobs may write these folders: read the file itself, never a link's target.
+  auto checked = CheckedFile::Open(file.path, {});
+  if (!checked.ok()) {
+    results_.Add({{"result", "refused"}}).Increment();
+    spdlog::warn("not uploading {}: {}", file.path, std::string(checked.status().message()));
+    return;
+  }
   UploadOptions upload;
-  upload.path = file.path;
+  upload.path = checked->proc_path();
+  upload.file_name = std::filesystem::path(file.path).filename().string();
   upload.job = file.job;
   upload.node = options_.node;
   upload.upload_id = UploadIdFor(secret_, options_.node, file);

@@ -139,7 +139,16 @@ absl::StatusOr<Principal> AccessGuard::Authorize(std::string_view authorization,
                                                     ScopeList(it->second.scopes), "; this needs '",
                                                     ScopeName(need), "'"));
   }
-  return it->second;
+  Principal principal = it->second;
+  principal.token_hash = hash;
+  return principal;
+}
+
+bool AccessGuard::StillValid(const Principal& principal, Scope need) const {
+  if (!enabled() || !principal.authenticated) return !enabled();
+  std::shared_lock lock(mu_);
+  auto it = principals_->find(principal.token_hash);
+  return it != principals_->end() && it->second.name == principal.name && it->second.Has(need);
 }
 
 }  // namespace fleetprof

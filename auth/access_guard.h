@@ -37,6 +37,10 @@ class AccessGuard {
   // UNAUTHENTICATED without a known token, PERMISSION_DENIED without scope `need`.
   absl::StatusOr<Principal> Authorize(std::string_view authorization, Scope need) const;
 
+  // Whether `principal`, authorized earlier, would still be authorized for `need` (its token
+  // not revoked by a reload). Always true while authentication is off.
+  bool StillValid(const Principal& principal, Scope need) const;
+
  private:
   using Principals = std::unordered_map<std::string, Principal>;  // by token SHA-256 hex
   static absl::StatusOr<Principals> Parse(const std::string& path);

@@ -12,14 +12,23 @@ namespace {
 constexpr AccessRule kPublic{true, Scope::kRead};
 constexpr AccessRule Needs(Scope scope) { return AccessRule{false, scope}; }
 
-// Services whose every method needs one scope.
-constexpr std::array<std::pair<std::string_view, AccessRule>, 3> kServices = {{
-    {"/fleetprof.v1.QueryService/", Needs(Scope::kRead)},
+// gRPC's own services, whose every method needs one rule. (The server offers reflection
+// only while authentication is off: with tokens the schema is the .proto files.)
+constexpr std::array<std::pair<std::string_view, AccessRule>, 2> kServices = {{
     {"/grpc.health.v1.Health/", kPublic},
     {"/grpc.reflection.v1alpha.ServerReflection/", Needs(Scope::kRead)},
 }};
 
-constexpr std::array<std::pair<std::string_view, AccessRule>, 8> kMethods = {{
+// fleetprof's methods, each by name: a new one is refused until it is listed here.
+constexpr std::array<std::pair<std::string_view, AccessRule>, 16> kMethods = {{
+    {"/fleetprof.v1.QueryService/ListProfiles", Needs(Scope::kRead)},
+    {"/fleetprof.v1.QueryService/GetProfile", Needs(Scope::kRead)},
+    {"/fleetprof.v1.QueryService/OpBreakdown", Needs(Scope::kRead)},
+    {"/fleetprof.v1.QueryService/KernelBreakdown", Needs(Scope::kRead)},
+    {"/fleetprof.v1.QueryService/TemporalBreakdown", Needs(Scope::kRead)},
+    {"/fleetprof.v1.QueryService/StepBreakdown", Needs(Scope::kRead)},
+    {"/fleetprof.v1.QueryService/MemoryBreakdown", Needs(Scope::kRead)},
+    {"/fleetprof.v1.QueryService/XlaOpBreakdown", Needs(Scope::kRead)},
     {"/fleetprof.v1.IngestService/Upload", Needs(Scope::kIngest)},
     {"/fleetprof.v1.IngestService/GetUploadState", Needs(Scope::kIngest)},
     {"/fleetprof.v1.CaptureService/StartCapture", Needs(Scope::kCapture)},

@@ -8,7 +8,8 @@
 
 namespace fleetprof {
 
-// True for 127.0.0.0/8, ::1 and "localhost" (with or without :port and [ ]).
+// True for numeric 127.0.0.0/8 and ::1, and "localhost" (with or without :port, [ ] and
+// gRPC's ipv4:/ipv6: prefixes). Other names are not loopback, whatever they resolve to.
 bool IsLoopbackAddress(const std::string& address);
 
 struct ListenerSecurity {

@@ -25,6 +25,7 @@ struct Principal {
   std::string name;      // from the tokens file; "anonymous" when authentication is off
   uint32_t scopes = 0;   // bit (1 << Scope)
   bool authenticated = false;  // false: authentication is off and every request is allowed
+  std::string token_hash;      // SHA-256 hex of the token it presented (authenticated only)
 
   bool Has(Scope scope) const { return (scopes >> static_cast<int>(scope)) & 1u; }
   // The node an agent principal may register as; empty for every other principal.

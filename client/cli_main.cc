@@ -107,11 +107,16 @@ int main(int argc, char** argv) {
   } else {
     return fleetprof::cli::Fail(std::string(loaded.status().message()));
   }
+
   if (flags.help_requested() || flags.positional().empty()) {
     std::cout << flags.HelpText();
     return flags.help_requested() ? 0 : 2;
   }
   const std::string command = flags.positional()[0];
+  if (absl::Status s = fleetprof::CheckTokenStaysPrivate(options.server, options.security);
+      !s.ok() && command != "analyze") {
+    return fleetprof::cli::Fail(std::string(s.message()));
+  }
   options.args.assign(flags.positional().begin() + 1, flags.positional().end());
   return fleetprof::cli::Dispatch(command, options);
 }

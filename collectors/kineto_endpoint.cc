@@ -169,21 +169,36 @@ void KinetoEndpoint::DrainSocket() {
 bool KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid, int64_t uid) {
   const int32_t pid = poll.pids.front();
   // A client may only speak for itself: its claimed pid must be the kernel's view of the
-  // sender, directly or in the sender's own pid namespace (a container).
-  if (host_pid > 0 && host_pid != pid && !PidNamespaceHas(options_.proc_root, host_pid, pid)) {
+  // sender, directly or in the sender's own pid namespace (a container). Without the
+  // kernel's credentials nothing can be checked.
+  if (host_pid <= 0 || uid < 0) {
+    spdlog::debug("Kineto registration of pid {} refused: the kernel gave no sender credentials", pid);
+    return false;
+  }
+  if (host_pid != pid && !PidNamespaceHas(options_.proc_root, host_pid, pid)) {
     spdlog::warn("Kineto registration refused: it claims pid {} but was sent by pid {}", pid, host_pid);
     return false;
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = processes_.find(pid);
-    if (it != processes_.end() && it->second.process.ancestry == poll.pids &&
-        it->second.process.job_id == poll.job_id) {
-      it->second.last_poll = SteadyClock::now();
-      it->second.process.last_poll_ns = UnixNowNs();
-      it->second.process.host_pid = host_pid;
-      it->second.process.uid = uid;
-      return true;
+    if (it != processes_.end()) {
+      // A pid number is only unique within a namespace: another sender claiming a live
+      // registration's pid (a process in a pid namespace of its own) must not take it over,
+      // nor its pending trace request or its trace files.
+      const KinetoProcess& known = it->second.process;
+      const bool same_sender = known.host_pid == host_pid && known.uid == uid;
+      if (!same_sender && SteadyClock::now() - it->second.last_poll < options_.forget_after) {
+        spdlog::warn("Kineto registration refused: pid {} is held by a live process (host pid {}, uid {}); "
+                     "this sender is host pid {}, uid {}",
+                     pid, known.host_pid, known.uid, host_pid, uid);
+        return false;
+      }
+      if (same_sender && known.ancestry == poll.pids && known.job_id == poll.job_id) {
+        it->second.last_poll = SteadyClock::now();
+        it->second.process.last_poll_ns = UnixNowNs();
+        return true;
+      }
     }
   }
   // A new process (or a recycled pid): environ is read outside the lock, since reading

@@ -151,8 +151,13 @@ absl::StatusOr<std::unique_ptr<KinetoIpcSocket>> KinetoIpcSocket::Bind(
   if (!fd.ok()) return fd.status();
   // Credentials tell us the sender's pid in our own pid namespace: a containerized job
   // reports its namespace-local pid, which names some other process in our /proc.
+  // Without them no registration can be checked (KinetoEndpoint refuses those): fail here.
   const int one = 1;
-  ::setsockopt(*fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+  if (::setsockopt(*fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) != 0) {
+    const int err = errno;
+    ::close(*fd);
+    return absl::InternalError(absl::StrCat("SO_PASSCRED on the Kineto socket: ", ErrnoText(err)));
+  }
   if (::bind(*fd, reinterpret_cast<sockaddr*>(&addr), addr_len) != 0) {
     const int err = errno;
     ::close(*fd);

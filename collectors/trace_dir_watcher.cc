@@ -57,7 +57,8 @@ void TraceDirWatcher::ScanDir(const std::string& root, int64_t now_ns, std::vect
       it.disable_recursion_pending();
       continue;
     }
-    if (!entry.is_regular_file(ec) || !IsTraceFileName(name)) continue;
+    // symlink_status: a link a job planted (to /etc/shadow, say) is not a trace file.
+    if (!fs::is_regular_file(entry.symlink_status(ec)) || !IsTraceFileName(name)) continue;
     const int64_t size = static_cast<int64_t>(entry.file_size(ec));
     if (ec) continue;
     const int64_t mtime = MtimeNs(entry.last_write_time(ec));

@@ -1,6 +1,7 @@
 #include "collectors/upload_journal.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -63,28 +64,38 @@ std::string UploadIdFor(const std::string& secret, const std::string& node, cons
 }
 
 absl::StatusOr<std::string> LoadOrCreateUploadSecret(const std::string& path) {
-  const auto read = [&]() -> absl::StatusOr<std::string> {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+      const std::string secret = RandomHex(32);
+      const bool written = ::write(fd, secret.data(), secret.size()) == static_cast<ssize_t>(secret.size()) &&
+                           ::fsync(fd) == 0;
+      ::close(fd);
+      if (!written) {
+        ::unlink(path.c_str());
+        return absl::FailedPreconditionError(absl::StrCat("cannot write ", path));
+      }
+      return secret;
+    }
+    if (errno != EEXIST) {
+      return absl::FailedPreconditionError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
+    }
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return absl::FailedPreconditionError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+    struct stat st {};
     char buffer[129] = {};
-    const ssize_t n = ::read(fd, buffer, sizeof(buffer) - 1);
+    ssize_t n = -1;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = ::read(fd, buffer, sizeof(buffer) - 1);
     ::close(fd);
-    if (n < 32) return absl::DataLossError(absl::StrCat(path, " is shorter than a secret; remove it"));
-    return std::string(buffer, static_cast<size_t>(n));
-  };
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) {
-    if (errno == EEXIST) return read();
-    return absl::FailedPreconditionError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
-  }
-  const std::string secret = RandomHex(32);
-  const bool written = ::write(fd, secret.data(), secret.size()) == static_cast<ssize_t>(secret.size());
-  ::close(fd);
-  if (!written) {
+    if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, " must be a regular file of this agent's user readable by nobody else (mode 0600); remove it"));
+    }
+    if (n >= 32) return std::string(buffer, static_cast<size_t>(n));
+    // Cut short by a crash while it was first written: make a new one (ids change once).
     ::unlink(path.c_str());
-    return absl::FailedPreconditionError(absl::StrCat("cannot write ", path));
   }
-  return secret;
+  return absl::FailedPreconditionError(absl::StrCat("cannot create ", path));
 }
 
 }  // namespace fleetprof

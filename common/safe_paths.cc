@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -60,44 +61,89 @@ absl::StatusOr<std::string> FileDirectlyIn(const std::string& dir, std::string_v
 }
 
 absl::Status EnsureSharedDropFolder(const std::string& dir) {
+  const std::filesystem::path path = std::filesystem::absolute(dir).lexically_normal();
   std::error_code ec;
-  const std::filesystem::path path(dir);
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-  if (::mkdir(dir.c_str(), 01733) != 0 && errno != EEXIST) {
-    return absl::FailedPreconditionError(absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
+  // Every folder above must be safe from other users too: one they may write (without the
+  // sticky bit, as /tmp has) would let them rename ours away and put theirs in its place.
+  for (std::filesystem::path above = path.parent_path(); !above.empty(); above = above.parent_path()) {
+    struct stat st {};
+    if (::lstat(above.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return absl::FailedPreconditionError(absl::StrCat(above.string(), " is not a folder (a symlink?)"));
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          above.string(), " is writable by other users without the sticky bit, so ", path.string(),
+          " could be replaced under the agent; choose another --kineto_trace_dir"));
+    }
+    if (above == above.parent_path()) break;
+  }
+  if (::mkdir(path.c_str(), 01733) != 0 && errno != EEXIST) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot create ", path.string(), ": ", std::strerror(errno)));
+  }
+  // Checked and changed through one descriptor opened without following a link.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(absl::StrCat(path.string(), " is not a folder (a symlink?): ",
+                                                      std::strerror(errno), "; remove it or choose another"));
   }
   struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat("cannot stat ", dir, ": ", std::strerror(errno)));
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    return absl::FailedPreconditionError(absl::StrCat(dir, " is not a folder (a symlink?): remove it or choose another"));
-  }
-  if (st.st_uid != ::geteuid()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        dir, " belongs to uid ", st.st_uid, ", not to this agent (uid ", ::geteuid(),
+  absl::Status result = absl::OkStatus();
+  if (::fstat(fd, &st) != 0) {
+    result = absl::FailedPreconditionError(absl::StrCat("cannot stat ", path.string(), ": ", std::strerror(errno)));
+  } else if (st.st_uid != ::geteuid()) {
+    result = absl::FailedPreconditionError(absl::StrCat(
+        path.string(), " belongs to uid ", st.st_uid, ", not to this agent (uid ", ::geteuid(),
         "): someone created it first; remove it or choose another folder"));
+  } else if ((st.st_mode & 07777) != 01733 && ::fchmod(fd, 01733) != 0) {  // mkdir's mode passed the umask
+    result = absl::FailedPreconditionError(absl::StrCat("cannot chmod 1733 ", path.string(), ": ", std::strerror(errno)));
   }
-  // mkdir's mode passes through the umask; set it exactly.
-  if ((st.st_mode & 07777) != 01733 && ::chmod(dir.c_str(), 01733) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat("cannot chmod 1733 ", dir, ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
+  ::close(fd);
+  return result;
 }
 
-absl::Status CheckOwnedRegularFile(const std::string& path, int64_t uid) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) {
-    return absl::NotFoundError(absl::StrCat("cannot stat ", path, ": ", std::strerror(errno)));
+absl::StatusOr<CheckedFile> CheckedFile::Open(const std::string& path, const std::vector<int64_t>& owners) {
+  // O_NONBLOCK: a FIFO planted under the name must not hang us; O_NOFOLLOW: nor a link.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ELOOP) return absl::PermissionDeniedError(absl::StrCat(path, " is a symlink"));
+    if (err == ENOENT) return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(err)));
+    return absl::PermissionDeniedError(absl::StrCat("cannot open ", path, ": ", std::strerror(err)));
   }
+  CheckedFile file(path, fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return absl::InternalError(absl::StrCat("cannot stat ", path, ": ", std::strerror(errno)));
   if (!S_ISREG(st.st_mode)) return absl::PermissionDeniedError(absl::StrCat(path, " is not a regular file"));
   if (st.st_nlink != 1) return absl::PermissionDeniedError(absl::StrCat(path, " has other hard links"));
-  if (uid >= 0 && static_cast<int64_t>(st.st_uid) != uid) {
+  if (!owners.empty() && std::find(owners.begin(), owners.end(), static_cast<int64_t>(st.st_uid)) == owners.end()) {
+    std::string allowed;
+    for (int64_t uid : owners) absl::StrAppend(&allowed, allowed.empty() ? "" : " or ", uid);
     return absl::PermissionDeniedError(
-        absl::StrCat(path, " belongs to uid ", st.st_uid, ", not to the traced process (uid ", uid, ")"));
+        absl::StrCat(path, " belongs to uid ", st.st_uid, ", not to the traced process (uid ", allowed, ")"));
   }
-  return absl::OkStatus();
+  return file;
 }
+
+CheckedFile::CheckedFile(CheckedFile&& other) noexcept : path_(std::move(other.path_)), fd_(other.fd_) {
+  other.fd_ = -1;
+}
+
+CheckedFile& CheckedFile::operator=(CheckedFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    path_ = std::move(other.path_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+CheckedFile::~CheckedFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string CheckedFile::proc_path() const { return absl::StrCat("/proc/self/fd/", fd_); }
 
 int64_t ProcessUid(const std::string& proc_root, int32_t pid) {
   std::ifstream status(absl::StrCat(proc_root, "/", pid, "/status"));

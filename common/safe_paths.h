@@ -8,6 +8,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -31,9 +32,26 @@ absl::StatusOr<std::string> FileDirectlyIn(const std::string& dir, std::string_v
 // symlink is refused, since its owner could swap files under us.
 absl::Status EnsureSharedDropFolder(const std::string& dir);
 
-// OK when `path` is a regular file (not a symlink, one link) owned by `uid`; the reason
-// otherwise. A uid of -1 accepts any owner but still refuses links.
-absl::Status CheckOwnedRegularFile(const std::string& path, int64_t uid);
+// A file another process wrote, opened for reading without following a link and checked on
+// the open descriptor: a regular file with one link, owned by one of the allowed uids. A
+// rename or symlink swapped in after the check cannot change what is read, since readers
+// go through proc_path() (/proc/self/fd/N: the open file itself).
+class CheckedFile {
+ public:
+  // `owners`: the uids that may own it; empty accepts any owner (links are still refused).
+  static absl::StatusOr<CheckedFile> Open(const std::string& path, const std::vector<int64_t>& owners);
+  CheckedFile(CheckedFile&& other) noexcept;
+  CheckedFile& operator=(CheckedFile&& other) noexcept;
+  ~CheckedFile();
+
+  const std::string& path() const { return path_; }  // as named when opened
+  std::string proc_path() const;                     // the open file, for readers that take a path
+
+ private:
+  CheckedFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  std::string path_;
+  int fd_ = -1;
+};
 
 // The real uid of process `pid` under `proc_root` (from status), -1 if unreadable.
 int64_t ProcessUid(const std::string& proc_root, int32_t pid);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "auth/exposure.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/client_interceptor.h"
@@ -71,10 +72,21 @@ void AddClientSecurityFlags(FlagSet& set, ClientSecurityFlags* flags) {
   set.AddString("tls_ca", &flags->tls_ca, "PEM CA of the server's certificate: connect with TLS and verify it");
   set.AddString("tls_cert", &flags->tls_cert, "PEM client certificate, for a server that requires mTLS");
   set.AddString("tls_key", &flags->tls_key, "PEM private key of --tls_cert");
+  set.AddBool("insecure", &flags->insecure, "send the token without TLS even to a server off loopback");
+}
+
+absl::Status CheckTokenStaysPrivate(const std::string& address, const ClientSecurity& security) {
+  if (security.token.empty() || !security.ca_pem.empty() || security.insecure || IsLoopbackAddress(address)) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "refusing to send the token in clear text to ", address,
+      ": pass --tls_ca (the CA of the server's certificate), or --insecure to accept that"));
 }
 
 absl::StatusOr<ClientSecurity> LoadClientSecurity(const ClientSecurityFlags& flags) {
   ClientSecurity security;
+  security.insecure = flags.insecure;
   if (!flags.token_file.empty()) {
     auto text = ReadSmallFile("token_file", flags.token_file);
     if (!text.ok()) return text.status();

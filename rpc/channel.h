@@ -17,6 +17,7 @@ struct ClientSecurityFlags {
   std::string tls_ca;    // PEM CA that signed the server's certificate: speak TLS and verify it
   std::string tls_cert;  // PEM client certificate, for servers that require mTLS
   std::string tls_key;
+  bool insecure = false;  // allow sending the token in clear text to a non-loopback server
 };
 void AddClientSecurityFlags(FlagSet& set, ClientSecurityFlags* flags);
 
@@ -26,10 +27,15 @@ struct ClientSecurity {
   std::string ca_pem;
   std::string cert_pem;
   std::string key_pem;
+  bool insecure = false;
 };
 // Reads the files the flags name, and the token from $FLEETPROF_TOKEN when no --token_file
 // is given. INVALID_ARGUMENT naming the flag for an unreadable file or an unusable token.
 absl::StatusOr<ClientSecurity> LoadClientSecurity(const ClientSecurityFlags& flags);
+
+// FAILED_PRECONDITION when `security` would send its token in clear text to a server that
+// is not on loopback (no --tls_ca), unless --insecure.
+absl::Status CheckTokenStaysPrivate(const std::string& address, const ClientSecurity& security);
 
 // A channel to `address` with fleetprof's message-size limits and reconnect backoff; TLS
 // when `security` has a CA, and `authorization: Bearer TOKEN` on every call when it has a token.

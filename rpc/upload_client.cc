@@ -46,7 +46,7 @@ grpc::Status SendOnce(v1::IngestService::Stub& stub, const UploadOptions& option
   metadata->set_job(options.job);
   metadata->set_node(options.node);
   metadata->set_format(options.format);
-  metadata->set_file_name(BaseName(options.path));
+  metadata->set_file_name(options.file_name.empty() ? BaseName(options.path) : options.file_name);
   metadata->set_resume_offset(offset);
   metadata->set_total_bytes(size);
   for (const auto& [key, value] : options.labels) (*metadata->mutable_labels())[key] = value;

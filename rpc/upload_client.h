@@ -17,6 +17,7 @@ namespace fleetprof {
 
 struct UploadOptions {
   std::string path;
+  std::string file_name;  // sent for format detection and messages; empty: the path's base name
   std::string job;
   std::string node;
   std::string format;     // empty: the server detects it

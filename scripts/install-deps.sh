@@ -7,11 +7,11 @@ BUILD_PKGS=(
   build-essential cmake ninja-build pkg-config ccache git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev librocksdb-dev prometheus-cpp-dev libspdlog-dev libsimdjson-dev libcpp-httplib-dev
-  zlib1g-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev libisal-dev
+  zlib1g-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev libisal-dev libssl-dev
 )
 # Only the tests need these: real PyTorch traces, a Python gRPC peer, a real Prometheus,
-# a real headless browser for the web app.
-TEST_PKGS=(python3 python3-torch python3-grpcio python3-protobuf prometheus time procps chromium)
+# a real headless browser for the web app, openssl for the TLS tests' certificates.
+TEST_PKGS=(python3 python3-torch python3-grpcio python3-protobuf prometheus time procps chromium openssl)
 
 want=("${BUILD_PKGS[@]}")
 if [[ "${1:-}" != "--build-only" ]]; then want+=("${TEST_PKGS[@]}"); fi

@@ -29,8 +29,8 @@ void AgentRegistry::Persist(const v1::AgentInfo& info) {
   metrics_->SetConnectedAgents(static_cast<int64_t>(sessions_.size()));
 }
 
-int64_t AgentRegistry::Connected(const v1::AgentHello& hello, Sender sender,
-                                 std::function<void()> close) {
+int64_t AgentRegistry::Connected(const v1::AgentHello& hello, Sender sender, std::function<void()> close,
+                                 Principal principal) {
   std::lock_guard lock(mu_);
   v1::AgentInfo& info = agents_[hello.node()];
   info.set_node(hello.node());
@@ -39,7 +39,7 @@ int64_t AgentRegistry::Connected(const v1::AgentHello& hello, Sender sender,
   info.set_last_seen_ns(UnixNanos());
   *info.mutable_targets() = hello.targets();
   int64_t session = next_session_++;
-  sessions_[hello.node()] = Session{session, std::move(sender), std::move(close), {}};
+  sessions_[hello.node()] = Session{session, std::move(sender), std::move(close), {}, std::move(principal)};
   Persist(info);
   spdlog::info("agent connected node={} version={} targets={}", hello.node(), hello.version(),
                hello.targets_size());
@@ -75,6 +75,18 @@ std::vector<v1::DeviceSample> AgentRegistry::DeviceHistory(const std::string& no
     if (d.sampled_at_ns() >= from_ns && d.sampled_at_ns() <= to_ns) out.push_back(d);
   }
   return out;
+}
+
+int AgentRegistry::CloseSessionsUnless(const std::function<bool(const Principal&)>& keep) {
+  std::lock_guard lock(mu_);
+  int closed = 0;
+  for (auto& [node, session] : sessions_) {
+    if (keep(session.principal)) continue;
+    spdlog::info("agent node={}: its token was revoked; closing its stream", node);
+    session.close();
+    ++closed;
+  }
+  return closed;
 }
 
 void AgentRegistry::CloseAll() {

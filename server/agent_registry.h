@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "auth/scopes.h"
 #include "fleetprof/v1/agent.pb.h"
 #include "server/server_metrics.h"
 #include "storage/profile_store.h"
@@ -25,7 +26,11 @@ class AgentRegistry {
 
   // A Connect stream said hello; `close` ends that stream. Returns a session number for
   // Disconnected.
-  int64_t Connected(const v1::AgentHello& hello, Sender sender, std::function<void()> close);
+  int64_t Connected(const v1::AgentHello& hello, Sender sender, std::function<void()> close,
+                    Principal principal = AnonymousPrincipal());
+  // Ends the streams whose principal `keep` rejects (tokens revoked by a reload); returns
+  // how many.
+  int CloseSessionsUnless(const std::function<bool(const Principal&)>& keep);
   // Ends every agent stream now (shutdown: agents reconnect to the next server at once).
   void CloseAll();
   void Heartbeat(const std::string& node, const v1::AgentHeartbeat& heartbeat);
@@ -53,6 +58,7 @@ class AgentRegistry {
     Sender sender;
     std::function<void()> close;
     std::vector<v1::DeviceSample> devices;
+    Principal principal;
   };
   std::map<std::string, Session> sessions_;  // node -> live session
   std::map<std::string, std::deque<v1::DeviceSample>> history_;  // node -> recent samples

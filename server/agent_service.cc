@@ -41,7 +41,7 @@ grpc::Status AgentServiceImpl::Connect(
   welcome.mutable_welcome()->set_heartbeat_interval_ms(heartbeat_interval_ms_);
   sender(welcome);
   const int64_t session =
-      registry_->Connected(message.hello(), sender, [context] { context->TryCancel(); });
+      registry_->Connected(message.hello(), sender, [context] { context->TryCancel(); }, *caller);
   while (stream->Read(&message)) {
     if (message.has_heartbeat()) registry_->Heartbeat(node, message.heartbeat());
     if (message.has_capture_update() && on_update_) on_update_(node, message.capture_update());

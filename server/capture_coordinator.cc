@@ -180,7 +180,31 @@ void CaptureCoordinator::Changed(Active& active) {
   changed_.notify_all();
 }
 
+bool CaptureCoordinator::HasTarget(const std::string& capture_id, const std::string& node) {
+  auto capture = Get(capture_id);
+  if (!capture.ok()) return false;
+  for (const auto& t : capture->targets()) {
+    if (t.node() == node) return true;
+  }
+  return false;
+}
+
 void CaptureCoordinator::OnUpdate(const std::string& node, const v1::CaptureUpdate& update) {
+  // A node reports only its own targets (the caller matched `node` to its credential), and
+  // links only a profile it uploaded for this capture.
+  if (!update.profile_id().empty()) {
+    auto profile = store_->GetProfile(update.profile_id());
+    bool linked = false;
+    if (profile.ok() && profile->node() == node) {
+      auto label = profile->labels().find("capture_id");
+      linked = label != profile->labels().end() && label->second == update.capture_id();
+    }
+    if (!linked) {
+      spdlog::warn("capture {}: node {} reported profile {}, which is not its upload for this capture; ignored",
+                   update.capture_id(), node, update.profile_id());
+      return;
+    }
+  }
   std::lock_guard lock(mu_);
   auto it = active_.find(update.capture_id());
   if (it == active_.end()) return;

@@ -28,6 +28,8 @@ class CaptureCoordinator {
   // Transport-free: the gRPC CaptureService and the HTTP API both call these.
   absl::StatusOr<v1::Capture> Start(const v1::StartCaptureRequest& request);
   absl::StatusOr<v1::Capture> Get(const std::string& capture_id);
+  // True when capture `capture_id` has a target on `node` (who may upload for it).
+  bool HasTarget(const std::string& capture_id, const std::string& node);
   // Recent captures, newest first; INVALID_ARGUMENT for a limit outside 0..1000 (0 = 50).
   absl::StatusOr<v1::ListCapturesResponse> List(const v1::ListCapturesRequest& request);
   // Waits until the capture's version exceeds `*version` (or `timeout` passes); then fills

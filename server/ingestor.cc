@@ -139,6 +139,12 @@ absl::Status Ingestor::Receive(UploadStream& stream, const Principal& caller, v1
   } else if (caller.authenticated && metadata.labels().count("capture_id")) {
     return absl::PermissionDeniedError("the capture_id label is set by agents only (this token has no agent scope)");
   }
+  if (auto label = metadata.labels().find("capture_id");
+      caller.authenticated && label != metadata.labels().end() && capture_target_check_ &&
+      !capture_target_check_(label->second, metadata.node())) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("capture ", label->second, " has no target on node ", metadata.node()));
+  }
   if (!ClaimUploadId(id)) {
     return absl::AbortedError(absl::StrCat("upload ", id, " is already in progress on another stream"));
   }

@@ -59,6 +59,12 @@ class Ingestor {
   // Where an upload stands, so an interrupted one can resume.
   absl::StatusOr<v1::UploadState> GetUploadState(const std::string& upload_id, const Principal& caller);
 
+  // With tokens on, an upload labelled capture_id=C is accepted only when this says capture C
+  // has a target on the uploading node. REQUIRES: before uploads start.
+  void set_capture_target_check(std::function<bool(const std::string& capture_id, const std::string& node)> check) {
+    capture_target_check_ = std::move(check);
+  }
+
  private:
   absl::Status Receive(UploadStream& stream, const Principal& caller, v1::UploadResponse* response);
   // Receives the chunks after the metadata; commits or explains why not.
@@ -78,6 +84,7 @@ class Ingestor {
   IngestLimits limits_;
   BeforeCommit before_commit_;
   AfterCommit after_commit_;
+  std::function<bool(const std::string&, const std::string&)> capture_target_check_;
   std::mutex active_mu_;
   std::set<std::string> active_uploads_;
 };

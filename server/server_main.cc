@@ -199,6 +199,8 @@ int Run(const ServerFlags& flags) {
       [&](const v1::ProfileInfo& info, const v1::ProfileSummary& summary) {
         job_metrics->Observe(info.job(), summary);
       });
+  ingestor.set_capture_target_check(
+      [&captures](const std::string& capture_id, const std::string& node) { return captures.HasTarget(capture_id, node); });
   IngestServiceImpl ingest(&ingestor, &grpc_access);
   QueryApi query_api(store->get(), &metrics);
   QueryServiceImpl query(&query_api, &grpc_access);
@@ -209,7 +211,9 @@ int Run(const ServerFlags& flags) {
                           });
 
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // Reflection serves the API's schema to any caller it cannot ask for a token; with tokens
+  // on, clients use the .proto files instead.
+  if (!guard->enabled()) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int grpc_port = 0;
   builder.AddListeningPort(flags.grpc_addr, GrpcCredentials(flags), &grpc_port);
@@ -272,12 +276,14 @@ int Run(const ServerFlags& flags) {
     }
   });
 
-  int sig = WaitForShutdownSignal([&guard, &flags] {
+  int sig = WaitForShutdownSignal([&guard, &flags, &registry] {
     if (!guard->enabled()) return;
     if (absl::Status s = guard->Reload(); !s.ok()) {
       spdlog::error("SIGHUP: tokens file not reloaded, the previous principals stay: {}", std::string(s.message()));
     } else {
       spdlog::info("SIGHUP: {} principals reloaded from {}", guard->principal_count(), flags.auth_tokens_file);
+      // A revoked agent token must not keep its node's stream and its capture commands.
+      registry.CloseSessionsUnless([&guard](const Principal& p) { return guard->StillValid(p, Scope::kAgent); });
     }
   });
   spdlog::info("signal {} received: draining", sig);

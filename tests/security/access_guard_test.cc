@@ -121,6 +121,7 @@ TEST(AccessPolicy, AnUnknownGrpcMethodIsRefusedForEveryone) {
   EXPECT_EQ(RuleForGrpcMethod("/fleetprof.v1.IngestService/Delete").status().code(),
             absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(RuleForGrpcMethod("/fleetprof.v1.QueryService/ListProfiles")->scope, Scope::kRead);
+  EXPECT_FALSE(RuleForGrpcMethod("/fleetprof.v1.QueryService/DropEverything").ok()) << "methods are listed by name";
   EXPECT_TRUE(RuleForGrpcMethod("/grpc.health.v1.Health/Check")->is_public);
 }
 
@@ -131,6 +132,10 @@ TEST(Exposure, NonLoopbackNeedsTokensAndTls) {
   EXPECT_FALSE(IsLoopbackAddress("0.0.0.0:7070"));
   EXPECT_FALSE(IsLoopbackAddress("[::]:7070"));
   EXPECT_FALSE(IsLoopbackAddress("10.1.2.3:7070"));
+  EXPECT_FALSE(IsLoopbackAddress("127.attacker.example:7070"));
+  EXPECT_FALSE(IsLoopbackAddress("127.0.0.1.nip.io:7070"));
+  EXPECT_TRUE(IsLoopbackAddress("127.9.8.7:1"));
+  EXPECT_TRUE(IsLoopbackAddress("ipv4:127.0.0.1:1"));
   EXPECT_TRUE(CheckExposure("grpc_addr", "127.0.0.1:0", {}).ok());
   absl::Status bare = CheckExposure("grpc_addr", "0.0.0.0:7070", {});
   EXPECT_EQ(bare.code(), absl::StatusCode::kFailedPrecondition);

@@ -163,8 +163,7 @@ TEST_F(SecurityTest, EveryRpcWantsAKnownTokenWithItsScope) {
     EXPECT_NE(allowed.error_code(), grpc::StatusCode::UNAUTHENTICATED) << allowed.error_message();
     EXPECT_NE(allowed.error_code(), grpc::StatusCode::PERMISSION_DENIED) << allowed.error_message();
   }
-  // gRPC's health check stays open for probes; its reflection service (the API's schema)
-  // needs read like any query, and is cut off without it.
+  // gRPC's health check stays open for probes; reflection is not offered with tokens on.
   EXPECT_EQ(CallWith(stub, "/grpc.health.v1.Health/Check", "").error_code(), grpc::StatusCode::OK);
   EXPECT_NE(CallWith(stub, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", "").error_code(),
             grpc::StatusCode::OK);
@@ -223,6 +222,13 @@ TEST_F(SecurityTest, CliUsesTheTokenFileOrTheEnvironment) {
   CommandResult env = RunCommand({"/usr/bin/env", "FLEETPROF_TOKEN=only_read", testing::BinDir() + "/fleetprof",
                                   "profiles", "--server", cluster_.grpc_addr()});
   EXPECT_EQ(env.exit_code, 0) << env.err;
+  // A token never crosses the network in clear text unless the user says so (nothing is sent:
+  // the address is unroutable and the CLI refuses before dialing).
+  CommandResult exposed = RunCommand({testing::BinDir() + "/fleetprof", "profiles", "--server", "192.0.2.1:7070",
+                                      "--token_file", TokenFile(cluster_, "only_read")});
+  EXPECT_EQ(exposed.exit_code, 1);
+  EXPECT_NE(exposed.err.find("refusing to send the token in clear text to 192.0.2.1:7070"), std::string::npos)
+      << exposed.err;
   CommandResult upload = Cli({"upload", testing::CorpusPath("kineto/mi250_rocm62.json.gz"), "--job", "j", "--json"},
                              "only_read");
   EXPECT_EQ(upload.exit_code, 1);
@@ -282,6 +288,35 @@ TEST_F(SecurityTest, AnAgentIsOnlyTheNodeItsTokenNames) {
   CommandResult claim = Cli({"upload", trace, "--job", "j", "--label", "capture_id=c1", "--json"}, "operator");
   EXPECT_EQ(claim.exit_code, 1);
   EXPECT_NE(claim.err.find("capture_id label is set by agents only"), std::string::npos) << claim.err;
+  // Nor may another agent upload for n1's capture.
+  const std::string capture_id = testing::JsonStringField(capture.out, "capture_id");
+  ASSERT_FALSE(capture_id.empty()) << capture.out;
+  CommandResult foreign = Cli({"upload", trace, "--job", "j1", "--node", "n2", "--label", "capture_id=" + capture_id,
+                               "--json"},
+                              "agent_n2");
+  EXPECT_EQ(foreign.exit_code, 1);
+  EXPECT_NE(foreign.err.find("has no target on node n2"), std::string::npos) << foreign.err;
+}
+
+TEST_F(SecurityTest, RevokingAnAgentTokenEndsItsStream) {
+  ASSERT_GE(cluster_.StartAgent({"--node=n2", "--token_file=" + TokenFile(cluster_, "agent_n2")}), 0);
+  const auto connected = [&] {
+    CommandResult agents = Cli({"agents", "--json"}, "only_read");
+    const size_t at = agents.out.find("\"node\":\"n2\"");
+    return at != std::string::npos && agents.out.substr(at, 80).find("\"CONNECTED\"") != std::string::npos;
+  };
+  ASSERT_TRUE(Eventually(20, connected)) << cluster_.ServerLog();
+  // Rewrite the file without n2's line and reload.
+  std::ifstream in(tokens_);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string line = Sha256Hex("agent_n2") + " agent,ingest n2\n";
+  ASSERT_NE(text.find(line), std::string::npos);
+  text.erase(text.find(line), line.size());
+  std::ofstream(tokens_) << text;
+  ASSERT_EQ(::kill(cluster_.server_pid(), SIGHUP), 0);
+  EXPECT_TRUE(Eventually(10, [&] { return !connected(); })) << cluster_.ServerLog();
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // its reconnects are refused
+  EXPECT_FALSE(connected());
 }
 
 TEST_F(SecurityTest, AnUploadIdBelongsToThePrincipalThatStartedIt) {
