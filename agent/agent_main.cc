@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   set.AddString("server", &config.server, "fleetprof-server gRPC address");
   set.AddString("metrics_addr", &config.metrics_addr, "HTTP listen address for /metrics");
   set.AddString("dynolog_addr", &config.dynolog_addr,
-                "dynolog-compatible TCP API for `dyno gputrace` (empty: off; no auth: keep it on loopback)");
+                "dynolog-compatible TCP API for `dyno gputrace` (empty: off; off loopback it needs --dynolog_token_file)");
   set.AddString("node", &config.node, "this node's name");
   set.AddRepeated("trace_dir", &config.trace_dirs, "folder to watch for finished trace files");
   set.AddRepeated("target", &config.targets, "an XLA profiler server to capture: job=J,xprof=HOST:PORT");
@@ -84,14 +84,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!dynolog_token_file.empty()) {
-    fleetprof::ClientSecurityFlags token_only;
-    token_only.token_file = dynolog_token_file;
-    auto loaded = fleetprof::LoadClientSecurity(token_only);
-    if (!loaded.ok()) {
-      spdlog::error("--dynolog_{}", std::string(loaded.status().message()).substr(2));
+    auto token = fleetprof::ReadTokenFile("dynolog_token_file", dynolog_token_file);
+    if (!token.ok()) {
+      spdlog::error("{}", std::string(token.status().message()));
       return 2;
     }
-    config.dynolog_token = loaded->token;
+    config.dynolog_token = *std::move(token);
   }
   fleetprof::Agent agent(config);
   if (absl::Status s = agent.Start(); !s.ok()) {

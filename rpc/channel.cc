@@ -84,14 +84,21 @@ absl::Status CheckTokenStaysPrivate(const std::string& address, const ClientSecu
       ": pass --tls_ca (the CA of the server's certificate), or --insecure to accept that"));
 }
 
+absl::StatusOr<std::string> ReadTokenFile(const std::string& flag, const std::string& path) {
+  auto text = ReadSmallFile(flag.c_str(), path);
+  if (!text.ok()) return text.status();
+  std::string token(absl::StripAsciiWhitespace(*text));
+  if (absl::Status s = CheckToken(token, absl::StrCat("--", flag, " ", path)); !s.ok()) return s;
+  return token;
+}
+
 absl::StatusOr<ClientSecurity> LoadClientSecurity(const ClientSecurityFlags& flags) {
   ClientSecurity security;
   security.insecure = flags.insecure;
   if (!flags.token_file.empty()) {
-    auto text = ReadSmallFile("token_file", flags.token_file);
-    if (!text.ok()) return text.status();
-    security.token = std::string(absl::StripAsciiWhitespace(*text));
-    if (absl::Status s = CheckToken(security.token, "--token_file " + flags.token_file); !s.ok()) return s;
+    auto token = ReadTokenFile("token_file", flags.token_file);
+    if (!token.ok()) return token.status();
+    security.token = *std::move(token);
   } else if (const char* env = std::getenv("FLEETPROF_TOKEN"); env != nullptr && *env != '\0') {
     security.token = std::string(absl::StripAsciiWhitespace(env));
     if (absl::Status s = CheckToken(security.token, "$FLEETPROF_TOKEN"); !s.ok()) return s;

@@ -29,6 +29,9 @@ struct ClientSecurity {
   std::string key_pem;
   bool insecure = false;
 };
+// The token in file `path` (surrounding whitespace dropped), named by --`flag` in errors.
+absl::StatusOr<std::string> ReadTokenFile(const std::string& flag, const std::string& path);
+
 // Reads the files the flags name, and the token from $FLEETPROF_TOKEN when no --token_file
 // is given. INVALID_ARGUMENT naming the flag for an unreadable file or an unusable token.
 absl::StatusOr<ClientSecurity> LoadClientSecurity(const ClientSecurityFlags& flags);
