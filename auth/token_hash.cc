@@ -7,7 +7,9 @@ namespace fleetprof {
 std::string Sha256Hex(std::string_view bytes) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
+  // Fetched once: OpenSSL 3 otherwise looks the algorithm up (under a lock) on every call.
+  static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  EVP_Digest(bytes.data(), bytes.size(), digest, &length, sha256 != nullptr ? sha256 : EVP_sha256(), nullptr);
   static const char kDigits[] = "0123456789abcdef";
   std::string hex;
   hex.reserve(2 * length);
