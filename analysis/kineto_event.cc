@@ -15,20 +15,39 @@ enum class Category {
   kUnknownHost,
 };
 
+// Device work by category (ANALYSIS.md, "Device activity"). Each accelerator backend names
+// its own category; a new backend is one line here. `dma_is_memory`: names starting with
+// "dma" are memory transfers, every other name a kernel.
+struct DeviceCategory {
+  std::string_view cat;
+  Category category;
+  bool dma_is_memory = false;
+};
+constexpr DeviceCategory kDeviceCategories[] = {
+    {"kernel", Category::kKernel},         {"Kernel", Category::kKernel},       // CUDA, ROCm (2021: Kernel)
+    {"gpu_memcpy", Category::kMemory},     {"gpu_memset", Category::kMemory},
+    {"Memcpy", Category::kMemory},         {"Memset", Category::kMemory},
+    {"mtia_ccp_events", Category::kKernel, /*dma_is_memory=*/true},                // Meta's MTIA
+};
+
+bool EndsWith(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
 Category Classify(const KinetoRawEvent& e) {
   if (!e.has_cat) return Category::kHost;  // legacy profiler: "pid": "CPU functions"
   std::string_view cat = e.cat;
-  if (cat == "kernel" || cat == "Kernel") return Category::kKernel;
-  if (cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "Memcpy" || cat == "Memset") {
-    return Category::kMemory;
+  for (const DeviceCategory& device : kDeviceCategories) {
+    if (cat != device.cat) continue;
+    if (device.dma_is_memory && e.has_name && e.name.substr(0, 3) == "dma") return Category::kMemory;
+    return device.category;
   }
   if (cat == "Trace" || cat == "gpu_user_annotation" || cat == "cuda_sync") {
     return Category::kExcluded;
   }
-  if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime" ||
-      cat == "privateuse1_runtime" || cat == "privateuse1_driver") {
-    return Category::kRuntime;
-  }
+  // Runtime calls of every backend: cuda_runtime, cuda_driver, mtia_runtime,
+  // privateuse1_runtime, privateuse1_driver, …, and the 2021 schema's Runtime.
+  if (cat == "Runtime" || EndsWith(cat, "_runtime") || EndsWith(cat, "_driver")) return Category::kRuntime;
   // Host categories of current and 2021 Kineto, and the flow categories, which only
   // appear on X events in hand-edited files.
   if (cat == "cpu_op" || cat == "user_annotation" || cat == "python_function" ||

@@ -101,6 +101,15 @@ TEST(CorpusReference, MatchesReferenceForV100LegacySchema) {
                          "v100_resnet50_legacy_schema.pt.trace.ref.json");
 }
 
+// MTIA: device work under mtia_ccp_events (dma* transfers count as memory), runtime calls
+// under mtia_runtime.
+TEST(CorpusReference, MatchesReferenceForMtiaInference) {
+  ExpectMatchesReference("kineto/mtia_inference_rank0.json.gz", "mtia_inference_rank0.ref.json");
+  absl::StatusOr<TraceSummary> summary = AnalyzeTraceFile(CorpusPath("kineto/mtia_inference_rank0.json.gz"));
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->unknown_category_events, 0) << "its 1,313 device and 823 runtime events are known";
+}
+
 TEST(CorpusReference, MatchesReferenceForTensorFlowXSpace) {
   ExpectMatchesReference("xspace/tf_8gpu_multi_worker.xplane.pb",
                          "tf_8gpu_multi_worker.xplane.ref.json");

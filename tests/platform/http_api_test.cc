@@ -19,10 +19,6 @@ namespace {
 struct CorpusCase {
   const char* trace;
   const char* reference;
-  // The MTIA reference counts device work under the non-CUDA categories that ANALYSIS.md
-  // added with the trace-viewer issue (#11), which the analysis does not know yet; its served
-  // answers must still equal the CLI and the offline analysis.
-  bool analysis_knows_its_categories = true;
 };
 
 const CorpusCase kCorpus[] = {
@@ -32,7 +28,7 @@ const CorpusCase kCorpus[] = {
     {"kineto/a100_alexnet.json.gz", "reference/a100_alexnet.ref.json"},
     {"kineto/a100_nccl_rank0.json.gz", "reference/a100_nccl_rank0.ref.json"},
     {"kineto/mi250_rocm62.json.gz", "reference/mi250_rocm62.ref.json"},
-    {"kineto/mtia_inference_rank0.json.gz", "reference/mtia_inference_rank0.ref.json", false},
+    {"kineto/mtia_inference_rank0.json.gz", "reference/mtia_inference_rank0.ref.json"},
     {"xspace/tf_8gpu_multi_worker.xplane.pb", "reference/tf_8gpu_multi_worker.xplane.ref.json"},
 };
 
@@ -106,7 +102,6 @@ TEST_F(HttpApiTest, EverySectionEqualsTheCliAndTheReferenceForTheWholeCorpus) {
     // Field for field against the corpus reference, section by section.
     const std::string reference = ReadSmallFile(CorpusPath(c.reference));
     for (const char* section : {"devices", "kernels", "ops"}) {
-      if (!c.analysis_knows_its_categories) break;
       if (reference.find(std::string("\"") + section + "\"") == std::string::npos) continue;
       EXPECT_EQ(CompareSection(Get(base + "/" + section), reference, section), "") << section;
     }
