@@ -33,6 +33,7 @@ struct CliOptions {
   bool record_shapes = false;
   bool profile_memory = false;
   bool with_stack = false;
+  std::string output;  // export: -o FILE
   std::vector<std::string> args;  // positional arguments after the command word
 };
 
@@ -46,6 +47,7 @@ int RunAnalyze(const CliOptions& options);
 int RunCapture(const CliOptions& options);
 int RunCaptures(const CliOptions& options);
 int RunProfile(const CliOptions& options);
+int RunExport(const CliOptions& options);
 
 // Prints "fleetprof: <message>" to stderr and returns 1.
 int Fail(const std::string& message);

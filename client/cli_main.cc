@@ -30,6 +30,8 @@ constexpr char kUsage[] =
     "                                     capture running jobs now; --wait follows progress\n"
     "                                     (stderr) and exits 0 when all indexed, 3 if partial\n"
     "  captures [--job J]                 recent captures, newest first\n"
+    "  export PROFILE -o FILE [--format original]\n"
+    "                                     the profile as a file: the trace exactly as uploaded\n"
     "\n"
     "Traces: PyTorch/Kineto JSON (.json, .json.gz) and XSpace (.xplane.pb).\n"
     "The server address can also come from $FLEETPROF_SERVER, the token from $FLEETPROF_TOKEN.";
@@ -45,6 +47,7 @@ int Dispatch(const std::string& command, const CliOptions& options) {
   if (command == "capture") return RunCapture(options);
   if (command == "captures") return RunCaptures(options);
   if (command == "profile") return RunProfile(options);
+  if (command == "export") return RunExport(options);
   return Fail("unknown command '" + command + "' (see fleetprof --help)");
 }
 
@@ -81,7 +84,9 @@ int main(int argc, char** argv) {
   flags.AddBool("json", &options.json, "print one JSON object instead of a table");
   flags.AddString("job", &options.job, "job name (upload: the profile's job; profiles: filter)");
   flags.AddString("node", &options.node, "node name for upload (default: this host)");
-  flags.AddString("format", &options.format, "upload format: kineto_json or xspace (default: detect)");
+  flags.AddString("format", &options.format,
+                  "upload: kineto_json or xspace (default: detect); export: original (default)");
+  flags.AddString("o", &options.output, "export: the file to write");
   flags.AddString("upload_id", &options.upload_id,
                   "upload id; the same id twice stores the file once (default: random)");
   flags.AddRepeated("label", &options.labels, "key=value label (upload: attach; profiles: filter)");

@@ -1,11 +1,13 @@
 #include "server/http_api.h"
 
+#include <memory>
 #include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "httplib.h"
+#include "common/safe_paths.h"
 #include "proto/proto_json.h"
 #include "server/http_status.h"
 
@@ -115,6 +117,33 @@ void ProfileSection(const HttpApiBackends& b, const httplib::Request& req, httpl
                      "no section '", section, "' (want ops, kernels, devices, steps, memory or xla_ops)")));
 }
 
+// The profile as a file download, streamed from the store in 1 MiB pieces.
+void ExportProfile(const HttpApiBackends& b, const httplib::Request& req, httplib::Response& res) {
+  QueryParams params(req, {"format"});
+  v1::ExportProfileRequest request;
+  request.set_profile_id(req.matches[1]);
+  request.set_format(params.String("format"));
+  if (!params.status().ok()) return SendError(res, params.status());
+  auto exported = b.query->ExportProfile(request);
+  if (!exported.ok()) return SendError(res, exported.status());
+  // The name came with the upload: only safe characters reach the header.
+  const std::string name = SafeFileName(exported->profile.file_name().empty() ? exported->profile.profile_id()
+                                                                             : exported->profile.file_name());
+  res.set_header("Content-Disposition", absl::StrCat("attachment; filename=\"", name, "\""));
+  std::shared_ptr<analysis::ByteSource> source = std::move(exported->bytes);
+  auto buffer = std::make_shared<std::string>(1 << 20, '\0');
+  res.set_chunked_content_provider("application/octet-stream",
+                                   [source, buffer](size_t, httplib::DataSink& sink) {
+                                     auto n = source->Read(buffer->data(), buffer->size());
+                                     if (!n.ok()) return false;  // the connection is cut: never a short file that looks whole
+                                     if (*n == 0) {
+                                       sink.done();
+                                       return true;
+                                     }
+                                     return sink.write(buffer->data(), *n);
+                                   });
+}
+
 void StartCapture(const HttpApiBackends& b, const httplib::Request& req, httplib::Response& res) {
   QueryParams params(req, {});
   if (!params.status().ok()) return SendError(res, params.status());
@@ -154,6 +183,8 @@ void RegisterHttpApi(HttpServer& server, const HttpApiBackends& backends) {
   routes.Get(R"(/api/v1/profiles/([^/]+))", Plain([b](const httplib::Request& req, httplib::Response& res) {
                Send(res, b.query->GetProfile(req.matches[1]));
              }));
+  routes.Get(R"(/api/v1/profiles/([^/]+)/export)",
+             [b](const httplib::Request& req, httplib::Response& res) { ExportProfile(b, req, res); });
   routes.Get(R"(/api/v1/profiles/([^/]+)/([^/]+))",
              [b](const httplib::Request& req, httplib::Response& res) { ProfileSection(b, req, res); });
   routes.Get("/api/v1/agents", Plain([b](const httplib::Request&, httplib::Response& res) {

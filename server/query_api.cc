@@ -1,5 +1,7 @@
 #include "server/query_api.h"
 
+#include "absl/strings/str_cat.h"
+
 #include <chrono>
 
 
@@ -59,6 +61,22 @@ absl::StatusOr<v1::GetProfileResponse> QueryApi::GetProfile(const std::string& p
   *response.mutable_profile() = *std::move(info);
   *response.mutable_summary() = *std::move(summary);
   return response;
+}
+
+absl::StatusOr<QueryApi::Export> QueryApi::ExportProfile(const v1::ExportProfileRequest& request) {
+  QueryTimer timer(metrics_, "ExportProfile");
+  if (request.profile_id().empty()) return absl::InvalidArgumentError("profile_id is required");
+  if (!request.format().empty() && request.format() != "original") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "export format '", request.format(), "' is not available: 'original' (the uploaded file) is; "
+        "Chrome-trace export comes with the stored events of the trace viewer"));
+  }
+  auto info = store_->GetProfile(request.profile_id());
+  if (!info.ok()) return info.status();
+  Export out;
+  out.bytes = store_->ReadRaw(info->upload_id());
+  out.profile = *std::move(info);
+  return out;
 }
 
 absl::StatusOr<v1::ProfileSummary> QueryApi::Summary(const v1::BreakdownRequest& request) {

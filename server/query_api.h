@@ -3,9 +3,11 @@
 // HTTP API (server/http_api.h) are thin callers of these methods, so they cannot disagree.
 // Every answer comes from the summaries stored at ingest; no query re-reads events.
 
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "analysis/byte_source.h"
 #include "fleetprof/v1/query.pb.h"
 #include "server/server_metrics.h"
 #include "storage/profile_store.h"
@@ -29,6 +31,14 @@ class QueryApi {
   absl::StatusOr<v1::StepBreakdownResponse> Steps(const v1::BreakdownRequest& request);
   absl::StatusOr<v1::MemoryBreakdownResponse> Memory(const v1::BreakdownRequest& request);
   absl::StatusOr<v1::XlaOpBreakdownResponse> XlaOps(const v1::BreakdownRequest& request);
+
+  // A profile as a file. Format "original" (or empty): the bytes as uploaded, read from the
+  // store as they are sent. Other formats are INVALID_ARGUMENT naming the ones there are.
+  struct Export {
+    v1::ProfileInfo profile;
+    std::unique_ptr<analysis::ByteSource> bytes;
+  };
+  absl::StatusOr<Export> ExportProfile(const v1::ExportProfileRequest& request);
 
  private:
   // The stored summary of request.profile_id() after checking the request.

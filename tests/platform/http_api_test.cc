@@ -147,6 +147,41 @@ TEST_F(HttpApiTest, UnknownCategoryEventsSurviveUpload) {
   EXPECT_EQ(int64_t(doc["summary"]["unknown_category_events"]), 2) << body;
 }
 
+// Export of the original: byte for byte the uploaded file, over HTTP and the CLI, for every
+// corpus trace (gzip, plain JSON and XSpace alike).
+TEST_F(HttpApiTest, ExportGivesBackTheUploadedBytesExactly) {
+  for (const CorpusCase& c : kCorpus) {
+    SCOPED_TRACE(c.trace);
+    FLEETPROF_REQUIRE_PATH(CorpusPath(c.trace));
+    const std::string original = ReadSmallFile(CorpusPath(c.trace));
+    const std::string id = Upload(CorpusPath(c.trace));
+    ASSERT_FALSE(id.empty());
+    auto res = http_->Get("/api/v1/profiles/" + id + "/export?format=original");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200);
+    EXPECT_EQ(res->get_header_value("Content-Type"), "application/octet-stream");
+    const std::string base_name = std::string(c.trace).substr(std::string(c.trace).rfind('/') + 1);
+    EXPECT_EQ(res->get_header_value("Content-Disposition"), "attachment; filename=\"" + base_name + "\"");
+    EXPECT_TRUE(res->body == original) << "HTTP export differs: " << res->body.size() << " vs " << original.size();
+
+    const std::string out = cluster_.root() + "/exported_" + base_name;
+    CommandResult cli = cluster_.Cli({"export", id, "-o", out, "--json"});
+    ASSERT_EQ(cli.exit_code, 0) << cli.err;
+    EXPECT_NE(cli.out.find("\"bytes\":" + std::to_string(original.size())), std::string::npos) << cli.out;
+    EXPECT_TRUE(ReadSmallFile(out) == original) << "CLI export differs";
+    EXPECT_FALSE(PathExists(out + ".tmp"));
+  }
+  // What is not there yet says so, and an unknown profile is a 404.
+  ExpectError(Get("/api/v1/profiles/nope/export", 404), "NOT_FOUND", "nope");
+  const std::string id = Upload(CorpusPath(kCorpus[0].trace));
+  ExpectError(Get("/api/v1/profiles/" + id + "/export?format=chrome_json", 400), "INVALID_ARGUMENT",
+              "'original' (the uploaded file) is");
+  CommandResult missing = cluster_.Cli({"export", "nope", "-o", cluster_.root() + "/never.json"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_FALSE(PathExists(cluster_.root() + "/never.json"));
+  EXPECT_FALSE(PathExists(cluster_.root() + "/never.json.tmp"));
+}
+
 TEST_F(HttpApiTest, ListsEqualTheCli) {
   const std::string trace = CorpusPath(kCorpus[0].trace);
   FLEETPROF_REQUIRE_PATH(trace);
