@@ -42,11 +42,8 @@ absl::Status Agent::Start() {
   if (absl::Status s = EnsureSharedDropFolder(config_.kineto_trace_dir); !s.ok()) {
     return absl::FailedPreconditionError(absl::StrCat("--kineto_trace_dir: ", s.message()));
   }
-  ListenerSecurity dynolog_security;
-  dynolog_security.tokens = !config_.dynolog_token.empty();
-  dynolog_security.tls = true;  // the dynolog protocol has no TLS; a token is what it can have
-  if (absl::Status s = CheckExposure("dynolog_addr", config_.dynolog_addr, dynolog_security);
-      !config_.dynolog_addr.empty() && !s.ok()) {
+  // The dynolog protocol has no TLS: off loopback, a token is the protection it can have.
+  if (!config_.dynolog_addr.empty() && config_.dynolog_token.empty() && !IsLoopbackAddress(config_.dynolog_addr)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "refusing --dynolog_addr=", config_.dynolog_addr,
         ": a non-loopback dynolog API needs --dynolog_token_file (any host could have root read a trace)"));

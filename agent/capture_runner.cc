@@ -150,6 +150,10 @@ absl::StatusOr<CheckedFile> CaptureRunner::Trigger(const v1::CaptureCommand& com
     }
     auto trace = WaitForTraceFile(KinetoEndpoint::TracePathFor(request.log_file, target.pid()), deadline,
                                   [this] { return cancelled(); });
+    {
+      std::lock_guard lock(mu_);
+      own_log_files_.erase(request.log_file);  // the poll that handed it out came before the file
+    }
     if (!trace.ok()) return trace.status();
     // The job wrote it into a folder every user can write to: read it only if it is a plain
     // file of the traced process's user, never a link planted by someone else.

@@ -1,8 +1,6 @@
 #include "auth/access_guard.h"
 
-#include <fstream>
 #include <mutex>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -10,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "auth/token_hash.h"
+#include "common/runtime.h"
 
 namespace fleetprof {
 namespace {
@@ -53,16 +52,11 @@ std::string_view BearerToken(std::string_view authorization) {
 }
 
 absl::StatusOr<AccessGuard::Principals> AccessGuard::Parse(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read the tokens file ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  if (text.str().size() > kMaxTokensFileBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(path, " is larger than 4 MiB"));
-  }
+  auto text = ReadFileUpTo(path, kMaxTokensFileBytes);
+  if (!text.ok()) return absl::Status(text.status().code(), absl::StrCat("tokens file: ", text.status().message()));
   Principals principals;
   int line_number = 0;
-  const std::string contents = text.str();
+  const std::string& contents = *text;
   for (absl::string_view line : absl::StrSplit(contents, '\n')) {
     ++line_number;
     line = line.substr(0, line.find('#'));
@@ -145,7 +139,8 @@ absl::StatusOr<Principal> AccessGuard::Authorize(std::string_view authorization,
 }
 
 bool AccessGuard::StillValid(const Principal& principal, Scope need) const {
-  if (!enabled() || !principal.authenticated) return !enabled();
+  if (!enabled()) return true;
+  if (!principal.authenticated) return false;
   std::shared_lock lock(mu_);
   auto it = principals_->find(principal.token_hash);
   return it != principals_->end() && it->second.name == principal.name && it->second.Has(need);

@@ -7,16 +7,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "collectors/process_jobs.h"
+#include "common/safe_paths.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
@@ -24,16 +23,8 @@ namespace {
 
 // True when process `host_pid` is `pid` in one of its pid namespaces ("NSpid:" in status).
 bool PidNamespaceHas(const std::string& proc_root, int32_t host_pid, int32_t pid) {
-  std::ifstream status(absl::StrCat(proc_root, "/", host_pid, "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("NSpid:", 0) != 0) continue;
-    for (absl::string_view field : absl::StrSplit(absl::string_view(line).substr(6), absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
-      int32_t value = 0;
-      if (absl::SimpleAtoi(field, &value) && value == pid) return true;
-    }
-  }
-  return false;
+  const std::vector<int64_t> pids = ProcStatusNumbers(proc_root, host_pid, "NSpid");
+  return std::find(pids.begin(), pids.end(), pid) != pids.end();
 }
 
 using SteadyClock = std::chrono::steady_clock;

@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <cerrno>
 #include <cstdlib>
 
+#include "absl/strings/str_cat.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -36,6 +38,18 @@ std::string RandomHex(int bytes) {
     out.push_back(kDigits[b & 15]);
   }
   return out;
+}
+
+absl::StatusOr<std::string> ReadFileUpTo(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::string text(max_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > max_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is larger than ", max_bytes, " bytes"));
+  }
+  return text;
 }
 
 std::string HostName() {

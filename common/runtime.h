@@ -6,6 +6,8 @@
 #include <functional>
 #include <string>
 
+#include "absl/status/statusor.h"
+
 namespace fleetprof {
 
 // Wall clock, unix nanoseconds.
@@ -13,6 +15,11 @@ int64_t UnixNanos();
 // A random lowercase hex string of `bytes` random bytes (2*bytes characters), from the
 // kernel's CSPRNG: ids made of it (captures, uploads, profiles) cannot be guessed.
 std::string RandomHex(int bytes);
+// The whole of file `path` when it holds at most `max_bytes`. Reads no more than that, so a
+// huge file (or /dev/zero) costs nothing. NOT_FOUND when it cannot be opened,
+// INVALID_ARGUMENT when it is larger; both name the path.
+absl::StatusOr<std::string> ReadFileUpTo(const std::string& path, size_t max_bytes);
+
 // This machine's host name ("localhost" if it cannot be read).
 std::string HostName();
 

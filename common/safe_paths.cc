@@ -13,6 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace fleetprof {
 namespace {
@@ -145,16 +146,27 @@ CheckedFile::~CheckedFile() {
 
 std::string CheckedFile::proc_path() const { return absl::StrCat("/proc/self/fd/", fd_); }
 
-int64_t ProcessUid(const std::string& proc_root, int32_t pid) {
+std::vector<int64_t> ProcStatusNumbers(const std::string& proc_root, int32_t pid, std::string_view key) {
   std::ifstream status(absl::StrCat(proc_root, "/", pid, "/status"));
+  const std::string prefix = std::string(key) + ":";
   std::string line;
+  std::vector<int64_t> numbers;
   while (std::getline(status, line)) {
-    if (line.rfind("Uid:", 0) != 0) continue;
-    absl::string_view rest = absl::StripAsciiWhitespace(absl::string_view(line).substr(4));
-    int64_t uid = -1;
-    if (absl::SimpleAtoi(rest.substr(0, rest.find_first_of(" \t")), &uid)) return uid;
+    if (line.rfind(prefix, 0) != 0) continue;
+    for (absl::string_view field :
+         absl::StrSplit(absl::string_view(line).substr(prefix.size()), absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
+      int64_t value = 0;
+      if (!absl::SimpleAtoi(field, &value)) return {};
+      numbers.push_back(value);
+    }
+    break;
   }
-  return -1;
+  return numbers;
+}
+
+int64_t ProcessUid(const std::string& proc_root, int32_t pid) {
+  const std::vector<int64_t> uids = ProcStatusNumbers(proc_root, pid, "Uid");  // real, effective, …
+  return uids.empty() ? -1 : uids.front();
 }
 
 }  // namespace fleetprof

@@ -53,7 +53,10 @@ class CheckedFile {
   int fd_ = -1;
 };
 
-// The real uid of process `pid` under `proc_root` (from status), -1 if unreadable.
+// The numbers on the `key:` line of `proc_root`/`pid`/status ("Uid", "NSpid", …); empty
+// when the process or the line is missing or malformed.
+std::vector<int64_t> ProcStatusNumbers(const std::string& proc_root, int32_t pid, std::string_view key);
+// The real uid of process `pid` under `proc_root`, -1 if unreadable.
 int64_t ProcessUid(const std::string& proc_root, int32_t pid);
 
 }  // namespace fleetprof

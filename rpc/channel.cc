@@ -1,12 +1,11 @@
 #include "rpc/channel.h"
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "auth/exposure.h"
+#include "common/runtime.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/client_interceptor.h"
@@ -17,14 +16,12 @@ namespace {
 constexpr size_t kMaxFileBytes = 1 << 20;
 
 absl::StatusOr<std::string> ReadSmallFile(const char* flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("--", flag, " ", path, ": cannot read"));
-  std::stringstream text;
-  text << in.rdbuf();
-  if (text.str().empty() || text.str().size() > kMaxFileBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("--", flag, " ", path, ": empty or larger than 1 MiB"));
+  auto text = ReadFileUpTo(path, kMaxFileBytes);
+  if (!text.ok() || text->empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, " ", path, ": ",
+                                                   text.ok() ? "empty" : std::string(text.status().message())));
   }
-  return text.str();
+  return text;
 }
 
 // A token travels in a header: printable ASCII without spaces.

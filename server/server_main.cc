@@ -6,7 +6,6 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -92,42 +91,44 @@ absl::StatusOr<HttpServerOptions> HttpOptionsFrom(const ServerFlags& flags) {
   return options;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // The TLS flags hang together, and both listeners are exposed only with the protection
 // DESIGN.md asks for.
-absl::Status CheckSecurityFlags(const ServerFlags& flags) {
+// The PEM files of the TLS flags, read once at start.
+struct TlsPem {
+  std::string cert, key, client_ca;
+};
+
+absl::StatusOr<TlsPem> CheckSecurityFlags(const ServerFlags& flags) {
   if (flags.tls_cert.empty() != flags.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
   }
   if (!flags.tls_client_ca.empty() && flags.tls_cert.empty()) {
     return absl::InvalidArgumentError("--tls_client_ca (mTLS) needs --tls_cert and --tls_key");
   }
-  for (const std::string* path : {&flags.tls_cert, &flags.tls_key, &flags.tls_client_ca}) {
-    if (!path->empty() && ReadFile(*path).empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot read TLS file ", *path));
-    }
+  TlsPem pem;
+  for (auto [path, out] : {std::pair{&flags.tls_cert, &pem.cert}, {&flags.tls_key, &pem.key},
+                           {&flags.tls_client_ca, &pem.client_ca}}) {
+    if (path->empty()) continue;
+    auto text = ReadFileUpTo(*path, 1 << 20);
+    if (!text.ok() || text->empty()) return absl::InvalidArgumentError(absl::StrCat("cannot read TLS file ", *path));
+    *out = *std::move(text);
   }
   ListenerSecurity security;
   security.tokens = !flags.auth_tokens_file.empty();
   security.tls = !flags.tls_cert.empty();
   security.insecure = flags.insecure;
   if (absl::Status s = CheckExposure("grpc_addr", flags.grpc_addr, security); !s.ok()) return s;
-  return CheckExposure("http_addr", flags.http_addr, security);
+  if (absl::Status s = CheckExposure("http_addr", flags.http_addr, security); !s.ok()) return s;
+  return pem;
 }
 
-std::shared_ptr<grpc::ServerCredentials> GrpcCredentials(const ServerFlags& flags) {
-  if (flags.tls_cert.empty()) return grpc::InsecureServerCredentials();
-  grpc::SslServerCredentialsOptions options(
-      flags.tls_client_ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-                                  : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  options.pem_key_cert_pairs.push_back({ReadFile(flags.tls_key), ReadFile(flags.tls_cert)});
-  if (!flags.tls_client_ca.empty()) options.pem_root_certs = ReadFile(flags.tls_client_ca);
+std::shared_ptr<grpc::ServerCredentials> GrpcCredentials(const TlsPem& pem) {
+  if (pem.cert.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions options(pem.client_ca.empty()
+                                                ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                                : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  options.pem_key_cert_pairs.push_back({pem.key, pem.cert});
+  options.pem_root_certs = pem.client_ca;
   return grpc::SslServerCredentials(options);
 }
 
@@ -146,8 +147,9 @@ int Run(const ServerFlags& flags) {
     spdlog::error("{}", std::string(http_options.status().message()));
     return 2;
   }
-  if (absl::Status s = CheckSecurityFlags(flags); !s.ok()) {
-    spdlog::error("{}", std::string(s.message()));
+  auto tls_pem = CheckSecurityFlags(flags);
+  if (!tls_pem.ok()) {
+    spdlog::error("{}", std::string(tls_pem.status().message()));
     return 2;
   }
   std::unique_ptr<AccessGuard> guard = std::make_unique<AccessGuard>();
@@ -216,7 +218,7 @@ int Run(const ServerFlags& flags) {
   if (!guard->enabled()) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int grpc_port = 0;
-  builder.AddListeningPort(flags.grpc_addr, GrpcCredentials(flags), &grpc_port);
+  builder.AddListeningPort(flags.grpc_addr, GrpcCredentials(*tls_pem), &grpc_port);
   builder.experimental().SetInterceptorCreators(grpc_access.Interceptors());
   builder.SetMaxReceiveMessageSize(4 << 20);  // 1 MiB chunks plus framing
   // gRPC sets SO_REUSEPORT by default, which would let a second server bind the same port and

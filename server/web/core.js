@@ -295,7 +295,8 @@ function askForToken(message) {
     const form = h('form', {class: 'token-form'},
       h('span', {class: 'banner-icon'}, lockIcon()),
       h('span', {class: 'banner-message'},
-        `This server needs a token${message ? ` (${message})` : ''}. It is kept for this browser tab only.`),
+        message ? `That token was refused: ${message}. Enter another; it is kept for this browser tab only.`
+                : 'This server needs a token. It is kept for this browser tab only.'),
       input, h('button', {type: 'submit', id: 'token-submit', class: 'btn primary'}, 'Use token'));
     form.addEventListener('submit', (event) => {
       event.preventDefault();

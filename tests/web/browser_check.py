@@ -552,6 +552,7 @@ def check_token_prompt(b, args):
         again = b.wait_for("document.querySelector('#auth:not(.hidden)')?.textContent", "the prompt again", timeout=30)
         if "not known" not in again:
             raise CheckFailed(f"(t) a wrong token is not explained: {again!r}")
+        b.screenshot("token_wrong")
         b.set_value("#token-input", args.token)
         b.click("#token-submit")
         b.wait_for("!!document.querySelector('a.profile-link')", "the profiles list with the token", timeout=30)
