@@ -113,6 +113,8 @@ void KinetoEventSink::AddComplete(const KinetoRawEvent& e) {
     a.dur = e.dur_ns;
     a.name = out_->names.Intern(e.name);
     a.device = out_->names.Intern(e.has_device ? e.device : e.pid);
+    a.stream = out_->names.Intern(e.has_tid ? e.tid : std::string_view());
+    a.category = out_->names.Intern(e.has_cat ? e.cat : std::string_view());
     if (category == Category::kMemory) {
       a.kind = ActivityKind::kMemory;
     } else {
@@ -137,6 +139,7 @@ void KinetoEventSink::AddComplete(const KinetoRawEvent& e) {
   h.dur = e.dur_ns;
   h.name = out_->names.Intern(e.name);
   h.thread = out_->names.Intern(thread_key_);
+  h.category = out_->names.Intern(e.has_cat ? e.cat : std::string_view());
   h.is_runtime = category == Category::kRuntime;
   h.correlation = e.correlation;
   h.has_correlation = e.has_correlation;

@@ -8,12 +8,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/device_breakdown.h"
-#include "analysis/kineto_json_reader.h"
 #include "analysis/memory_timeline.h"
 #include "analysis/op_breakdown.h"
 #include "analysis/step_breakdown.h"
 #include "analysis/trace_events.h"
-#include "analysis/xspace_reader.h"
+#include "analysis/trace_formats.h"
 
 namespace fleetprof::analysis {
 namespace {
@@ -73,61 +72,52 @@ TraceSummary Summarize(const TraceEvents& events) {
 }  // namespace
 
 TraceFormat DetectTraceFormat(const std::string& file_name, std::string_view first_bytes) {
+  for (const TraceFormatSpec& spec : TraceFormats()) {
+    if (spec.looks_like(first_bytes)) return spec.format;
+  }
   std::string_view name = file_name;
   if (name.ends_with(".gz")) name.remove_suffix(3);
-  if (name.ends_with(".pb")) return TraceFormat::kXSpace;  // *.xplane.pb
-  if (name.ends_with(".json")) return TraceFormat::kKinetoJson;
-  if (first_bytes.starts_with("\xEF\xBB\xBF")) first_bytes.remove_prefix(3);  // BOM
-  for (char c : first_bytes) {
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-    if (c == '{' || c == '[') return TraceFormat::kKinetoJson;
-    break;
+  for (const TraceFormatSpec& spec : TraceFormats()) {
+    for (std::string_view suffix : spec.suffixes) {
+      if (name.ends_with(suffix)) return spec.format;
+    }
   }
-  // Field 1 (planes), length-delimited: how every XSpace with a plane starts. The byte is
-  // also '\n', hence checked only once JSON is ruled out.
-  if (!first_bytes.empty() && first_bytes[0] == '\x0a') return TraceFormat::kXSpace;
   return TraceFormat::kUnknown;
 }
 
-absl::StatusOr<TraceSummary> AnalyzeTrace(ByteSource& source, TraceFormat format) {
-  TraceEvents events;
-  absl::Status status;
-  switch (format) {
-    case TraceFormat::kKinetoJson:
-      status = ReadKinetoJson(source, &events);
-      break;
-    case TraceFormat::kXSpace:
-      status = ReadXSpace(source, &events);
-      break;
-    case TraceFormat::kUnknown:
-      return absl::InvalidArgumentError(absl::StrCat(
-          source.name(),
-          ": unknown trace format (expected Chrome-trace JSON or an XSpace .xplane.pb)"));
+absl::StatusOr<TraceSummary> AnalyzeTrace(ByteSource& source, TraceFormat format,
+                                          TraceEventsSink* sink) {
+  const TraceFormatSpec* spec = FindTraceFormat(format);
+  if (spec == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source.name(),
+        ": unknown trace format (expected Chrome-trace JSON or an XSpace .xplane.pb)"));
   }
-  if (!status.ok()) return status;
+  TraceEvents events;
+  if (absl::Status status = spec->read(source, &events); !status.ok()) return status;
+  if (sink != nullptr) {
+    if (absl::Status status = sink->Consume(events); !status.ok()) return status;
+  }
   return Summarize(events);
 }
 
-absl::StatusOr<TraceSummary> AnalyzeTraceFile(const std::string& path) {
+absl::StatusOr<TraceSummary> AnalyzeTraceFile(const std::string& path, TraceEventsSink* sink) {
   absl::StatusOr<std::unique_ptr<ByteSource>> file = OpenFileSource(path);
   if (!file.ok()) return file.status();
   std::unique_ptr<ByteSource> source = MaybeGunzip(*std::move(file));
-  TraceFormat format = DetectTraceFormat(path, "");
-  if (format == TraceFormat::kUnknown) {
-    // Sniff the first bytes after gunzip, then hand them back to the reader.
-    std::string head(64, '\0');
-    size_t filled = 0;
-    while (filled < head.size()) {
-      absl::StatusOr<size_t> got = source->Read(head.data() + filled, head.size() - filled);
-      if (!got.ok()) return got.status();
-      if (*got == 0) break;
-      filled += *got;
-    }
-    head.resize(filled);
-    format = DetectTraceFormat(path, head);
-    source = std::make_unique<PrefixedSource>(std::move(head), std::move(source));
+  // Sniff the first bytes after gunzip, then hand them back to the reader.
+  std::string head(64, '\0');
+  size_t filled = 0;
+  while (filled < head.size()) {
+    absl::StatusOr<size_t> got = source->Read(head.data() + filled, head.size() - filled);
+    if (!got.ok()) return got.status();
+    if (*got == 0) break;
+    filled += *got;
   }
-  return AnalyzeTrace(*source, format);
+  head.resize(filled);
+  TraceFormat format = DetectTraceFormat(path, head);
+  source = std::make_unique<PrefixedSource>(std::move(head), std::move(source));
+  return AnalyzeTrace(*source, format, sink);
 }
 
 }  // namespace fleetprof::analysis

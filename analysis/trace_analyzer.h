@@ -6,21 +6,33 @@
 
 #include "absl/status/statusor.h"
 #include "analysis/byte_source.h"
+#include "analysis/trace_events.h"
 #include "analysis/trace_summary.h"
 
 namespace fleetprof::analysis {
 
-// Guesses the format from the file name (".xplane.pb" => XSpace, ".json"/".json.gz" =>
-// Kineto JSON) and, failing that, from the first bytes (after gunzip): '{' or '[' => JSON,
-// else a first byte 0x0a (XSpace field 1, planes) => XSpace.
+// The format whose content test (analysis/trace_formats.h) accepts `first_bytes` (after
+// gunzip); when none does, the one whose suffix `file_name` carries; else kUnknown.
 TraceFormat DetectTraceFormat(const std::string& file_name, std::string_view first_bytes);
+
+// Where the events of a trace go once read, before the summary is computed from them: the
+// one seam between every reader and the event store (timeline/), whatever the format.
+class TraceEventsSink {
+ public:
+  virtual ~TraceEventsSink() = default;
+  // An error fails the analysis with it.
+  virtual absl::Status Consume(const TraceEvents& events) = 0;
+};
 
 // Reads `source` (already decompressed) to its end and returns the summary. Memory grows
 // only with what the summaries need (per-event compact records), never with the text.
 // Errors name the source, the byte offset and what was expected.
-absl::StatusOr<TraceSummary> AnalyzeTrace(ByteSource& source, TraceFormat format);
+// With a `sink`, hands it the events before summarizing.
+absl::StatusOr<TraceSummary> AnalyzeTrace(ByteSource& source, TraceFormat format,
+                                          TraceEventsSink* sink = nullptr);
 
 // Convenience for the CLI and tests: opens, gunzips when needed, detects and analyses.
-absl::StatusOr<TraceSummary> AnalyzeTraceFile(const std::string& path);
+absl::StatusOr<TraceSummary> AnalyzeTraceFile(const std::string& path,
+                                              TraceEventsSink* sink = nullptr);
 
 }  // namespace fleetprof::analysis

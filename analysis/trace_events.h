@@ -28,6 +28,8 @@ struct DeviceActivity {
   int64_t correlation = 0;  // args.correlation; meaningful only when has_correlation
   NameId name = 0;
   NameId device = 0;
+  NameId stream = 0;    // Kineto tid ("stream 7"), XSpace line name: the viewer's track
+  NameId category = 0;  // Kineto cat, "" for XSpace: kept so an export reads back the same
   ActivityKind kind = ActivityKind::kCompute;
   bool has_correlation = false;
 };
@@ -39,6 +41,7 @@ struct HostEvent {
   int64_t correlation = 0;
   NameId name = 0;
   NameId thread = 0;  // interned "pid\x1ftid": keys compared as strings
+  NameId category = 0;  // Kineto cat ("" when the event had none)
   bool is_runtime = false;
   bool has_correlation = false;
 };

@@ -1,22 +1,18 @@
 #include "analysis/trace_summary.h"
 
+#include "analysis/trace_formats.h"
+
 namespace fleetprof::analysis {
 
 const char* TraceFormatName(TraceFormat format) {
-  switch (format) {
-    case TraceFormat::kKinetoJson:
-      return "kineto_json";
-    case TraceFormat::kXSpace:
-      return "xspace";
-    case TraceFormat::kUnknown:
-      break;
-  }
-  return "unknown";
+  const TraceFormatSpec* spec = FindTraceFormat(format);
+  return spec ? spec->name.data() : "unknown";
 }
 
 TraceFormat TraceFormatFromName(const std::string& name) {
-  if (name == "kineto_json") return TraceFormat::kKinetoJson;
-  if (name == "xspace") return TraceFormat::kXSpace;
+  for (const TraceFormatSpec& spec : TraceFormats()) {
+    if (spec.name == name) return spec.format;
+  }
   return TraceFormat::kUnknown;
 }
 

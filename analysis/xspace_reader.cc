@@ -68,6 +68,7 @@ struct PendingLine {
   LineKind kind = LineKind::kOther;
   size_t first_event = 0;
   size_t end_event = 0;
+  NameId name = 0;  // the line's name: a device activity's stream
 };
 
 // Facts about all XPlane messages that share one name.
@@ -244,6 +245,7 @@ bool XSpaceReader::ReadLine(uint64_t limit) {
     return true;
   }
   FinishLine(line, timestamp_ns);
+  line.name = out_->names.Intern(line_name_);
   lines_.push_back(line);
   return true;
 }
@@ -355,6 +357,8 @@ void XSpaceReader::FinishPlane() {
       a.dur = e.dur_ps;
       a.name = name;
       a.device = device;
+      a.stream = line.name;
+      a.category = unnamed;
       if (line.kind == LineKind::kStream) {
         a.kind = StreamEventKind(text);
         out_->activity.push_back(a);

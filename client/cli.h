@@ -34,6 +34,13 @@ struct CliOptions {
   bool profile_memory = false;
   bool with_stack = false;
   std::string output;  // export: -o FILE
+  // trace (and export --format chrome_json): the window
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t resolution_ns = 0;
+  std::vector<std::string> tracks;
+  std::string search;
+  bool args_wanted = false;
   std::vector<std::string> args;  // positional arguments after the command word
 };
 
@@ -48,6 +55,7 @@ int RunCapture(const CliOptions& options);
 int RunCaptures(const CliOptions& options);
 int RunProfile(const CliOptions& options);
 int RunExport(const CliOptions& options);
+int RunTrace(const CliOptions& options);
 
 // Prints "fleetprof: <message>" to stderr and returns 1.
 int Fail(const std::string& message);

@@ -30,8 +30,13 @@ constexpr char kUsage[] =
     "                                     capture running jobs now; --wait follows progress\n"
     "                                     (stderr) and exits 0 when all indexed, 3 if partial\n"
     "  captures [--job J]                 recent captures, newest first\n"
-    "  export PROFILE -o FILE [--format original]\n"
-    "                                     the profile as a file: the trace exactly as uploaded\n"
+    "  trace PROFILE [--start_ns N --end_ns N] [--resolution_ns N] [--track ID]... [--search S] [--args]\n"
+    "                                     the events of a time window (default: all of it), exact\n"
+    "                                     down to the resolution, shorter ones counted in blocks\n"
+    "  export PROFILE -o FILE [--format original|chrome_json] [--start_ns N --end_ns N]\n"
+    "                                     the profile as a file: the trace exactly as uploaded, or\n"
+    "                                     its events (a window of them) as Chrome-trace JSON for\n"
+    "                                     Perfetto / chrome://tracing\n"
     "\n"
     "Traces: PyTorch/Kineto JSON (.json, .json.gz) and XSpace (.xplane.pb).\n"
     "The server address can also come from $FLEETPROF_SERVER, the token from $FLEETPROF_TOKEN.";
@@ -48,6 +53,7 @@ int Dispatch(const std::string& command, const CliOptions& options) {
   if (command == "captures") return RunCaptures(options);
   if (command == "profile") return RunProfile(options);
   if (command == "export") return RunExport(options);
+  if (command == "trace") return RunTrace(options);
   return Fail("unknown command '" + command + "' (see fleetprof --help)");
 }
 
@@ -85,8 +91,15 @@ int main(int argc, char** argv) {
   flags.AddString("job", &options.job, "job name (upload: the profile's job; profiles: filter)");
   flags.AddString("node", &options.node, "node name for upload (default: this host)");
   flags.AddString("format", &options.format,
-                  "upload: kineto_json or xspace (default: detect); export: original (default)");
+                  "upload: kineto_json or xspace (default: detect); export: original (default) or chrome_json");
   flags.AddString("o", &options.output, "export: the file to write");
+  flags.AddInt("start_ns", &options.start_ns, "trace, export: window start in the trace's ns (default: its start)");
+  flags.AddInt("end_ns", &options.end_ns, "trace, export: window end, exclusive (default: the trace's end)");
+  flags.AddInt("resolution_ns", &options.resolution_ns,
+               "trace: events shorter than this are counted in merged blocks (default: window / 2000)");
+  flags.AddRepeated("track", &options.tracks, "trace: only this track id (see the tracks of a first query)");
+  flags.AddString("search", &options.search, "trace: only events whose name contains this (any case)");
+  flags.AddBool("args", &options.args_wanted, "trace: each event's arguments (category, kind, correlation)");
   flags.AddString("upload_id", &options.upload_id,
                   "upload id; the same id twice stores the file once (default: random)");
   flags.AddRepeated("label", &options.labels, "key=value label (upload: attach; profiles: filter)");

@@ -1,5 +1,6 @@
-// `fleetprof export PROFILE [--format original] -o FILE`: the profile as a file. "original"
-// is the trace exactly as uploaded. The file appears only when complete (FILE.tmp, then a
+// `fleetprof export PROFILE [--format original|chrome_json] -o FILE`: the profile as a file.
+// "original" is the trace exactly as uploaded; "chrome_json" its stored events (or those of
+// --start_ns/--end_ns) as Chrome-trace JSON. The file appears only when complete (FILE.tmp, then a
 // rename), so a broken transfer never leaves a short file under the name asked for.
 
 #include <algorithm>
@@ -20,7 +21,8 @@ namespace fleetprof::cli {
 
 int RunExport(const CliOptions& options) {
   if (options.args.size() != 1 || options.output.empty()) {
-    return Fail("usage: fleetprof export PROFILE_ID [--format original] -o FILE [--json]");
+    return Fail("usage: fleetprof export PROFILE_ID [--format original|chrome_json] [--start_ns N --end_ns N] "
+                "-o FILE [--json]");
   }
   const std::string format = options.format.empty() ? "original" : options.format;
   auto stub = v1::QueryService::NewStub(MakeChannel(options.server, options.security));
@@ -31,6 +33,8 @@ int RunExport(const CliOptions& options) {
   v1::ExportProfileRequest request;
   request.set_profile_id(options.args[0]);
   request.set_format(format);
+  request.set_start_ns(options.start_ns);
+  request.set_end_ns(options.end_ns);
   const std::string tmp = options.output + ".tmp";
   std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   if (!out) return Fail(absl::StrCat("cannot write ", tmp));

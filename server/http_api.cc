@@ -64,6 +64,22 @@ class QueryParams {
     }
     return static_cast<int32_t>(value);
   }
+  // A flag: absent, "0" or "false" is false; "1" or "true" true; anything else fails.
+  bool Bool(const std::string& name) {
+    const std::string text = String(name);
+    if (text.empty() || text == "0" || text == "false") return false;
+    if (text == "1" || text == "true") return true;
+    if (status_.ok()) {
+      status_ = absl::InvalidArgumentError(absl::StrCat("query parameter '", name, "' must be 0/1 or true/false"));
+    }
+    return false;
+  }
+  // Every occurrence of `name`.
+  std::vector<std::string> All(const std::string& name) const {
+    std::vector<std::string> values;
+    for (size_t i = 0; i < req_.get_param_value_count(name); ++i) values.push_back(req_.get_param_value(name, i));
+    return values;
+  }
   // Every `name=k=v` occurrence as a key/value pair.
   std::map<std::string, std::string> Labels(const std::string& name) {
     std::map<std::string, std::string> labels;
@@ -117,22 +133,55 @@ void ProfileSection(const HttpApiBackends& b, const httplib::Request& req, httpl
                      "no section '", section, "' (want ops, kernels, devices, steps, memory or xla_ops)")));
 }
 
-// The profile as a file download, streamed from the store in 1 MiB pieces.
+void TraceWindow(const HttpApiBackends& b, const httplib::Request& req, httplib::Response& res) {
+  QueryParams params(req, {"start_ns", "end_ns", "resolution_ns", "track", "search", "args", "correlation",
+                           "max_events_per_track"});
+  v1::TraceWindowRequest request;
+  request.set_profile_id(req.matches[1]);
+  request.set_start_ns(params.Int("start_ns"));
+  request.set_end_ns(params.Int("end_ns"));
+  request.set_resolution_ns(params.Int("resolution_ns"));
+  for (std::string& track : params.All("track")) request.add_tracks(std::move(track));
+  request.set_search(params.String("search"));
+  request.set_args(params.Bool("args"));
+  if (req.has_param("correlation")) request.set_correlation(params.Int("correlation"));
+  request.set_max_events_per_track(params.Int32("max_events_per_track"));
+  if (!params.status().ok()) return SendError(res, params.status());
+  Send(res, b.query->TraceWindow(request));
+}
+
+void RangeBreakdown(const HttpApiBackends& b, const httplib::Request& req, httplib::Response& res) {
+  QueryParams params(req, {"start_ns", "end_ns", "limit"});
+  v1::RangeBreakdownRequest request;
+  request.set_profile_id(req.matches[1]);
+  request.set_start_ns(params.Int("start_ns"));
+  request.set_end_ns(params.Int("end_ns"));
+  request.set_limit(params.Int32("limit"));
+  if (!params.status().ok()) return SendError(res, params.status());
+  Send(res, b.query->RangeBreakdown(request));
+}
+
+// The profile as a file download, streamed in 1 MiB pieces as it is read or produced.
 void ExportProfile(const HttpApiBackends& b, const httplib::Request& req, httplib::Response& res) {
-  QueryParams params(req, {"format"});
+  QueryParams params(req, {"format", "start_ns", "end_ns"});
   v1::ExportProfileRequest request;
   request.set_profile_id(req.matches[1]);
   request.set_format(params.String("format"));
+  request.set_start_ns(params.Int("start_ns"));
+  request.set_end_ns(params.Int("end_ns"));
   if (!params.status().ok()) return SendError(res, params.status());
   auto exported = b.query->ExportProfile(request);
   if (!exported.ok()) return SendError(res, exported.status());
+  const bool chrome = request.format() == "chrome_json";
   // The name came with the upload: only safe characters reach the header.
-  const std::string name = SafeFileName(exported->profile.file_name().empty() ? exported->profile.profile_id()
-                                                                             : exported->profile.file_name());
+  const std::string name =
+      chrome ? absl::StrCat(exported->profile.profile_id(), ".trace.json")
+             : SafeFileName(exported->profile.file_name().empty() ? exported->profile.profile_id()
+                                                                  : exported->profile.file_name());
   res.set_header("Content-Disposition", absl::StrCat("attachment; filename=\"", name, "\""));
   std::shared_ptr<analysis::ByteSource> source = std::move(exported->bytes);
   auto buffer = std::make_shared<std::string>(1 << 20, '\0');
-  res.set_chunked_content_provider("application/octet-stream",
+  res.set_chunked_content_provider(chrome ? kJson : "application/octet-stream",
                                    [source, buffer](size_t, httplib::DataSink& sink) {
                                      auto n = source->Read(buffer->data(), buffer->size());
                                      if (!n.ok()) return false;  // the connection is cut: never a short file that looks whole
@@ -183,6 +232,10 @@ void RegisterHttpApi(HttpServer& server, const HttpApiBackends& backends) {
   routes.Get(R"(/api/v1/profiles/([^/]+))", Plain([b](const httplib::Request& req, httplib::Response& res) {
                Send(res, b.query->GetProfile(req.matches[1]));
              }));
+  routes.Get(R"(/api/v1/profiles/([^/]+)/trace)",
+             [b](const httplib::Request& req, httplib::Response& res) { TraceWindow(b, req, res); });
+  routes.Get(R"(/api/v1/profiles/([^/]+)/range)",
+             [b](const httplib::Request& req, httplib::Response& res) { RangeBreakdown(b, req, res); });
   routes.Get(R"(/api/v1/profiles/([^/]+)/export)",
              [b](const httplib::Request& req, httplib::Response& res) { ExportProfile(b, req, res); });
   routes.Get(R"(/api/v1/profiles/([^/]+)/([^/]+))",

@@ -8,6 +8,7 @@
 #include "common/runtime.h"
 #include "proto/summary_codec.h"
 #include "server/streaming_analysis.h"
+#include "timeline/timeline_builder.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
@@ -27,10 +28,10 @@ std::string NewProfileId() {
 }
 
 v1::ProfileInfo ProfileInfoFor(const v1::UploadRecord& record, const std::string& file_name,
-                               const analysis::TraceSummary& summary) {
+                               const analysis::TraceSummary& summary, const std::string& profile_id) {
   const v1::UploadMetadata& metadata = record.metadata();
   v1::ProfileInfo info;
-  info.set_profile_id(NewProfileId());
+  info.set_profile_id(profile_id);
   info.set_job(metadata.job());
   info.set_node(metadata.node());
   info.set_format(analysis::TraceFormatName(summary.format));
@@ -48,6 +49,26 @@ v1::ProfileInfo ProfileInfoFor(const v1::UploadRecord& record, const std::string
   info.set_skipped_events(summary.skipped_events);
   return info;
 }
+
+// The event store written while an upload is analysed belongs to a profile id that exists
+// only once committed; any other way out of ingest deletes it.
+class TimelineCleanup {
+ public:
+  TimelineCleanup(ProfileStore* store, std::string profile_id) : store_(store), id_(std::move(profile_id)) {}
+  ~TimelineCleanup() {
+    if (armed_) {
+      if (absl::Status s = store_->DeleteTimeline(id_); !s.ok()) {
+        spdlog::warn("could not delete the event blocks of uncommitted profile {}: {}", id_, std::string(s.message()));
+      }
+    }
+  }
+  void Disarm() { armed_ = false; }
+
+ private:
+  ProfileStore* store_;
+  std::string id_;
+  bool armed_ = true;
+};
 
 class UploadIdClaim {
  public:
@@ -193,8 +214,12 @@ absl::Status Ingestor::ReceiveAndCommit(UploadStream& stream, v1::UploadRecord r
   const v1::UploadMetadata& metadata = record.metadata();
   const std::string& id = metadata.upload_id();
   const std::string file_name = metadata.file_name().empty() ? id : metadata.file_name();
+  const std::string profile_id = NewProfileId();
+  std::unique_ptr<timeline::TimelineWriter> timeline_writer = store_->NewTimelineWriter(profile_id);
+  timeline::TimelineSink timeline_sink(timeline_writer.get());
+  TimelineCleanup cleanup(store_, profile_id);  // declared before the analysis: runs after it stops
   StreamingAnalysis analysis(file_name, metadata.format(),
-                             record.received_bytes() > 0 ? store_->ReadRaw(id) : nullptr);
+                             record.received_bytes() > 0 ? store_->ReadRaw(id) : nullptr, &timeline_sink);
 
   v1::UploadRequest message;
   bool analysis_failed = false;
@@ -259,14 +284,16 @@ absl::Status Ingestor::ReceiveAndCommit(UploadStream& stream, v1::UploadRecord r
     return summary.status();
   }
 
-  return Commit(record, file_name, *summary, started, response);
+  if (absl::Status s = Commit(record, file_name, profile_id, *summary, started, response); !s.ok()) return s;
+  cleanup.Disarm();
+  return absl::OkStatus();
 }
 
 absl::Status Ingestor::Commit(const v1::UploadRecord& record, const std::string& file_name,
-                                       const analysis::TraceSummary& summary,
+                                       const std::string& profile_id, const analysis::TraceSummary& summary,
                                        std::chrono::steady_clock::time_point started,
                                        v1::UploadResponse* response) {
-  v1::ProfileInfo info = ProfileInfoFor(record, file_name, summary);
+  v1::ProfileInfo info = ProfileInfoFor(record, file_name, summary, profile_id);
   v1::ProfileSummary stored = SummaryToProto(summary);
   if (before_commit_) before_commit_(info, stored);
   if (absl::Status s = store_->CommitProfile(info, stored); !s.ok()) {

@@ -71,7 +71,7 @@ class Ingestor {
   absl::Status ReceiveAndCommit(UploadStream& stream, v1::UploadRecord record, v1::UploadResponse* response);
   // Stores the profile and its summary; fills the response.
   absl::Status Commit(const v1::UploadRecord& record, const std::string& file_name,
-                      const analysis::TraceSummary& summary, std::chrono::steady_clock::time_point started,
+                      const std::string& profile_id, const analysis::TraceSummary& summary, std::chrono::steady_clock::time_point started,
                       v1::UploadResponse* response);
   // Drops an upload's bytes and returns `error`.
   absl::Status Reject(const std::string& upload_id, absl::Status error);

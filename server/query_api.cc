@@ -1,6 +1,8 @@
 #include "server/query_api.h"
 
 #include "absl/strings/str_cat.h"
+#include "timeline/chrome_trace_export.h"
+#include "timeline/trace_window.h"
 
 #include <chrono>
 
@@ -66,17 +68,57 @@ absl::StatusOr<v1::GetProfileResponse> QueryApi::GetProfile(const std::string& p
 absl::StatusOr<QueryApi::Export> QueryApi::ExportProfile(const v1::ExportProfileRequest& request) {
   QueryTimer timer(metrics_, "ExportProfile");
   if (request.profile_id().empty()) return absl::InvalidArgumentError("profile_id is required");
-  if (!request.format().empty() && request.format() != "original") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "export format '", request.format(), "' is not available: 'original' (the uploaded file) is; "
-        "Chrome-trace export comes with the stored events of the trace viewer"));
+  const bool original = request.format().empty() || request.format() == "original";
+  if (!original && request.format() != "chrome_json") {
+    return absl::InvalidArgumentError(absl::StrCat("export format '", request.format(),
+                                                   "' is not available: 'original' (the uploaded file) and "
+                                                   "'chrome_json' (Chrome-trace JSON for Perfetto) are"));
+  }
+  if (original && (request.start_ns() != 0 || request.end_ns() != 0)) {
+    return absl::InvalidArgumentError("a window (start_ns, end_ns) exports only as format=chrome_json");
   }
   auto info = store_->GetProfile(request.profile_id());
   if (!info.ok()) return info.status();
   Export out;
-  out.bytes = store_->ReadRaw(info->upload_id());
+  if (original) {
+    out.bytes = store_->ReadRaw(info->upload_id());
+  } else {
+    auto timeline = timelines_.Get(request.profile_id());
+    if (!timeline.ok()) return timeline.status();
+    int64_t start = request.start_ns(), end = request.end_ns();
+    if (start != 0 || end != 0) {  // one bound given: the other is the profile's
+      if (start == 0) start = (*timeline)->start_ns();
+      if (end == 0) end = (*timeline)->end_ns();
+    }
+    auto bytes = timeline::ExportChromeTrace(*timeline, store_->NewTimelineReader(request.profile_id()), start,
+                                             end, request.profile_id());
+    if (!bytes.ok()) return bytes.status();
+    out.bytes = *std::move(bytes);
+  }
   out.profile = *std::move(info);
   return out;
+}
+
+absl::StatusOr<v1::TraceWindow> QueryApi::TraceWindow(const v1::TraceWindowRequest& request) {
+  QueryTimer timer(metrics_, "TraceWindow");
+  if (request.profile_id().empty()) return absl::InvalidArgumentError("profile_id is required");
+  auto timeline = timelines_.Get(request.profile_id());
+  if (!timeline.ok()) return timeline.status();
+  std::unique_ptr<timeline::TimelineReader> reader = store_->NewTimelineReader(request.profile_id());
+  auto window = timeline::QueryTraceWindow(**timeline, *reader, request);
+  if (window.ok()) window->set_profile_id(request.profile_id());
+  return window;
+}
+
+absl::StatusOr<v1::RangeBreakdown> QueryApi::RangeBreakdown(const v1::RangeBreakdownRequest& request) {
+  QueryTimer timer(metrics_, "RangeBreakdown");
+  if (request.profile_id().empty()) return absl::InvalidArgumentError("profile_id is required");
+  auto timeline = timelines_.Get(request.profile_id());
+  if (!timeline.ok()) return timeline.status();
+  std::unique_ptr<timeline::TimelineReader> reader = store_->NewTimelineReader(request.profile_id());
+  auto range = timeline::QueryRangeBreakdown(**timeline, *reader, request);
+  if (range.ok()) range->set_profile_id(request.profile_id());
+  return range;
 }
 
 absl::StatusOr<v1::ProfileSummary> QueryApi::Summary(const v1::BreakdownRequest& request) {

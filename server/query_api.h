@@ -1,7 +1,8 @@
 #pragma once
 // The read side of fleetprof, free of any transport: gRPC (server/query_service.h) and the
 // HTTP API (server/http_api.h) are thin callers of these methods, so they cannot disagree.
-// Every answer comes from the summaries stored at ingest; no query re-reads events.
+// Breakdowns come from the summaries stored at ingest; the trace viewer's windows from the
+// event store, through a cache of loaded directories.
 
 #include <memory>
 #include <string>
@@ -10,13 +11,15 @@
 #include "analysis/byte_source.h"
 #include "fleetprof/v1/query.pb.h"
 #include "server/server_metrics.h"
+#include "server/timeline_cache.h"
 #include "storage/profile_store.h"
 
 namespace fleetprof {
 
 class QueryApi {
  public:
-  QueryApi(ProfileStore* store, ServerMetrics* metrics) : store_(store), metrics_(metrics) {}
+  QueryApi(ProfileStore* store, ServerMetrics* metrics)
+      : store_(store), metrics_(metrics), timelines_(store, kTimelineCacheBytes) {}
 
   // Profiles matching the request, newest ingest first. INVALID_ARGUMENT for a page_size
   // outside 0..1000, a negative time bound or a page_token of another query.
@@ -33,12 +36,17 @@ class QueryApi {
   absl::StatusOr<v1::XlaOpBreakdownResponse> XlaOps(const v1::BreakdownRequest& request);
 
   // A profile as a file. Format "original" (or empty): the bytes as uploaded, read from the
-  // store as they are sent. Other formats are INVALID_ARGUMENT naming the ones there are.
+  // store as they are sent. "chrome_json": the stored events (all, or a window) as
+  // Chrome-trace JSON, produced as it is sent. Other formats are INVALID_ARGUMENT.
   struct Export {
     v1::ProfileInfo profile;
     std::unique_ptr<analysis::ByteSource> bytes;
   };
   absl::StatusOr<Export> ExportProfile(const v1::ExportProfileRequest& request);
+
+  // The trace viewer's reads, from the event store (timeline/trace_window.h).
+  absl::StatusOr<v1::TraceWindow> TraceWindow(const v1::TraceWindowRequest& request);
+  absl::StatusOr<v1::RangeBreakdown> RangeBreakdown(const v1::RangeBreakdownRequest& request);
 
  private:
   // The stored summary of request.profile_id() after checking the request.
@@ -48,8 +56,11 @@ class QueryApi {
   absl::StatusOr<Response> Section(const char* query, const v1::BreakdownRequest& request,
                                    Rows* (v1::ProfileSummary::*rows)(), Rows* (Response::*out)());
 
+  static constexpr size_t kTimelineCacheBytes = size_t{256} << 20;
+
   ProfileStore* store_;
   ServerMetrics* metrics_;
+  TimelineCache timelines_;
 };
 
 }  // namespace fleetprof

@@ -52,6 +52,19 @@ grpc::Status QueryServiceImpl::XlaOpBreakdown(grpc::ServerContext* context, cons
   return Reply(api_->XlaOps(*request), response);
 }
 
+grpc::Status QueryServiceImpl::GetTraceWindow(grpc::ServerContext* context, const v1::TraceWindowRequest* request,
+                                              v1::TraceWindow* response) {
+  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
+  return Reply(api_->TraceWindow(*request), response);
+}
+
+grpc::Status QueryServiceImpl::GetRangeBreakdown(grpc::ServerContext* context,
+                                                 const v1::RangeBreakdownRequest* request,
+                                                 v1::RangeBreakdown* response) {
+  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
+  return Reply(api_->RangeBreakdown(*request), response);
+}
+
 grpc::Status QueryServiceImpl::ExportProfile(grpc::ServerContext* context, const v1::ExportProfileRequest* request,
                                              grpc::ServerWriter<v1::ExportChunk>* writer) {
   if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());

@@ -27,6 +27,10 @@ class QueryServiceImpl final : public v1::QueryService::Service {
                                v1::MemoryBreakdownResponse* response) override;
   grpc::Status XlaOpBreakdown(grpc::ServerContext*, const v1::BreakdownRequest* request,
                               v1::XlaOpBreakdownResponse* response) override;
+  grpc::Status GetTraceWindow(grpc::ServerContext* context, const v1::TraceWindowRequest* request,
+                              v1::TraceWindow* response) override;
+  grpc::Status GetRangeBreakdown(grpc::ServerContext* context, const v1::RangeBreakdownRequest* request,
+                                 v1::RangeBreakdown* response) override;
   grpc::Status ExportProfile(grpc::ServerContext* context, const v1::ExportProfileRequest* request,
                              grpc::ServerWriter<v1::ExportChunk>* writer) override;
 

@@ -176,6 +176,12 @@ int Run(const ServerFlags& flags) {
       cleaned.ok() && *cleaned > 0) {
     spdlog::info("removed {} interrupted uploads older than {} h", *cleaned, flags.stale_upload_hours);
   }
+  // Before serving: an ingest in flight writes its event blocks before it commits.
+  if (auto orphans = (*store)->DeleteOrphanTimelines(); !orphans.ok()) {
+    spdlog::warn("could not check the event store for uncommitted profiles: {}", std::string(orphans.status().message()));
+  } else if (*orphans > 0) {
+    spdlog::info("removed the event blocks of {} profiles that were never committed", *orphans);
+  }
 
   ServerMetrics metrics;
   metrics.SetStoredProfiles((*store)->CountProfiles(), (*store)->DiskBytes());

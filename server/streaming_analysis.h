@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "analysis/trace_analyzer.h"
 #include "analysis/trace_summary.h"
 #include "server/chunk_queue.h"
 
@@ -17,8 +18,10 @@ class StreamingAnalysis {
  public:
   // `already_stored` replays the bytes a resumed upload received before (may be null).
   // `format_name` is "kineto_json", "xspace" or empty to detect from name and content.
+  // `sink` (may be null) receives the events once read, on the analysis thread; it must
+  // outlive Finish or Cancel.
   StreamingAnalysis(std::string file_name, std::string format_name,
-                    std::unique_ptr<analysis::ByteSource> already_stored);
+                    std::unique_ptr<analysis::ByteSource> already_stored, analysis::TraceEventsSink* sink);
   ~StreamingAnalysis();  // cancels and joins when Finish was not called
 
   // Hands the next bytes to the analysis. False once the analysis has failed: call Finish
@@ -34,6 +37,7 @@ class StreamingAnalysis {
 
   std::string file_name_;
   std::string format_name_;
+  analysis::TraceEventsSink* sink_;
   ChunkQueue queue_;
   absl::StatusOr<analysis::TraceSummary> result_;
   std::thread thread_;

@@ -17,9 +17,9 @@ namespace {
 namespace keys = store_keys;
 
 // Column family order; handles_[i] belongs to kFamilies[i].
-enum Family { kDefault, kProfiles, kSummaries, kIndex, kRaw, kUploads, kAgents, kCaptures };
-const char* const kFamilies[] = {"default", "profiles", "summaries", "index",
-                                 "raw",     "uploads",  "agents",    "captures"};
+enum Family { kDefault, kProfiles, kSummaries, kIndex, kRaw, kUploads, kAgents, kCaptures, kEvents };
+const char* const kFamilies[] = {"default", "profiles", "summaries", "index", "raw",
+                                 "uploads", "agents",   "captures",  "events"};
 constexpr int kFamilyCount = sizeof(kFamilies) / sizeof(kFamilies[0]);
 
 absl::Status ToStatus(const rocksdb::Status& s, absl::string_view what) {
@@ -32,7 +32,7 @@ rocksdb::ColumnFamilyOptions FamilyOptions(int family) {
   rocksdb::ColumnFamilyOptions options;
   options.compression = rocksdb::kZSTD;
   // Raw uploads are large and written once: small memtables keep ingest memory flat.
-  options.write_buffer_size = family == kRaw ? 16 << 20 : 8 << 20;
+  options.write_buffer_size = (family == kRaw || family == kEvents) ? 16 << 20 : 8 << 20;
   options.max_write_buffer_number = 2;
   return options;
 }
@@ -84,7 +84,131 @@ class RawChunkSource : public analysis::ByteSource {
   size_t pos_ = 0;
 };
 
+constexpr size_t kTimelineBatchBytes = 4 << 20;
+
+class RocksTimelineWriter : public timeline::TimelineWriter {
+ public:
+  RocksTimelineWriter(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, std::string profile_id)
+      : db_(db), cf_(cf), id_(std::move(profile_id)) {}
+
+  absl::Status PutBlock(uint32_t track, uint32_t level, uint32_t block, std::string bytes) override {
+    return Put(keys::TimelineBlockKey(id_, track, level, block), bytes);
+  }
+  absl::Status PutNames(uint32_t chunk, std::string bytes) override {
+    return Put(keys::TimelineNamesKey(id_, chunk), bytes);
+  }
+  absl::Status PutDirectory(std::string bytes) override {
+    if (absl::Status s = Put(keys::TimelineDirectoryKey(id_), bytes); !s.ok()) return s;
+    return Flush();
+  }
+
+ private:
+  absl::Status Put(const std::string& key, const std::string& value) {
+    batch_.Put(cf_, key, value);
+    return batch_.GetDataSize() >= kTimelineBatchBytes ? Flush() : absl::OkStatus();
+  }
+  absl::Status Flush() {
+    if (batch_.Count() == 0) return absl::OkStatus();
+    absl::Status s = ToStatus(db_->Write(rocksdb::WriteOptions(), &batch_), "write event blocks");
+    batch_.Clear();
+    return s;
+  }
+
+  rocksdb::DB* db_;
+  rocksdb::ColumnFamilyHandle* cf_;
+  std::string id_;
+  rocksdb::WriteBatch batch_;
+};
+
+class RocksTimelineReader : public timeline::TimelineReader {
+ public:
+  RocksTimelineReader(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, std::string profile_id)
+      : db_(db), cf_(cf), id_(std::move(profile_id)) {}
+
+  absl::StatusOr<std::string> GetBlock(uint32_t track, uint32_t level, uint32_t block) override {
+    return Get(keys::TimelineBlockKey(id_, track, level, block), "event block");
+  }
+  absl::StatusOr<std::string> GetNames(uint32_t chunk) override {
+    return Get(keys::TimelineNamesKey(id_, chunk), "event names");
+  }
+  absl::StatusOr<std::string> GetDirectory() override {
+    return Get(keys::TimelineDirectoryKey(id_), "event directory");
+  }
+
+ private:
+  absl::StatusOr<std::string> Get(const std::string& key, absl::string_view what) {
+    std::string value;
+    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf_, key, &value);
+    if (!s.ok()) return ToStatus(s, absl::StrCat(what, " of profile ", id_));
+    return value;
+  }
+
+  rocksdb::DB* db_;
+  rocksdb::ColumnFamilyHandle* cf_;
+  std::string id_;
+};
+
 }  // namespace
+
+std::unique_ptr<timeline::TimelineWriter> ProfileStore::NewTimelineWriter(const std::string& profile_id) {
+  return std::make_unique<RocksTimelineWriter>(db_.get(), cf(kEvents), profile_id);
+}
+
+std::unique_ptr<timeline::TimelineReader> ProfileStore::NewTimelineReader(const std::string& profile_id) {
+  return std::make_unique<RocksTimelineReader>(db_.get(), cf(kEvents), profile_id);
+}
+
+absl::Status ProfileStore::DeleteTimeline(const std::string& profile_id) {
+  std::string begin = keys::TimelinePrefix(profile_id);
+  std::string end = begin;
+  end.back() = '\1';
+  return ToStatus(db_->DeleteRange(rocksdb::WriteOptions(), cf(kEvents), begin, end), "delete event blocks");
+}
+
+absl::StatusOr<int> ProfileStore::DeleteOrphanTimelines() {
+  std::vector<std::string> orphans;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(kEvents)));
+    it->SeekToFirst();
+    while (it->Valid()) {
+      std::string_view key(it->key().data(), it->key().size());
+      std::string id(key.substr(0, key.find('\0')));
+      std::string value;
+      rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf(kProfiles), id, &value);
+      if (s.IsNotFound()) {
+        orphans.push_back(id);
+      } else if (!s.ok()) {
+        return ToStatus(s, "look up profile");
+      }
+      std::string next = keys::TimelinePrefix(id);
+      next.back() = '\1';
+      it->Seek(next);
+    }
+    if (!it->status().ok()) return ToStatus(it->status(), "scan event blocks");
+  }
+  for (const std::string& id : orphans) {
+    if (absl::Status s = DeleteTimeline(id); !s.ok()) return s;
+  }
+  return static_cast<int>(orphans.size());
+}
+
+int64_t ProfileStore::CountTimelineKeys() {
+  int64_t n = 0;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(kEvents)));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
+  return n;
+}
+
+namespace {
+int64_t FamilyDiskBytes(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* handle) {
+  uint64_t n = 0;
+  db->GetIntProperty(handle, "rocksdb.total-sst-files-size", &n);
+  return static_cast<int64_t>(n);
+}
+}  // namespace
+
+int64_t ProfileStore::TimelineDiskBytes() { return FamilyDiskBytes(db_.get(), cf(kEvents)); }
+int64_t ProfileStore::RawDiskBytes() { return FamilyDiskBytes(db_.get(), cf(kRaw)); }
 
 absl::StatusOr<std::unique_ptr<ProfileStore>> ProfileStore::Open(const std::string& dir) {
   rocksdb::DBOptions options;

@@ -10,6 +10,7 @@
 //   uploads    upload_id                       -> UploadRecord (partial or committed)
 //   agents     node                            -> AgentInfo
 //   captures   capture_id                      -> Capture
+//   events     profile_id \0 'b'|'n'|'d' ...   -> event blocks, names, directory (timeline/)
 // inv_time is big-endian (INT64_MAX - ingested_at_ns), so a forward scan is newest first.
 
 #include <cstdint>
@@ -26,6 +27,7 @@
 #include "fleetprof/v1/profile.pb.h"
 #include "fleetprof/v1/query.pb.h"
 #include "fleetprof/v1/records.pb.h"
+#include "timeline/timeline_store.h"
 
 namespace rocksdb {
 class DB;
@@ -73,6 +75,21 @@ class ProfileStore {
   // Number of stored profiles and bytes on disk, for metrics.
   int64_t CountProfiles();
   int64_t DiskBytes();
+
+  // --- event store (timeline/) ---
+  // Writes a profile's event store in batches of a few MiB. The blocks stay invisible to
+  // queries until CommitProfile lists the profile; DeleteTimeline drops them when it never
+  // does, and DeleteOrphanTimelines after a crash.
+  std::unique_ptr<timeline::TimelineWriter> NewTimelineWriter(const std::string& profile_id);
+  std::unique_ptr<timeline::TimelineReader> NewTimelineReader(const std::string& profile_id);
+  absl::Status DeleteTimeline(const std::string& profile_id);
+  // Deletes the event stores of profiles that were never committed. Only at startup: an
+  // ingest in flight writes its store before it commits.
+  absl::StatusOr<int> DeleteOrphanTimelines();
+  // Number of keys in the event store (tests: nothing left behind) and its bytes on disk.
+  int64_t CountTimelineKeys();
+  int64_t TimelineDiskBytes();
+  int64_t RawDiskBytes();
 
   // --- agents ---
   absl::Status PutAgent(const v1::AgentInfo& agent);

@@ -64,6 +64,36 @@ std::string RawKey(std::string_view upload_id, int64_t offset) {
   return RawPrefix(upload_id) + BigEndian64(static_cast<uint64_t>(offset));
 }
 
+namespace {
+void AppendBigEndian32(uint32_t v, std::string* out) {
+  for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<char>((v >> shift) & 0xff));
+}
+}  // namespace
+
+std::string TimelinePrefix(std::string_view profile_id) {
+  std::string key(profile_id);
+  key.push_back('\0');
+  return key;
+}
+
+std::string TimelineBlockKey(std::string_view profile_id, uint32_t track, uint32_t level, uint32_t block) {
+  std::string key = TimelinePrefix(profile_id);
+  key.push_back('b');
+  AppendBigEndian32(track, &key);
+  AppendBigEndian32(level, &key);
+  AppendBigEndian32(block, &key);
+  return key;
+}
+
+std::string TimelineNamesKey(std::string_view profile_id, uint32_t chunk) {
+  std::string key = TimelinePrefix(profile_id);
+  key.push_back('n');
+  AppendBigEndian32(chunk, &key);
+  return key;
+}
+
+std::string TimelineDirectoryKey(std::string_view profile_id) { return TimelinePrefix(profile_id) + "d"; }
+
 std::string ToHex(std::string_view bytes) {
   static const char kDigits[] = "0123456789abcdef";
   std::string out;

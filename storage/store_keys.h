@@ -25,6 +25,13 @@ std::string ProfileIdFromIndexKey(std::string_view key, size_t prefix_size);
 std::string RawPrefix(std::string_view upload_id);
 std::string RawKey(std::string_view upload_id, int64_t offset);
 
+// Event store of a profile: profile_id \0 then 'b' track level block (each be32), 'n' chunk,
+// or 'd' for the directory. Every key of a profile starts with TimelinePrefix.
+std::string TimelinePrefix(std::string_view profile_id);
+std::string TimelineBlockKey(std::string_view profile_id, uint32_t track, uint32_t level, uint32_t block);
+std::string TimelineNamesKey(std::string_view profile_id, uint32_t chunk);
+std::string TimelineDirectoryKey(std::string_view profile_id);
+
 // Hex for page tokens, which must be printable.
 std::string ToHex(std::string_view bytes);
 bool FromHex(std::string_view hex, std::string* bytes);

@@ -1,0 +1,37 @@
+#pragma once
+// The bytes of one stored block: its events, sorted by start, as varints (start as the
+// delta from the previous event's). Decoding checks every length: a damaged block is an
+// error, never a read past its end.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace fleetprof::timeline {
+
+// One event as stored. Times are the trace's ticks.
+struct TimelineEvent {
+  enum Flags : uint8_t { kHasCorrelation = 1, kIsTotal = 2 };
+  int64_t start = 0;
+  int64_t dur = 0;
+  int64_t correlation = 0;
+  int64_t value = 0;  // counters: the total from `start` on
+  int64_t bytes = 0;  // counters: the sample as recorded (total or change)
+  uint32_t name = 0;
+  uint32_t category = 0;
+  uint8_t flags = 0;
+  uint8_t kind = 0;  // analysis::ActivityKind of a device event
+
+  bool has_correlation() const { return flags & kHasCorrelation; }
+};
+
+// Appends `events` (sorted by start) to `out`. `counter` blocks carry value and bytes.
+void EncodeBlock(const std::vector<TimelineEvent>& events, bool counter, std::string* out);
+// Replaces `events` with the block's; `names` bounds the name ids.
+absl::Status DecodeBlock(std::string_view bytes, bool counter, uint32_t names,
+                         std::vector<TimelineEvent>* events);
+
+}  // namespace fleetprof::timeline

@@ -1,0 +1,69 @@
+#pragma once
+// One profile's event store as queries see it: the directory (tracks, levels, block
+// extents) and the interned names, loaded once and shared by every query of the profile.
+// Blocks themselves are read per query through TimelineReader.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "fleetprof/v1/records.pb.h"
+#include "timeline/block_codec.h"
+#include "timeline/timeline_store.h"
+
+namespace fleetprof::timeline {
+
+class Timeline {
+ public:
+  static absl::StatusOr<std::shared_ptr<const Timeline>> Load(TimelineReader& reader);
+
+  const v1::TimelineDirectory& directory() const { return directory_; }
+  const v1::TimelineTrack& track(uint32_t i) const { return directory_.tracks(static_cast<int>(i)); }
+  uint32_t tracks() const { return static_cast<uint32_t>(directory_.tracks_size()); }
+  // Index of the track with id `id`, or -1.
+  int FindTrack(std::string_view id) const;
+  std::string_view name(uint32_t id) const { return names_[id]; }
+  uint32_t names() const { return static_cast<uint32_t>(names_.size()); }
+  // The extent of every event, in ns: [start_ns, end_ns), end past the last instant.
+  int64_t start_ns() const { return start_ns_; }
+  int64_t end_ns() const { return end_ns_; }
+  // What this object holds, for the server's cache bound.
+  size_t memory_bytes() const { return memory_bytes_; }
+
+  // Ticks to the trace's ns clock (floor), as the analysis reports them.
+  int64_t TimeNs(int64_t ticks) const { return base_ns_ + DurationNs(ticks); }
+  int64_t DurationNs(int64_t ticks) const {
+    int64_t q = ticks / ticks_per_ns_;
+    return (ticks % ticks_per_ns_ != 0 && ticks < 0) ? q - 1 : q;
+  }
+  // The first tick whose TimeNs is >= ns, saturated to the int64 range.
+  int64_t TicksAtOrAfter(int64_t ns) const;
+
+  // The events of block `block` of `level_index` (an index into track.levels()).
+  absl::Status ReadBlock(TimelineReader& reader, uint32_t track, int level_index, uint32_t block,
+                         std::vector<TimelineEvent>* events) const;
+
+ private:
+  Timeline() = default;
+
+  v1::TimelineDirectory directory_;
+  std::vector<std::string> names_;
+  absl::flat_hash_map<std::string, int> track_by_id_;
+  int64_t base_ns_ = 0;
+  int64_t ticks_per_ns_ = 1;
+  int64_t start_ns_ = 0;
+  int64_t end_ns_ = 0;
+  size_t memory_bytes_ = 0;
+};
+
+// An event overlaps [start, end) when it starts before `end` and ends after `start`; an
+// instant (dur 0) when start <= its time < end.
+inline bool Overlaps(int64_t event_start, int64_t event_dur, int64_t start, int64_t end) {
+  return event_start < end && (event_start + event_dur > start || event_start >= start);
+}
+
+}  // namespace fleetprof::timeline

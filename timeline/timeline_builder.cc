@@ -1,0 +1,272 @@
+#include "timeline/timeline_builder.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "fleetprof/v1/records.pb.h"
+#include "timeline/block_codec.h"
+#include "timeline/levels.h"
+
+namespace fleetprof::timeline {
+namespace {
+
+using analysis::NameId;
+using analysis::TraceEvents;
+
+enum class Source : uint8_t { kDevice, kHost, kCounter };
+
+constexpr size_t kNameChunkBytes = 1 << 20;
+constexpr std::string_view kCounterSampleName = "allocated_bytes";
+
+struct TrackKey {
+  Source source;
+  std::string group;
+  std::string lane;
+  bool operator<(const TrackKey& o) const {
+    return std::tie(source, group, lane) < std::tie(o.source, o.group, o.lane);
+  }
+};
+
+struct PendingTrack {
+  std::vector<uint32_t> events;  // indices into the source's vector
+};
+
+const char* KindName(Source s) {
+  switch (s) {
+    case Source::kDevice:
+      return "device";
+    case Source::kHost:
+      return "host";
+    case Source::kCounter:
+      return "counter";
+  }
+  return "host";
+}
+
+class Builder {
+ public:
+  Builder(const TraceEvents& events, TimelineWriter& writer) : in_(events), writer_(writer) {}
+
+  absl::Status Run() {
+    Collect();
+    v1::TimelineDirectory directory;
+    directory.set_format(analysis::TraceFormatName(in_.format));
+    directory.set_base_ns(in_.base_ns);
+    directory.set_ticks_per_ns(in_.ticks_per_ns);
+    uint32_t index = 0;
+    for (auto& [key, pending] : tracks_) {
+      v1::TimelineTrack* track = directory.add_tracks();
+      Describe(key, track);
+      if (absl::Status s = WriteTrack(key.source, index, pending, track); !s.ok()) return s;
+      directory.set_events(directory.events() + track->events());
+      pending.events = {};  // release as we go
+      ++index;
+    }
+    absl::StatusOr<uint32_t> chunks = WriteNames();
+    if (!chunks.ok()) return chunks.status();
+    directory.set_name_chunks(*chunks);
+    return writer_.PutDirectory(directory.SerializeAsString());
+  }
+
+ private:
+  // Groups events by (source, name id, name id) first, then names each track once.
+  void Collect() {
+    absl::flat_hash_map<std::tuple<Source, NameId, NameId>, PendingTrack> by_ids;
+    std::tuple<Source, NameId, NameId> last_key;
+    PendingTrack* last = nullptr;
+    auto add = [&](Source source, NameId a, NameId b, uint32_t index) {
+      auto key = std::make_tuple(source, a, b);
+      if (last == nullptr || key != last_key) {  // consecutive events mostly share a track
+        last_key = key;
+        last = &by_ids[key];
+      }
+      last->events.push_back(index);
+    };
+    for (uint32_t i = 0; i < in_.activity.size(); ++i) {
+      add(Source::kDevice, in_.activity[i].device, in_.activity[i].stream, i);
+    }
+    last = nullptr;
+    for (uint32_t i = 0; i < in_.host.size(); ++i) add(Source::kHost, in_.host[i].thread, 0, i);
+    last = nullptr;
+    for (uint32_t i = 0; i < in_.memory.size(); ++i) add(Source::kCounter, in_.memory[i].device, 0, i);
+    for (auto& [ids, pending] : by_ids) {
+      const auto [source, a, b] = ids;
+      TrackKey key{source, std::string(in_.names.Get(a)), ""};
+      if (source == Source::kDevice) {
+        key.lane = std::string(in_.names.Get(b));
+      } else if (source == Source::kHost) {
+        size_t cut = key.group.find('\x1f');
+        if (cut != std::string::npos) {
+          key.lane = key.group.substr(cut + 1);
+          key.group.resize(cut);
+        }
+      }
+      tracks_[std::move(key)] = std::move(pending);
+    }
+  }
+
+  static void Describe(const TrackKey& key, v1::TimelineTrack* track) {
+    track->set_kind(KindName(key.source));
+    track->set_group(key.group);
+    track->set_lane(key.lane);
+    switch (key.source) {
+      case Source::kDevice:
+        track->set_id(absl::StrCat("device:", key.group, "/", key.lane));
+        track->set_name(key.lane.empty() ? key.group : key.lane);
+        break;
+      case Source::kHost:
+        track->set_id(absl::StrCat("host:", key.group, "/", key.lane));
+        track->set_name(key.lane.empty() ? key.group : absl::StrCat("thread ", key.lane));
+        break;
+      case Source::kCounter:
+        track->set_id(absl::StrCat("counter:memory/", key.group));
+        track->set_name(absl::StrCat("memory ", key.group));
+        break;
+    }
+  }
+
+  TimelineEvent Event(Source source, uint32_t i) const {
+    TimelineEvent e;
+    if (source == Source::kDevice) {
+      const analysis::DeviceActivity& a = in_.activity[i];
+      e.start = a.start;
+      e.dur = a.dur;
+      e.name = a.name;
+      e.category = a.category;
+      e.kind = static_cast<uint8_t>(a.kind);
+      e.correlation = a.correlation;
+      if (a.has_correlation) e.flags |= TimelineEvent::kHasCorrelation;
+    } else if (source == Source::kHost) {
+      const analysis::HostEvent& h = in_.host[i];
+      e.start = h.start;
+      e.dur = h.dur;
+      e.name = h.name;
+      e.category = h.category;
+      e.correlation = h.correlation;
+      if (h.has_correlation) e.flags |= TimelineEvent::kHasCorrelation;
+    } else {
+      const analysis::MemoryEvent& m = in_.memory[i];
+      e.start = m.ts;
+      e.name = allocated_name_;
+      e.category = m.device;
+      e.bytes = m.bytes;
+      if (m.is_total) e.flags |= TimelineEvent::kIsTotal;
+    }
+    return e;
+  }
+
+  absl::Status WriteTrack(Source source, uint32_t index, PendingTrack& pending, v1::TimelineTrack* track) {
+    std::vector<uint32_t>& order = pending.events;
+    const bool counter = source == Source::kCounter;
+    std::vector<TimelineEvent> events;
+    events.reserve(order.size());
+    // Counter samples hold their value until the next one: that is their duration.
+    if (counter) {
+      std::stable_sort(order.begin(), order.end(),
+                       [&](uint32_t a, uint32_t b) { return in_.memory[a].ts < in_.memory[b].ts; });
+    }
+    for (uint32_t i : order) events.push_back(Event(source, i));
+    if (counter) {
+      int64_t total = 0;
+      for (size_t i = 0; i < events.size(); ++i) {
+        TimelineEvent& e = events[i];
+        total = (e.flags & TimelineEvent::kIsTotal) ? e.bytes : total + e.bytes;
+        e.value = total;
+        e.dur = i + 1 < events.size() ? events[i + 1].start - e.start : 0;
+      }
+    }
+    order = {};
+    // Start order; at equal starts the longer first (the enclosing event), then file order:
+    // the order the op breakdown walks a thread in, so an export reads back the same.
+    std::stable_sort(events.begin(), events.end(), [](const TimelineEvent& a, const TimelineEvent& b) {
+      return a.start < b.start || (a.start == b.start && a.dur > b.dur);
+    });
+    std::vector<uint32_t> level_of(events.size());
+    std::vector<uint32_t> per_level(kLevels, 0);
+    for (size_t i = 0; i < events.size(); ++i) {
+      level_of[i] = LevelOfDuration(in_.DurationNs(events[i].dur));
+      ++per_level[level_of[i]];
+    }
+    std::vector<TimelineEvent> block;
+    std::string bytes;
+    for (uint32_t level = 0; level < kLevels; ++level) {
+      if (per_level[level] == 0) continue;
+      v1::TimelineLevel* out = track->add_levels();
+      out->set_level(level);
+      uint32_t block_index = 0;
+      auto flush = [&]() -> absl::Status {
+        if (block.empty()) return absl::OkStatus();
+        v1::TimelineBlock* meta = out->add_blocks();
+        meta->set_first_start(block.front().start);
+        meta->set_last_start(block.back().start);
+        int64_t max_end = block.front().start;
+        int64_t max_value = block.front().value;
+        for (const TimelineEvent& e : block) {
+          max_end = std::max(max_end, e.start + e.dur);
+          max_value = std::max(max_value, e.value);
+          out->set_max_dur(std::max(out->max_dur(), e.dur));
+        }
+        meta->set_max_end(max_end);
+        meta->set_count(static_cast<uint32_t>(block.size()));
+        if (counter) meta->set_max_value(max_value);
+        bytes.clear();
+        EncodeBlock(block, counter, &bytes);
+        block.clear();
+        return writer_.PutBlock(index, level, block_index++, std::move(bytes));
+      };
+      for (size_t i = 0; i < events.size(); ++i) {
+        if (level_of[i] != level) continue;
+        block.push_back(events[i]);
+        if (block.size() == kBlockEvents) {
+          if (absl::Status s = flush(); !s.ok()) return s;
+        }
+      }
+      if (absl::Status s = flush(); !s.ok()) return s;
+    }
+    track->set_events(static_cast<int64_t>(events.size()));
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<uint32_t> WriteNames() {
+    uint32_t chunk = 0;
+    v1::TimelineNames names;
+    size_t bytes = 0;
+    auto flush = [&]() -> absl::Status {
+      absl::Status s = writer_.PutNames(chunk++, names.SerializeAsString());
+      names.Clear();
+      bytes = 0;
+      return s;
+    };
+    for (size_t i = 0; i < in_.names.size(); ++i) {
+      std::string_view name = in_.names.Get(static_cast<NameId>(i));
+      if (bytes > 0 && bytes + name.size() > kNameChunkBytes) {
+        if (absl::Status s = flush(); !s.ok()) return s;
+      }
+      names.add_names(std::string(name));
+      bytes += name.size() + 4;
+    }
+    names.add_names(std::string(kCounterSampleName));
+    if (absl::Status s = flush(); !s.ok()) return s;
+    return chunk;
+  }
+
+  const TraceEvents& in_;
+  TimelineWriter& writer_;
+  std::map<TrackKey, PendingTrack> tracks_;  // ordered: devices, hosts, counters, by name
+  // Counter samples are named by what they count: one name after the trace's own.
+  const NameId allocated_name_ = static_cast<NameId>(in_.names.size());
+};
+
+}  // namespace
+
+absl::Status WriteTimeline(const TraceEvents& events, TimelineWriter& writer) {
+  Builder builder(events, writer);
+  return builder.Run();
+}
+
+}  // namespace fleetprof::timeline

@@ -1,0 +1,290 @@
+#include "timeline/trace_window.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "analysis/trace_summary.h"
+#include "timeline/levels.h"
+
+namespace fleetprof::timeline {
+namespace {
+
+constexpr size_t kMaxSearchBytes = 256;
+constexpr int64_t kMaxBins = 1 << 16;
+
+// Folds events shorter than the resolution into merged blocks: events (or whole stored
+// blocks) land in bins of one resolution step; adjacent bins closer than a step join.
+class Folder {
+ public:
+  Folder(int64_t start_ns, int64_t end_ns, int64_t resolution_ns)
+      : start_(start_ns), step_(std::max<int64_t>(resolution_ns, 1)) {
+    const int64_t span = end_ns - start_ns;
+    use_bins_ = span / step_ < kMaxBins;
+    if (use_bins_) bins_.resize(static_cast<size_t>(span / step_ + 1));
+  }
+
+  void Add(int64_t start, int64_t end, int64_t count, int64_t max_value) {
+    Item item{start, std::max(start, end), count, max_value};
+    if (!use_bins_) {
+      items_.push_back(item);
+      return;
+    }
+    int64_t bin = start <= start_ ? 0 : (start - start_) / step_;
+    bin = std::min<int64_t>(bin, static_cast<int64_t>(bins_.size()) - 1);
+    Item& b = bins_[static_cast<size_t>(bin)];
+    if (b.count == 0) {
+      b = item;
+    } else {
+      b.start = std::min(b.start, item.start);
+      b.end = std::max(b.end, item.end);
+      b.count += item.count;
+      b.max_value = std::max(b.max_value, item.max_value);
+    }
+  }
+
+  void Emit(bool counter, v1::TraceTrack* track) {
+    std::vector<Item>& items = use_bins_ ? bins_ : items_;
+    if (!use_bins_) {
+      std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.start < b.start; });
+    }
+    v1::MergedBlock* last = nullptr;
+    for (const Item& item : items) {
+      if (item.count == 0) continue;
+      if (last != nullptr && item.start < last->end_ns() + step_) {
+        last->set_end_ns(std::max(last->end_ns(), item.end));
+        last->set_count(last->count() + item.count);
+        if (counter) last->set_max_value(std::max(last->max_value(), item.max_value));
+        continue;
+      }
+      last = track->add_merged();
+      last->set_start_ns(item.start);
+      last->set_end_ns(item.end);
+      last->set_count(item.count);
+      if (counter) last->set_max_value(item.max_value);
+    }
+  }
+
+ private:
+  struct Item {
+    int64_t start = 0, end = 0, count = 0, max_value = 0;
+  };
+  int64_t start_;
+  int64_t step_;
+  bool use_bins_ = false;
+  std::vector<Item> bins_;
+  std::vector<Item> items_;
+};
+
+struct Filter {
+  std::string search_lower;
+  bool has_correlation = false;
+  int64_t correlation = 0;
+  std::vector<int8_t> name_matches;  // by name id: -1 unknown
+
+  bool active() const { return !search_lower.empty() || has_correlation; }
+  bool Keep(const Timeline& t, const TimelineEvent& e) {
+    if (has_correlation && !(e.has_correlation() && e.correlation == correlation)) return false;
+    if (search_lower.empty()) return true;
+    if (name_matches.empty()) name_matches.assign(t.names(), -1);
+    int8_t& m = name_matches[e.name];
+    if (m < 0) m = absl::StrContains(absl::AsciiStrToLower(std::string(t.name(e.name))), search_lower);
+    return m == 1;
+  }
+};
+
+const char* KindName(uint8_t kind) {
+  return analysis::ActivityKindName(static_cast<analysis::ActivityKind>(kind));
+}
+
+void FillEvent(const Timeline& t, const v1::TimelineTrack& track, const TimelineEvent& e, bool args,
+               v1::TraceEvent* out) {
+  out->set_name(std::string(t.name(e.name)));
+  out->set_start_ns(t.TimeNs(e.start));
+  out->set_dur_ns(t.DurationNs(e.dur));
+  const bool counter = track.kind() == "counter";
+  if (e.has_correlation()) out->set_correlation(e.correlation);
+  if (counter) out->set_value(e.value);
+  if (!args) return;
+  v1::TraceEventArgs* a = out->mutable_args();
+  a->set_track(track.id());
+  if (!counter) a->set_category(std::string(t.name(e.category)));
+  if (track.kind() == "device") a->set_kind(KindName(e.kind));
+  if (e.has_correlation()) a->set_correlation(e.correlation);
+  if (counter) a->set_bytes(e.bytes);
+}
+
+absl::Status CheckWindow(int64_t start, int64_t end) {
+  if (start >= end) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("empty window: start_ns ", start, " is not before end_ns ", end));
+  }
+  if (static_cast<__int128>(end) - start > std::numeric_limits<int64_t>::max()) {
+    return absl::InvalidArgumentError("window too wide");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::pair<uint32_t, uint32_t> CandidateBlocks(const Timeline& timeline, const v1::TimelineLevel& level,
+                                              int64_t start_ns, int64_t end_ns) {
+  const auto& blocks = level.blocks();
+  const int64_t start_ticks = timeline.TicksAtOrAfter(start_ns);
+  const int64_t end_ticks = timeline.TicksAtOrAfter(end_ns);
+  // An overlapping event ends at or after start_ticks, so it starts at most max_dur before.
+  const int64_t earliest = start_ticks < std::numeric_limits<int64_t>::min() + level.max_dur()
+                               ? std::numeric_limits<int64_t>::min()
+                               : start_ticks - level.max_dur();
+  auto first = std::partition_point(blocks.begin(), blocks.end(),
+                                    [&](const v1::TimelineBlock& b) { return b.last_start() < earliest; });
+  auto last = std::partition_point(first, blocks.end(),
+                                   [&](const v1::TimelineBlock& b) { return b.first_start() < end_ticks; });
+  return {static_cast<uint32_t>(first - blocks.begin()), static_cast<uint32_t>(last - blocks.begin())};
+}
+
+absl::StatusOr<v1::TraceWindow> QueryTraceWindow(const Timeline& t, TimelineReader& reader,
+                                                 const v1::TraceWindowRequest& request) {
+  const int64_t start = request.start_ns() != 0 ? request.start_ns() : t.start_ns();
+  const int64_t end = request.end_ns() != 0 ? request.end_ns() : t.end_ns();
+  if (absl::Status s = CheckWindow(start, end); !s.ok()) return s;
+  if (request.resolution_ns() < 0) return absl::InvalidArgumentError("resolution_ns must be >= 0");
+  const int64_t resolution =
+      request.resolution_ns() != 0 ? request.resolution_ns() : (end - start) / kDefaultWindowSteps;
+  if (request.max_events_per_track() < 0 || request.max_events_per_track() > kMaxEventsPerTrack) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_events_per_track must be 0..", kMaxEventsPerTrack));
+  }
+  const int64_t budget =
+      request.max_events_per_track() == 0 ? kDefaultEventsPerTrack : request.max_events_per_track();
+  if (request.search().size() > kMaxSearchBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("search is longer than ", kMaxSearchBytes, " bytes"));
+  }
+  std::vector<uint32_t> tracks;
+  if (request.tracks().empty()) {
+    for (uint32_t i = 0; i < t.tracks(); ++i) tracks.push_back(i);
+  } else {
+    for (const std::string& id : request.tracks()) {
+      int index = t.FindTrack(id);
+      if (index < 0) return absl::InvalidArgumentError(absl::StrCat("no track '", id, "' in this profile"));
+      tracks.push_back(static_cast<uint32_t>(index));
+    }
+  }
+  Filter filter;
+  filter.search_lower = absl::AsciiStrToLower(request.search());
+  filter.has_correlation = request.has_correlation();
+  filter.correlation = request.correlation();
+
+  v1::TraceWindow window;
+  window.set_start_ns(start);
+  window.set_end_ns(end);
+  window.set_resolution_ns(resolution);
+  std::vector<TimelineEvent> events;
+  for (uint32_t ti : tracks) {
+    const v1::TimelineTrack& track = t.track(ti);
+    const bool counter = track.kind() == "counter";
+    v1::TraceTrack* out = window.add_tracks();
+    out->set_id(track.id());
+    out->set_name(track.name());
+    out->set_kind(track.kind());
+    out->set_group(track.group());
+    Folder folder(start, end, resolution);
+    int64_t kept = 0;
+    int64_t omitted = 0;
+    // Longest events first, so a track over its budget keeps the ones that are visible.
+    for (int li = track.levels_size() - 1; li >= 0; --li) {
+      const v1::TimelineLevel& level = track.levels(li);
+      // Ns durations of this level are below 4^(level+1); all folded when that is <= resolution.
+      const bool all_short = level.level() + 1 < 32 && (int64_t{1} << (2 * (level.level() + 1))) <= resolution;
+      auto [first, last] = CandidateBlocks(t, level, start, end);
+      for (uint32_t b = first; b < last; ++b) {
+        const v1::TimelineBlock& meta = level.blocks(static_cast<int>(b));
+        const bool inside = t.TimeNs(meta.first_start()) >= start && t.TimeNs(meta.last_start()) < end;
+        if (all_short && inside && !filter.active()) {
+          folder.Add(t.TimeNs(meta.first_start()), t.TimeNs(meta.max_end()), meta.count(), meta.max_value());
+          continue;
+        }
+        if (absl::Status s = t.ReadBlock(reader, ti, li, b, &events); !s.ok()) return s;
+        for (const TimelineEvent& e : events) {
+          const int64_t es = t.TimeNs(e.start);
+          const int64_t ed = t.DurationNs(e.dur);
+          if (!Overlaps(es, ed, start, end) || !filter.Keep(t, e)) continue;
+          if (ed < resolution) {
+            folder.Add(es, es + ed, 1, e.value);
+          } else if (kept < budget) {
+            FillEvent(t, track, e, request.args(), out->add_events());
+            ++kept;
+          } else {
+            ++omitted;
+          }
+        }
+      }
+    }
+    std::sort(out->mutable_events()->begin(), out->mutable_events()->end(),
+              [](const v1::TraceEvent& a, const v1::TraceEvent& b) {
+                return a.start_ns() < b.start_ns() || (a.start_ns() == b.start_ns() && a.dur_ns() > b.dur_ns());
+              });
+    folder.Emit(counter, out);
+    out->set_truncated(omitted > 0);
+    out->set_omitted_events(omitted);
+  }
+  return window;
+}
+
+absl::StatusOr<v1::RangeBreakdown> QueryRangeBreakdown(const Timeline& t, TimelineReader& reader,
+                                                       const v1::RangeBreakdownRequest& request) {
+  const int64_t start = request.start_ns() != 0 ? request.start_ns() : t.start_ns();
+  const int64_t end = request.end_ns() != 0 ? request.end_ns() : t.end_ns();
+  if (absl::Status s = CheckWindow(start, end); !s.ok()) return s;
+  if (request.limit() < 0) return absl::InvalidArgumentError("limit must be >= 0");
+  const size_t limit = request.limit() == 0 ? 50 : static_cast<size_t>(request.limit());
+  struct Total {
+    int64_t count = 0;
+    int64_t ns = 0;
+  };
+  absl::flat_hash_map<uint32_t, Total> kernels, host;
+  int64_t busy = 0;
+  for (uint32_t ti = 0; ti < t.tracks(); ++ti) {
+    const v1::TimelineTrack& track = t.track(ti);
+    if (track.kind() == "counter") continue;
+    auto& totals = track.kind() == "device" ? kernels : host;
+    const bool device = track.kind() == "device";
+    absl::Status s = ForEachOverlapping(t, reader, ti, start, end, [&](const TimelineEvent& e) {
+      const int64_t es = t.TimeNs(e.start);
+      const int64_t clipped = std::min(es + t.DurationNs(e.dur), end) - std::max(es, start);
+      Total& total = totals[e.name];
+      ++total.count;
+      total.ns += std::max<int64_t>(clipped, 0);
+      if (device) busy += std::max<int64_t>(clipped, 0);
+    });
+    if (!s.ok()) return s;
+  }
+  v1::RangeBreakdown out;
+  out.set_start_ns(start);
+  out.set_end_ns(end);
+  out.set_device_busy_ns(busy);
+  auto emit = [&](const absl::flat_hash_map<uint32_t, Total>& totals,
+                  google::protobuf::RepeatedPtrField<v1::RangeRow>* rows) {
+    std::vector<std::pair<uint32_t, Total>> sorted(totals.begin(), totals.end());
+    std::sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) {
+      if (a.second.ns != b.second.ns) return a.second.ns > b.second.ns;
+      return t.name(a.first) < t.name(b.first);
+    });
+    for (size_t i = 0; i < sorted.size() && i < limit; ++i) {
+      v1::RangeRow* row = rows->Add();
+      row->set_name(std::string(t.name(sorted[i].first)));
+      row->set_count(sorted[i].second.count);
+      row->set_total_ns(sorted[i].second.ns);
+    }
+  };
+  emit(kernels, out.mutable_kernels());
+  emit(host, out.mutable_host());
+  return out;
+}
+
+}  // namespace fleetprof::timeline
