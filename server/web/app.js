@@ -51,12 +51,6 @@ function comingSoon(page, title, text, links) {
     h('div', {class: 'link-row'}, links.map(([label, href]) => h('a', {class: 'btn', href}, label)))));
 }
 
-function renderTracePage(page, profileId) {
-  comingSoon(page, 'Trace view', [`A zoomable timeline of profile ${profileId}. Until it lands, `,
-             h('code', null, `fleetprof trace ${profileId}`), ' prints trace windows.'],
-             [['← Back to the profile', `/profiles/${enc(profileId)}`], ['All profiles', '/profiles']]);
-}
-
 function renderComparePage(page) {
   const ids = query().getAll('profile');
   comingSoon(page, 'Compare profiles', ids.length

@@ -566,6 +566,108 @@ def check_token_prompt(b, args):
     print(f"ok   (t) the app asked for a token, refused a wrong one, and loaded with the right one ({shot})")
 
 
+def mouse(b, kind, x, y, modifiers=0):
+    b.call("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1,
+                                         "modifiers": modifiers})
+
+
+def press_key(b, key):
+    code = "Digit0" if key == "0" else f"Key{key.upper()}"
+    for kind in ("keyDown", "keyUp"):
+        b.call("Input.dispatchKeyEvent", {"type": kind, "key": key, "code": code, "text": key if kind == "keyDown" else "",
+                                          "windowsVirtualKeyCode": ord(key.upper())})
+
+
+def check_trace_viewer(b, args):
+    """The timeline of the profile: loads, zooms with the keyboard, shows a kernel's details when
+    clicked, jumps to its launch, adds up a Shift+drag selection and hands a window to Perfetto."""
+    b.call("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
+    b.navigate(f"/profiles/{args.profile_id}/trace")
+    viewer = "document.querySelector('.trace-viewer')"
+    b.wait_for(f"Number({viewer}?.dataset.loaded || 0) >= 1", "the first trace view", timeout=30)
+    first_ms = b.evaluate(f"Number({viewer}.dataset.firstViewMs)")
+    print(f"ok   trace viewer: first view drawn {first_ms} ms after navigation")
+    b.screenshot("trace_initial")
+    span0 = b.evaluate(f"{viewer}.viewSpanNs()")
+    loaded = b.evaluate(f"Number({viewer}.dataset.loaded)")
+    canvas = b.evaluate("(() => { const r = document.querySelector('.trace-canvas').getBoundingClientRect();"
+                        " return {x: r.left + r.width * 0.6, y: r.top + 40}; })()")
+    mouse(b, "mouseMoved", canvas["x"], canvas["y"])
+    b.evaluate("document.querySelector('.trace-canvas').focus()")
+    for _ in range(12):
+        press_key(b, "w")
+    b.wait_for(f"Number({viewer}.dataset.loaded) > {loaded} && {viewer}.viewSpanNs() < {span0} / 8",
+               "W to zoom in and the zoomed window to load", timeout=20)
+    press_key(b, "a")
+    b.cdp.pump(0.5)
+    print(f"ok   trace viewer: W zoomed from {span0} ns to {b.evaluate(viewer + '.viewSpanNs()'):.0f} ns")
+    b.screenshot("trace_zoomed")
+    # Zoom until a kernel is wide enough to click, then click it.
+    kernel = None
+    for _ in range(40):
+        boxes = [k for k in (b.evaluate(f"{viewer}.visibleEventBoxes('device')") or [])
+                 if k.get("correlation") is not None]
+        if boxes:
+            kernel = max(boxes, key=lambda k: k["width"])
+            if kernel["width"] >= 8:
+                break
+        press_key(b, "w")
+        b.cdp.pump(0.3)
+    if not kernel:
+        raise CheckFailed("no kernel became wide enough to click in the trace viewer")
+    b.evaluate("window.scrollTo(0, 0)")
+    kernel = max([k for k in b.evaluate(f"{viewer}.visibleEventBoxes('device')") if k.get("correlation") is not None],
+                 key=lambda k: k["width"])
+    mouse(b, "mouseMoved", kernel["x"], kernel["y"])
+    mouse(b, "mousePressed", kernel["x"], kernel["y"])
+    mouse(b, "mouseReleased", kernel["x"], kernel["y"])
+    shown = b.wait_for("document.querySelector('.trace-details .trace-event-name')?.textContent",
+                       "the clicked kernel's details")
+    if shown != kernel["name"]:
+        raise CheckFailed(f"details show {shown!r}, clicked {kernel['name']!r}")
+    b.wait_for("!!document.querySelector('.trace-details .trace-event-cat')", "the kernel's category")
+    b.wait_for("!!document.querySelector('.trace-details .trace-jump')", "a link to the kernel's launch")
+    print(f"ok   trace viewer: clicked kernel {kernel['name'][:60]!r} shows its details")
+    b.screenshot("trace_kernel_details")
+    b.click(".trace-details .trace-jump")
+    b.wait_for("(document.querySelector('.trace-details dd:nth-of-type(2)')?.textContent || '').startsWith('host')",
+               "the launching runtime call to be selected", timeout=20)
+    b.screenshot("trace_launch_details")
+    # Shift+drag across the view: the selection's kernels add up.
+    r = b.evaluate("(() => { const r = document.querySelector('.trace-canvas').getBoundingClientRect();"
+                   " return {x0: r.left + 260, x1: r.right - 40, y: r.top + 60}; })()")
+    b.evaluate("document.querySelector('.trace-canvas').focus()")
+    press_key(b, "0")
+    b.cdp.pump(0.5)
+    mouse(b, "mousePressed", r["x0"], r["y"], modifiers=8)
+    mouse(b, "mouseMoved", (r["x0"] + r["x1"]) / 2, r["y"], modifiers=8)
+    mouse(b, "mouseMoved", r["x1"], r["y"], modifiers=8)
+    mouse(b, "mouseReleased", r["x1"], r["y"], modifiers=8)
+    rows = b.wait_for("document.querySelectorAll('.trace-range .trace-range-table tbody tr').length",
+                      "the selection's breakdown")
+    print(f"ok   trace viewer: a Shift+drag selection lists {rows} rows")
+    b.screenshot("trace_selection")
+    # Open in Perfetto, with Perfetto's side of the postMessage protocol played by the page.
+    b.evaluate("""(() => {
+      window.__perfetto = [];
+      window.open = () => ({postMessage(message, origin) {
+        window.__perfetto.push({message, origin});
+        if (message === 'PING') setTimeout(() => window.dispatchEvent(
+            new MessageEvent('message', {data: 'PONG', origin: 'https://ui.perfetto.dev'})), 10);
+      }});
+      return true; })()""")
+    b.click(".trace-toolbar .trace-perfetto")
+    size = b.wait_for("(() => { const m = window.__perfetto.find(m => m.message && m.message.perfetto);"
+                      " return m && m.origin === 'https://ui.perfetto.dev' ? m.message.perfetto.buffer.byteLength : 0; })()",
+                      "the trace to be posted to Perfetto")
+    events = b.evaluate("(() => { const m = window.__perfetto.find(m => m.message && m.message.perfetto);"
+                        " return JSON.parse(new TextDecoder().decode(m.message.perfetto.buffer)).traceEvents.length; })()")
+    if not events:
+        raise CheckFailed("the trace posted to Perfetto has no events")
+    print(f"ok   trace viewer: Open in Perfetto posted {size} bytes ({events} events) after PING/PONG")
+    b.assert_clean("trace viewer")
+
+
 def main():
     parser = argparse.ArgumentParser(description="Checks fleetprof's web app in headless Chromium.")
     parser.add_argument("--url", required=True, help="the server's HTTP address, e.g. http://127.0.0.1:7071")
@@ -588,7 +690,7 @@ def main():
     browser = None
     try:
         browser = Browser(args.chromium, args.url, args.screenshots)
-        checks = [check_profile_page, check_profiles_list, check_fleet]
+        checks = [check_profile_page, check_profiles_list, check_fleet, check_trace_viewer]
         if args.token:
             checks.insert(0, check_token_prompt)
         if args.capture_job:

@@ -1,0 +1,624 @@
+'use strict';
+// fleetprof web app — the trace viewer (/profiles/{id}/trace). A canvas timeline of one
+// profile's stored events: device streams, host threads and memory counters, grouped by
+// device and process. It asks the server for the window on screen at one-pixel resolution
+// (GET …/trace), so it draws every event wider than a pixel exactly and the rest as merged
+// blocks, whatever the size of the profile. Times on screen are offsets from the profile's
+// first event; the exact trace-clock ns (BigInt) are kept for requests and details.
+
+const TRACE = {
+  row: 16,            // px per nesting level of a track
+  labelWidth: 200,    // px of the track-name column
+  axis: 30,           // px of the time axis
+  groupHead: 20,      // px of a device/process heading
+  counter: 40,        // px of a counter track
+  gap: 4,             // px between tracks
+  maxBins: 4000,      // resolution floor: the view / this many steps
+  flowWindowNs: 2e9,  // how far around an event its runtime call / kernels are looked for
+  perfettoOrigin: 'https://ui.perfetto.dev',
+};
+
+// Colour of an event by name (stable across views), so repeated kernels look alike.
+function traceColor(name, kind) {
+  if (kind === 'communication') return '#e07b39';
+  if (kind === 'memory') return '#3a9b6f';
+  let h = 0;
+  for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) | 0;
+  return `hsl(${((h % 360) + 360) % 360}, 55%, ${62 + (h >>> 8) % 12}%)`;
+}
+
+function traceTickStep(spanNs, pixels) {
+  const target = spanNs / Math.max(1, pixels / 110);
+  const pow = 10 ** Math.floor(Math.log10(Math.max(target, 1)));
+  for (const m of [1, 2, 5, 10]) if (pow * m >= target) return pow * m;
+  return pow * 10;
+}
+
+async function renderTracePage(page, profileId) {
+  const base = `/api/v1/profiles/${enc(profileId)}`;
+  const head = h('section', {class: 'card trace-head'}, loadingBlock('Loading the profile…'));
+  page.main.append(head);
+  const [info, steps, first] = await Promise.all([
+    page.load(api(base), head, 'Could not load the profile'),
+    api(`${base}/steps`).catch(() => ({steps: []})),
+    page.load(api(`${base}/trace?max_events_per_track=1`), head, 'Could not load the trace'),
+  ]);
+  if (!info || !first || !page.alive()) return;
+  const profile = info.profile;
+  const viewer = createTraceViewer(page, profileId, base, first, (steps && steps.steps) || []);
+  clear(head).append(
+    h('div', {class: 'trace-title'},
+      h('h1', null, 'Trace ', h('span', {class: 'mono'}, profileId)),
+      h('span', {class: 'muted'}, `${profile.job || 'unassigned'} · ${profile.node || ''} · ${profile.file_name || ''}`),
+      h('a', {class: 'btn', href: `/profiles/${enc(profileId)}`}, '← Profile')),
+    h('p', {class: 'explain'},
+      'W/S zoom, A/D pan, 0 shows everything; drag to pan, Ctrl+wheel to zoom; Shift+drag selects a range ',
+      'and shows its kernels and host events. Click an event for its details. Events narrower than a pixel ',
+      'are drawn as grey merged blocks with their count.'),
+    viewer.toolbar);
+  page.main.append(viewer.element);
+  viewer.start();
+}
+
+function createTraceViewer(page, profileId, base, first, steps) {
+  const origin = exactInt(first, 'start_ns');
+  const total = Number(exactInt(first, 'end_ns') - origin);
+  const tracks = first.tracks.map((t) => ({id: t.id, name: t.name, kind: t.kind, group: t.group}));
+  const q = query();
+  const v = {
+    s: Math.max(0, num(q.get('from') || 0)),
+    e: Math.min(total, num(q.get('to') || total)) || total,
+    data: new Map(),        // track id -> {events, merged}
+    fetched: null,          // {s, e, res, search}
+    selected: null,         // {track, event}
+    hover: null,
+    range: null,            // {s, e} of a Shift+drag selection
+    search: q.get('search') || '',
+    loading: false,
+    requestSeq: 0,
+  };
+  if (!(v.e > v.s)) { v.s = 0; v.e = total; }
+  const toAbs = (offset) => (origin + BigInt(Math.round(offset))).toString();
+  const offsetOf = (obj, key) => Number(exactInt(obj, key) - origin);
+
+  // ---- DOM ----
+  const canvas = h('canvas', {class: 'trace-canvas', tabindex: '0', 'aria-label': 'trace timeline'});
+  const scroller = h('div', {class: 'trace-scroller'}, canvas);
+  const status = h('span', {class: 'trace-status muted'});
+  const searchBox = h('input', {type: 'search', class: 'trace-search', placeholder: 'Search event names', value: v.search});
+  const details = h('section', {class: 'card trace-details'},
+    h('div', {class: 'card-head'}, h('h2', null, 'Details'), h('p', {class: 'explain'}, 'Click an event in the timeline.')));
+  const rangePanel = h('section', {class: 'card trace-range hidden'});
+  const tooltip = h('div', {class: 'trace-tooltip hidden'});
+  const perfettoBtn = h('button', {class: 'btn trace-perfetto', type: 'button', title: 'Opens this window in ui.perfetto.dev (needs internet)'},
+                        'Open in Perfetto');
+  const exportBtn = h('button', {class: 'btn', type: 'button', title: 'Chrome-trace JSON of the window on screen'},
+                      'Download window');
+  const toolbar = h('div', {class: 'trace-toolbar'},
+    searchBox,
+    h('button', {class: 'btn', type: 'button', onclick: () => zoomTo(0, total)}, 'Show all'),
+    exportBtn, perfettoBtn, status);
+  const element = h('div', {class: 'trace-viewer'},
+    h('section', {class: 'card trace-card'}, scroller, tooltip), rangePanel, details);
+
+  // ---- layout ----
+  let layout = [];  // {track, y, height, depthOf: Map(event -> depth)} | {heading, y}
+  let canvasHeight = 0;
+
+  function computeLayout() {
+    layout = [];
+    let y = TRACE.axis;
+    let group = null;
+    for (const t of tracks) {
+      const key = `${t.kind}:${t.group}`;
+      if (key !== group) {
+        group = key;
+        const label = t.kind === 'device' ? `Device ${t.group}` : t.kind === 'host' ? `Process ${t.group}` : 'Memory';
+        layout.push({heading: label, y});
+        y += TRACE.groupHead;
+      }
+      const d = v.data.get(t.id);
+      let height = TRACE.row;
+      if (t.kind === 'counter') {
+        height = TRACE.counter;
+      } else if (d) {
+        height = (d.depth + 1) * TRACE.row;
+      }
+      layout.push({track: t, y, height});
+      y += height + TRACE.gap;
+    }
+    canvasHeight = y + 8;
+  }
+
+  // Nesting depth of each event of a track: events are sorted by start, longer first.
+  function assignDepths(events) {
+    const ends = [];
+    let depth = 0;
+    for (const e of events) {
+      while (ends.length && ends[ends.length - 1] <= e.s) ends.pop();
+      e.depth = ends.length;
+      ends.push(e.s + e.d);
+      depth = Math.max(depth, e.depth);
+    }
+    return depth;
+  }
+
+  // ---- data ----
+  function resolutionFor(s, e) {
+    const width = Math.max(200, canvas.clientWidth - TRACE.labelWidth);
+    return Math.max(1, Math.floor((e - s) / Math.min(TRACE.maxBins, width)));
+  }
+
+  async function fetchView() {
+    const span = v.e - v.s;
+    const s = Math.max(-span, v.s - span / 2);
+    const e = v.e + span / 2;
+    const res = resolutionFor(v.s, v.e);
+    const f = v.fetched;
+    if (f && f.search === v.search && s >= f.s - 1 && v.e <= f.e + 1 && v.s >= f.s && res >= f.res / 2 && res <= f.res * 2) return;
+    const seq = ++v.requestSeq;
+    v.loading = true;
+    status.textContent = 'loading…';
+    const params = new URLSearchParams({start_ns: toAbs(s), end_ns: toAbs(e), resolution_ns: String(res)});
+    if (v.search) params.set('search', v.search);
+    const started = performance.now();
+    let win;
+    try {
+      win = await api(`${base}/trace?${params}`);
+    } catch (err) {
+      if (seq === v.requestSeq && page.alive()) { showError(err, 'Could not load the trace window'); status.textContent = ''; }
+      return;
+    }
+    if (seq !== v.requestSeq || !page.alive()) return;
+    v.loading = false;
+    v.data = new Map();
+    let shown = 0, folded = 0, truncated = 0;
+    for (const t of win.tracks) {
+      const events = t.events.map((ev) => ({
+        name: ev.name, s: offsetOf(ev, 'start_ns'), d: num(ev.dur_ns), raw: ev,
+        corr: ev.correlation, value: ev.value !== undefined ? num(ev.value) : undefined}));
+      const merged = t.merged.map((m) => ({s: offsetOf(m, 'start_ns'), e: offsetOf(m, 'end_ns'), count: num(m.count),
+                                           max: m.max_value !== undefined ? num(m.max_value) : undefined}));
+      const depth = t.kind === 'counter' ? 0 : assignDepths(events);
+      v.data.set(t.id, {events, merged, depth, truncated: t.truncated, omitted: num(t.omitted_events)});
+      shown += events.length;
+      for (const m of merged) folded += m.count;
+      if (t.truncated) truncated += num(t.omitted_events);
+    }
+    v.fetched = {s, e, res, search: v.search};
+    const ms = performance.now() - started;
+    status.textContent = `${fmtInt(shown)} events drawn, ${fmtInt(folded)} merged (< ${fmtDuration(res)})` +
+      (truncated ? `, ${fmtInt(truncated)} left out (too many for one view: zoom in)` : '') +
+      (v.search ? ` · matching “${v.search}”` : '') + ` · ${ms.toFixed(0)} ms`;
+    element.dataset.loaded = String(Number(element.dataset.loaded || 0) + 1);
+    if (!element.dataset.firstViewMs) element.dataset.firstViewMs = performance.now().toFixed(0);
+    computeLayout();
+    draw();
+  }
+  const fetchSoon = debounce(() => fetchView(), 80);
+
+  // ---- drawing ----
+  function x(offset) {
+    const width = canvas.clientWidth - TRACE.labelWidth;
+    return TRACE.labelWidth + ((offset - v.s) / (v.e - v.s)) * width;
+  }
+  function timeAt(px) {
+    const width = canvas.clientWidth - TRACE.labelWidth;
+    return v.s + ((px - TRACE.labelWidth) / width) * (v.e - v.s);
+  }
+
+  function draw() {
+    const dpr = window.devicePixelRatio || 1;
+    const width = scroller.clientWidth;
+    if (canvas.width !== Math.round(width * dpr) || canvas.height !== Math.round(canvasHeight * dpr)) {
+      canvas.width = Math.round(width * dpr);
+      canvas.height = Math.round(canvasHeight * dpr);
+      canvas.style.width = `${width}px`;
+      canvas.style.height = `${canvasHeight}px`;
+    }
+    const c = canvas.getContext('2d');
+    c.setTransform(dpr, 0, 0, dpr, 0, 0);
+    c.clearRect(0, 0, width, canvasHeight);
+    c.font = '11px sans-serif';
+    c.textBaseline = 'middle';
+    drawAxis(c, width);
+    for (const item of layout) {
+      if (item.heading) {
+        c.fillStyle = '#eef1f6';
+        c.fillRect(0, item.y, width, TRACE.groupHead - 2);
+        c.fillStyle = '#1d2430';
+        c.font = 'bold 11px sans-serif';
+        c.fillText(item.heading, 6, item.y + TRACE.groupHead / 2 - 1);
+        c.font = '11px sans-serif';
+        continue;
+      }
+      drawTrack(c, item, width);
+    }
+    if (v.range) {
+      c.fillStyle = 'rgba(56, 116, 232, 0.12)';
+      const x0 = Math.max(TRACE.labelWidth, x(v.range.s)), x1 = Math.min(width, x(v.range.e));
+      c.fillRect(x0, TRACE.axis, Math.max(1, x1 - x0), canvasHeight - TRACE.axis);
+    }
+  }
+
+  function drawAxis(c, width) {
+    c.fillStyle = '#fafbfd';
+    c.fillRect(0, 0, width, TRACE.axis);
+    c.strokeStyle = '#dde2ea';
+    c.beginPath(); c.moveTo(0, TRACE.axis - 0.5); c.lineTo(width, TRACE.axis - 0.5); c.stroke();
+    const step = traceTickStep(v.e - v.s, width - TRACE.labelWidth);
+    c.fillStyle = '#6b7585';
+    for (let t = Math.ceil(v.s / step) * step; t <= v.e; t += step) {
+      const px = x(t);
+      c.fillRect(px, TRACE.axis - 6, 1, 6);
+      c.fillText(fmtDuration(t), px + 3, 10);
+    }
+    // Step markers: where each ProfilerStep starts.
+    c.fillStyle = 'rgba(56,116,232,0.9)';
+    for (const st of steps) {
+      const s = offsetOf(st, 'start_ns');
+      if (s < v.s || s > v.e) continue;
+      const px = x(s);
+      c.fillRect(px, 14, 1, TRACE.axis - 14);
+      c.fillText(`step ${st.step}`, px + 3, 21);
+    }
+    c.fillStyle = '#6b7585';
+    c.fillText(`${fmtDuration(v.e - v.s)} shown`, 6, 10);
+  }
+
+  function drawTrack(c, item, width) {
+    const t = item.track;
+    const d = v.data.get(t.id);
+    c.save();
+    c.beginPath();
+    c.rect(0, item.y, width, item.height);
+    c.clip();
+    c.fillStyle = '#1d2430';
+    const label = t.kind === 'device' ? `stream ${t.name}` : t.name;
+    c.fillText(label.length > 30 ? `${label.slice(0, 29)}…` : label, 14, item.y + TRACE.row / 2);
+    if (d && d.truncated) { c.fillStyle = '#b7791f'; c.fillText(`+${fmtInt(d.omitted)} not drawn`, 14, item.y + TRACE.row * 1.5); }
+    c.restore();
+    if (!d) return;
+    c.save();
+    c.beginPath();
+    c.rect(TRACE.labelWidth, item.y, width - TRACE.labelWidth, item.height);
+    c.clip();
+    if (t.kind === 'counter') {
+      drawCounter(c, item, d);
+    } else {
+      for (const m of d.merged) {
+        const x0 = x(m.s), x1 = x(m.e);
+        c.fillStyle = '#b9c0cc';
+        c.fillRect(x0, item.y + 2, Math.max(1, x1 - x0), TRACE.row - 4);
+      }
+      for (const e of d.events) {
+        const x0 = x(e.s), x1 = x(e.s + e.d);
+        if (x1 < TRACE.labelWidth || x0 > width) continue;
+        const y = item.y + e.depth * TRACE.row;
+        const kind = t.kind === 'device' && e.raw.args ? e.raw.args.kind : (t.kind === 'device' && /nccl|rccl|hccl/i.test(e.name) ? 'communication' : '');
+        c.fillStyle = traceColor(e.name, kind);
+        const w = Math.max(1, x1 - x0);
+        c.fillRect(x0, y + 1, w, TRACE.row - 2);
+        if (v.selected && v.selected.event === e) {
+          c.strokeStyle = '#1d2430'; c.lineWidth = 2; c.strokeRect(x0, y + 1, w, TRACE.row - 2); c.lineWidth = 1;
+        }
+        if (w > 30) {
+          c.fillStyle = '#1d2430';
+          const text = e.name;
+          const room = Math.floor((w - 6) / 6);
+          c.fillText(text.length > room ? `${text.slice(0, Math.max(0, room - 1))}…` : text, Math.max(x0, TRACE.labelWidth) + 3, y + TRACE.row / 2);
+        }
+      }
+    }
+    c.restore();
+  }
+
+  function drawCounter(c, item, d) {
+    let max = 1;
+    for (const e of d.events) max = Math.max(max, e.value || 0);
+    for (const m of d.merged) max = Math.max(max, m.max || 0);
+    const yOf = (value) => item.y + item.height - 2 - ((value || 0) / max) * (item.height - 6);
+    c.fillStyle = 'rgba(58,155,111,0.35)';
+    c.strokeStyle = '#3a9b6f';
+    for (const e of d.events) {
+      const x0 = x(e.s), x1 = x(e.s + Math.max(e.d, 0));
+      c.fillRect(x0, yOf(e.value), Math.max(1, x1 - x0), item.y + item.height - 2 - yOf(e.value));
+    }
+    for (const m of d.merged) {
+      const x0 = x(m.s), x1 = x(m.e);
+      c.fillRect(x0, yOf(m.max), Math.max(1, x1 - x0), item.y + item.height - 2 - yOf(m.max));
+    }
+    c.fillStyle = '#6b7585';
+    c.fillText(`peak in view ${fmtBytes(max)}`, TRACE.labelWidth + 4, item.y + 8);
+  }
+
+  // ---- hit testing and details ----
+  function hit(px, py) {
+    const item = layout.find((l) => l.track && py >= l.y && py < l.y + l.height);
+    if (!item || px < TRACE.labelWidth) return null;
+    const d = v.data.get(item.track.id);
+    if (!d || item.track.kind === 'counter') return null;
+    const depth = Math.floor((py - item.y) / TRACE.row);
+    const t = timeAt(px);
+    const slack = (v.e - v.s) / Math.max(1, canvas.clientWidth - TRACE.labelWidth) * 2;
+    let best = null;
+    for (const e of d.events) {
+      if (e.depth !== depth || e.s - slack > t || e.s + e.d + slack < t) continue;
+      if (!best || Math.abs(e.s + e.d / 2 - t) < Math.abs(best.s + best.d / 2 - t)) best = e;
+    }
+    if (best) return {track: item.track, event: best};
+    const m = d.merged.find((b) => depth === 0 && b.s - slack <= t && b.e + slack >= t);
+    return m ? {track: item.track, merged: m} : null;
+  }
+
+  async function showDetails(sel) {
+    v.selected = sel;
+    draw();
+    const e = sel.event;
+    const rows = [
+      ['Name', h('span', {class: 'mono trace-event-name'}, e.name)],
+      ['Track', `${sel.track.kind} · ${sel.track.group} · ${sel.track.name}`],
+      ['Start', h('span', {title: `${exactInt(e.raw, 'start_ns')} ns in the trace clock`}, `${fmtOffset(e.s)} (${exactInt(e.raw, 'start_ns')} ns)`)],
+      ['Duration', h('span', {class: 'trace-event-dur'}, `${fmtDuration(e.d)} (${fmtInt(e.d)} ns)`)],
+    ];
+    if (e.corr !== undefined) rows.push(['Correlation', String(e.corr)]);
+    const list = h('dl', {class: 'kv-list'}, rows.map(([k, val]) => [h('dt', null, k), h('dd', null, val)]));
+    const links = h('div', {class: 'trace-links'});
+    clear(details).append(h('div', {class: 'card-head'}, h('h2', null, 'Details')), list, links);
+    // Arguments and linked events, fetched for this one event.
+    const args = new URLSearchParams({start_ns: exactInt(e.raw, 'start_ns').toString(),
+      end_ns: (exactInt(e.raw, 'start_ns') + 1n).toString(), resolution_ns: '1', args: '1', track: sel.track.id});
+    const one = await api(`${base}/trace?${args}`).catch(() => null);
+    if (!page.alive() || v.selected !== sel) return;
+    const match = one && one.tracks[0] && one.tracks[0].events.find((x2) => x2.name === e.name && num(x2.dur_ns) === e.d);
+    if (match && match.args) {
+      if (match.args.category) list.append(h('dt', null, 'Category'), h('dd', {class: 'trace-event-cat'}, match.args.category));
+      if (match.args.kind) list.append(h('dt', null, 'Kind'), h('dd', null, match.args.kind));
+    }
+    if (e.corr === undefined) return;
+    links.append(loadingBlock(sel.track.kind === 'device' ? 'Looking for the launching call…' : 'Looking for launched kernels…'));
+    const flow = new URLSearchParams({correlation: String(e.corr), resolution_ns: '1',
+      start_ns: toAbs(Math.max(0, e.s - TRACE.flowWindowNs)), end_ns: toAbs(Math.min(total, e.s + e.d + TRACE.flowWindowNs))});
+    const linked = await api(`${base}/trace?${flow}`).catch(() => null);
+    if (!page.alive() || v.selected !== sel) return;
+    clear(links);
+    const others = [];
+    for (const t of (linked ? linked.tracks : [])) {
+      for (const ev of t.events) {
+        if (t.id === sel.track.id && offsetOf(ev, 'start_ns') === e.s) continue;
+        others.push([t, ev]);
+      }
+    }
+    if (!others.length) { links.append(h('p', {class: 'muted'}, 'No other event shares this correlation id nearby.')); return; }
+    links.append(h('h3', null, sel.track.kind === 'device' ? 'Launched by' : 'Launches'));
+    for (const [t, ev] of others.slice(0, 20)) {
+      links.append(h('button', {class: 'btn trace-jump', type: 'button', onclick: () => jumpTo(t.id, ev)},
+        `${t.kind === 'device' ? 'kernel' : 'call'} ${ev.name.slice(0, 60)} · ${fmtDuration(num(ev.dur_ns))} on ${t.id}`));
+    }
+  }
+
+  function jumpTo(trackId, ev) {
+    const s = offsetOf(ev, 'start_ns'), d = num(ev.dur_ns);
+    const span = Math.max(d * 8, 20000);
+    zoomTo(s + d / 2 - span / 2, s + d / 2 + span / 2);
+    v.pendingSelect = {trackId, s, d, name: ev.name};
+  }
+
+  // ---- range selection ----
+  async function showRange() {
+    const r = v.range;
+    rangePanel.classList.remove('hidden');
+    clear(rangePanel).append(h('div', {class: 'card-head'}, h('h2', null, `Selection · ${fmtDuration(r.e - r.s)}`),
+      h('p', {class: 'explain'}, 'Time of each name inside the selection (events cut at its edges count only their part inside).')),
+      loadingBlock('Adding up the selection…'));
+    const params = new URLSearchParams({start_ns: toAbs(r.s), end_ns: toAbs(r.e), limit: '15'});
+    const out = await api(`${base}/range?${params}`).catch((err) => { showError(err); return null; });
+    if (!out || !page.alive() || v.range !== r) return;
+    const table = (rows, what) => rows.length ? h('table', {class: 'data-table trace-range-table'},
+      h('thead', null, h('tr', null, h('th', null, what), h('th', {class: 'num'}, 'Count'), h('th', {class: 'num'}, 'Time in selection'))),
+      h('tbody', null, rows.map((row) => h('tr', null, h('td', {class: 'mono'}, row.name),
+        h('td', {class: 'num'}, fmtInt(num(row.count))), h('td', {class: 'num'}, fmtDuration(num(row.total_ns)))))))
+      : emptyBlock(`No ${what.toLowerCase()} events in the selection.`);
+    rangePanel.lastChild.remove();
+    rangePanel.append(
+      h('div', {class: 'stat-row'}, stat('Device busy', fmtDuration(num(out.device_busy_ns))),
+        stat('Selection', fmtDuration(r.e - r.s))),
+      h('div', {class: 'link-row'},
+        h('button', {class: 'btn', type: 'button', onclick: () => zoomTo(r.s, r.e)}, 'Zoom to selection'),
+        h('button', {class: 'btn', type: 'button', onclick: () => { v.range = null; rangePanel.classList.add('hidden'); draw(); }}, 'Clear')),
+      h('h3', null, 'Kernels'), table(out.kernels, 'Kernel'), h('h3', null, 'Host events'), table(out.host, 'Host'));
+  }
+
+  // ---- navigation ----
+  function zoomTo(s, e) {
+    const minSpan = 100;
+    if (e - s < minSpan) { const mid = (s + e) / 2; s = mid - minSpan / 2; e = mid + minSpan / 2; }
+    const span = e - s;
+    if (span > total * 1.2) { s = -total * 0.1; e = total * 1.1; }
+    v.s = s; v.e = e;
+    setQuery({from: Math.round(s), to: Math.round(e)});
+    draw();
+    fetchSoon();
+  }
+  function zoom(factor, center) {
+    const c0 = center === undefined ? (v.s + v.e) / 2 : center;
+    zoomTo(c0 - (c0 - v.s) * factor, c0 + (v.e - c0) * factor);
+  }
+  function pan(fraction) {
+    const d = (v.e - v.s) * fraction;
+    zoomTo(v.s + d, v.e + d);
+  }
+
+  let mouseX = null;
+  function onKey(event) {
+    if (!page.alive()) { document.removeEventListener('keydown', onKey); return; }
+    if (event.target && (event.target.tagName === 'INPUT' || event.target.tagName === 'TEXTAREA')) return;
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const center = mouseX !== null ? timeAt(mouseX) : undefined;
+    const k = event.key.toLowerCase();
+    if (k === 'w') zoom(0.8, center);
+    else if (k === 's') zoom(1.25, center);
+    else if (k === 'a') pan(-0.15);
+    else if (k === 'd') pan(0.15);
+    else if (k === '0') zoomTo(0, total);
+    else if (k === 'escape') { v.range = null; rangePanel.classList.add('hidden'); draw(); }
+    else return;
+    event.preventDefault();
+  }
+
+  let drag = null;
+  canvas.addEventListener('mousedown', (event) => {
+    const px = event.offsetX;
+    if (px < TRACE.labelWidth) return;
+    drag = {x: px, s: v.s, e: v.e, t: timeAt(px), moved: false, select: event.shiftKey};
+    canvas.focus();
+  });
+  window.addEventListener('mousemove', (event) => {
+    if (!drag || !page.alive()) return;
+    const px = event.clientX - canvas.getBoundingClientRect().left;
+    if (Math.abs(px - drag.x) > 3) drag.moved = true;
+    if (!drag.moved) return;
+    if (drag.select) {
+      const t = timeAt(px);
+      v.range = {s: Math.min(drag.t, t), e: Math.max(drag.t, t)};
+      draw();
+    } else {
+      const dt = ((px - drag.x) / (canvas.clientWidth - TRACE.labelWidth)) * (drag.e - drag.s);
+      v.s = drag.s - dt; v.e = drag.e - dt;
+      draw();
+      fetchSoon();
+    }
+  });
+  window.addEventListener('mouseup', (event) => {
+    if (!drag || !page.alive()) return;
+    const d = drag;
+    drag = null;
+    if (d.moved) {
+      if (d.select && v.range) showRange();
+      else zoomTo(v.s, v.e);
+      return;
+    }
+    const rect = canvas.getBoundingClientRect();
+    const found = hit(event.clientX - rect.left, event.clientY - rect.top);
+    if (found && found.event) showDetails(found);
+    else if (found && found.merged) {
+      zoomTo(found.merged.s - (found.merged.e - found.merged.s) * 0.1, found.merged.e + (found.merged.e - found.merged.s) * 0.1);
+    }
+  });
+  canvas.addEventListener('mousemove', (event) => {
+    mouseX = event.offsetX;
+    const found = hit(event.offsetX, event.offsetY);
+    if (!found) { tooltip.classList.add('hidden'); return; }
+    tooltip.textContent = found.event ? `${found.event.name} · ${fmtDuration(found.event.d)}`
+      : `${fmtInt(found.merged.count)} events shorter than a pixel · click to zoom in`;
+    tooltip.style.left = `${event.offsetX + 14}px`;
+    tooltip.style.top = `${event.offsetY + 14}px`;
+    tooltip.classList.remove('hidden');
+  });
+  canvas.addEventListener('mouseleave', () => { mouseX = null; tooltip.classList.add('hidden'); });
+  canvas.addEventListener('wheel', (event) => {
+    if (event.ctrlKey || event.metaKey) {
+      event.preventDefault();
+      zoom(event.deltaY > 0 ? 1.2 : 1 / 1.2, timeAt(event.offsetX));
+    } else if (event.shiftKey || Math.abs(event.deltaX) > Math.abs(event.deltaY)) {
+      event.preventDefault();
+      pan((event.deltaX || event.deltaY) > 0 ? 0.1 : -0.1);
+    }
+  }, {passive: false});
+  window.addEventListener('resize', () => { if (page.alive()) { draw(); fetchSoon(); } });
+
+  searchBox.addEventListener('input', debounce(() => {
+    v.search = searchBox.value.trim();
+    setQuery({search: v.search});
+    fetchSoon();
+  }, 250));
+
+  // ---- export and Perfetto ----
+  async function fetchWindowBytes() {
+    const params = new URLSearchParams({format: 'chrome_json', start_ns: toAbs(Math.max(0, v.s)), end_ns: toAbs(Math.max(v.s + 1, v.e))});
+    const headers = {};
+    const token = readToken();
+    if (token) headers.Authorization = `Bearer ${token}`;
+    const response = await fetch(`${base}/export?${params}`, {headers});
+    if (!response.ok) throw new ApiError(HTTP_CODE_NAMES[response.status] || 'UNKNOWN', `export failed (HTTP ${response.status})`, response.status);
+    return response.arrayBuffer();
+  }
+  exportBtn.addEventListener('click', async () => {
+    try {
+      const bytes = await fetchWindowBytes();
+      const link = h('a', {href: URL.createObjectURL(new Blob([bytes], {type: 'application/json'})),
+                           download: `${profileId}-window.trace.json`});
+      document.body.append(link);
+      link.click();
+      link.remove();
+    } catch (err) { showError(err, 'Could not export the window'); }
+  });
+  // Perfetto's postMessage protocol: PING until the UI answers PONG, then hand it the trace.
+  perfettoBtn.addEventListener('click', async () => {
+    const win = window.open(`${TRACE.perfettoOrigin}/#!/`, '_blank');
+    if (!win) { showError(new Error('the browser blocked the Perfetto window (allow pop-ups for this page)')); return; }
+    let bytes;
+    try { bytes = await fetchWindowBytes(); } catch (err) { showError(err, 'Could not export the window'); return; }
+    console.info("perfetto: got bytes", bytes.byteLength);
+    const title = `fleetprof ${profileId} ${fmtOffset(v.s)}…${fmtOffset(v.e)}`;
+    let tries = 0;
+    const ping = setInterval(() => {
+      if (++tries > 60) { clearInterval(ping); window.removeEventListener('message', onPong); showError(new Error('Perfetto did not answer (is ui.perfetto.dev reachable from this browser?)')); return; }
+      win.postMessage('PING', TRACE.perfettoOrigin);
+    }, 500);
+    function onPong(event) {
+      if (event.origin !== TRACE.perfettoOrigin || event.data !== 'PONG') return;
+      clearInterval(ping);
+      window.removeEventListener('message', onPong);
+      win.postMessage({perfetto: {buffer: bytes, title, fileName: `${profileId}.trace.json`, url: location.href}}, TRACE.perfettoOrigin);
+    }
+    window.addEventListener('message', onPong);
+    win.postMessage('PING', TRACE.perfettoOrigin);
+  });
+
+  // After a jump, select the event once its window has loaded.
+  const originalDraw = draw;
+  draw = function drawAndSelect() {
+    if (v.pendingSelect) {
+      const p = v.pendingSelect;
+      const d = v.data.get(p.trackId);
+      const e = d && d.events.find((x2) => x2.s === p.s && x2.d === p.d && x2.name === p.name);
+      if (e) {
+        v.pendingSelect = null;
+        v.selected = {track: tracks.find((t) => t.id === p.trackId), event: e};
+        showDetails(v.selected);
+        return;
+      }
+    }
+    originalDraw();
+  };
+
+  // Where drawn events are on screen (page coordinates): lets a test click one as a user would.
+  element.visibleEventBoxes = (kind) => {
+    const rect = canvas.getBoundingClientRect();
+    const out = [];
+    for (const item of layout) {
+      if (!item.track || (kind && item.track.kind !== kind)) continue;
+      const d = v.data.get(item.track.id);
+      for (const e of (d ? d.events : [])) {
+        const x0 = Math.max(TRACE.labelWidth, x(e.s)), x1 = Math.min(canvas.clientWidth, x(e.s + e.d));
+        if (x1 - x0 < 4) continue;
+        out.push({name: e.name, track: item.track.id, x: rect.left + window.scrollX + (x0 + x1) / 2,
+                  y: rect.top + window.scrollY + item.y + e.depth * TRACE.row + TRACE.row / 2 - scroller.scrollTop,
+                  width: x1 - x0, dur_ns: e.d, correlation: e.corr});
+      }
+    }
+    return out;
+  };
+  element.viewSpanNs = () => v.e - v.s;
+
+  return {
+    element, toolbar,
+    start() {
+      document.addEventListener('keydown', onKey);
+      computeLayout();
+      draw();
+      fetchView();
+    },
+  };
+}
