@@ -7,15 +7,15 @@
 namespace fleetprof {
 
 void RegisterHttpAccess(HttpServer& server, const AccessGuard* guard) {
-  server.routes().set_pre_routing_handler([guard](const httplib::Request& req, httplib::Response& res) {
+  server.set_request_check([guard](const httplib::Request& req, httplib::Response& res) {
     const AccessRule rule = RuleForHttp(req.method, req.path);
-    if (rule.is_public) return httplib::Server::HandlerResponse::Unhandled;
+    if (rule.is_public) return false;
     absl::StatusOr<Principal> caller = guard->Authorize(req.get_header_value("Authorization"), rule.scope);
-    if (caller.ok()) return httplib::Server::HandlerResponse::Unhandled;
+    if (caller.ok()) return false;
     res.status = HttpStatusFor(caller.status().code());
     if (res.status == 401) res.set_header("WWW-Authenticate", "Bearer realm=\"fleetprof\"");
     res.set_content(HttpErrorJson(caller.status()), "application/json");
-    return httplib::Server::HandlerResponse::Handled;
+    return true;
   });
 }
 

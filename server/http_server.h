@@ -4,6 +4,7 @@
 // slow or hostile client cannot pin the server. Routes are added by the modules that own
 // them (server/http_api.h, server/web_ui.h) before Start().
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -12,6 +13,8 @@
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace fleetprof {
@@ -35,6 +38,9 @@ class HttpServer {
 
   // Where routes are registered. REQUIRES: before Start().
   httplib::Server& routes() { return *server_; }
+  // Runs before routing on every request (the access check); may answer it. REQUIRES: before Start().
+  using RequestCheck = std::function<bool(const httplib::Request&, httplib::Response&)>;  // true: answered
+  void set_request_check(RequestCheck check) { check_ = std::move(check); }
 
   // Binds and starts serving on a thread of its own; returns the bound port.
   absl::StatusOr<int> Start();
@@ -44,6 +50,7 @@ class HttpServer {
  private:
   HttpServerOptions options_;
   std::unique_ptr<httplib::Server> server_;
+  RequestCheck check_;
   int listen_socket_ = -1;  // set while binding (see the socket options in the constructor)
   std::thread listener_;
 };

@@ -559,7 +559,6 @@ function createTraceViewer(page, profileId, base, first, steps) {
     if (!win) { showError(new Error('the browser blocked the Perfetto window (allow pop-ups for this page)')); return; }
     let bytes;
     try { bytes = await fetchWindowBytes(); } catch (err) { showError(err, 'Could not export the window'); return; }
-    console.info("perfetto: got bytes", bytes.byteLength);
     const title = `fleetprof ${profileId} ${fmtOffset(v.s)}…${fmtOffset(v.e)}`;
     let tries = 0;
     const ping = setInterval(() => {

@@ -680,6 +680,8 @@ def main():
     parser.add_argument("--capture-node", default="")
     parser.add_argument("--capture-duration-ms", type=int, default=0)
     parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--trace-viewer", action="store_true",
+                        help="also check the trace viewer (needs a profile with kernels and their launches)")
     parser.add_argument("--token", default="", help="the server wants this token: check the prompt, then use it")
     args = parser.parse_args()
     os.makedirs(args.screenshots, exist_ok=True)
@@ -690,7 +692,9 @@ def main():
     browser = None
     try:
         browser = Browser(args.chromium, args.url, args.screenshots)
-        checks = [check_profile_page, check_profiles_list, check_fleet, check_trace_viewer]
+        checks = [check_profile_page, check_profiles_list, check_fleet]
+        if args.trace_viewer:
+            checks.append(check_trace_viewer)
         if args.token:
             checks.insert(0, check_token_prompt)
         if args.capture_job:

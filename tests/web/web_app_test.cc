@@ -77,7 +77,7 @@ TEST_F(WebAppTest, PagesShowTheProfileAndACaptureStartedFromTheFormIsIndexed) {
   CommandResult browser = RunCommand(
       {kPython, Source("tests/web/browser_check.py"), "--url", "http://" + cluster_.http_addr(), "--profile-id",
        id, "--expect-kernel", top_kernel, "--expect-busy-pct", busy_pct, "--expect-agent", "web-node",
-       "--capture-job", "web-train", "--capture-duration-ms", "300", "--screenshots", screenshots},
+       "--capture-job", "web-train", "--capture-duration-ms", "300", "--trace-viewer", "--screenshots", screenshots},
       240);
   EXPECT_EQ(browser.exit_code, 0) << browser.out << browser.err << cluster_.ServerLog();
   std::cout << browser.out;
@@ -138,7 +138,8 @@ TEST(WebAppWithTokensTest, AsksForATokenThenEveryPageAndGrafanaQueryUsesIt) {
   fs::create_directories(screenshots);
   CommandResult browser =
       RunCommand({kPython, Source("tests/web/browser_check.py"), "--url", "http://" + cluster.http_addr(),
-                  "--profile-id", id, "--expect-agent", "web-node", "--token", token, "--screenshots", screenshots},
+                  "--profile-id", id, "--expect-agent", "web-node", "--token", token, "--trace-viewer", "--screenshots",
+                  screenshots},
                  240);
   EXPECT_EQ(browser.exit_code, 0) << browser.out << browser.err << cluster.ServerLog();
   EXPECT_NE(browser.out.find("ok   (t)"), std::string::npos) << browser.out;
