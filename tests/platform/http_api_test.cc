@@ -3,6 +3,7 @@
 // the JSON shape and the mapped status; limits answer 413 and the server keeps serving.
 
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -174,12 +175,96 @@ TEST_F(HttpApiTest, ExportGivesBackTheUploadedBytesExactly) {
   // What is not there yet says so, and an unknown profile is a 404.
   ExpectError(Get("/api/v1/profiles/nope/export", 404), "NOT_FOUND", "nope");
   const std::string id = Upload(CorpusPath(kCorpus[0].trace));
-  ExpectError(Get("/api/v1/profiles/" + id + "/export?format=chrome_json", 400), "INVALID_ARGUMENT",
-              "'original' (the uploaded file) is");
+  ExpectError(Get("/api/v1/profiles/" + id + "/export?format=pprof", 400), "INVALID_ARGUMENT",
+              "'original' (the uploaded file) and 'chrome_json'");
   CommandResult missing = cluster_.Cli({"export", "nope", "-o", cluster_.root() + "/never.json"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_FALSE(PathExists(cluster_.root() + "/never.json"));
   EXPECT_FALSE(PathExists(cluster_.root() + "/never.json.tmp"));
+}
+
+// Trace windows after upload: the HTTP answer equals `fleetprof trace --json`; with every event
+// exact (resolution 1 ns) the device tracks hold each reference device's events and kernels;
+// the Chrome-trace export analyses back to the same kernels, devices and ops.
+TEST_F(HttpApiTest, TraceWindowsEqualTheCliAndTheReferenceAndExportReadsBack) {
+  for (const CorpusCase& c : kCorpus) {
+    SCOPED_TRACE(c.trace);
+    FLEETPROF_REQUIRE_PATH(CorpusPath(c.trace));
+    const std::string id = Upload(CorpusPath(c.trace));
+    ASSERT_FALSE(id.empty());
+    EXPECT_EQ(Get("/api/v1/profiles/" + id + "/trace?resolution_ns=1000"),
+              CliJson({"trace", id, "--resolution_ns", "1000"}));
+    const std::string window = Get("/api/v1/profiles/" + id + "/trace?resolution_ns=1&max_events_per_track=100000");
+    simdjson::dom::parser p1, p2;
+    simdjson::dom::element w, ref;
+    ASSERT_EQ(p1.parse(window).get(w), simdjson::SUCCESS);
+    ASSERT_EQ(p2.parse(ReadSmallFile(CorpusPath(c.reference))).get(ref), simdjson::SUCCESS);
+    // Only zero-length events are shorter than 1 ns: they are counted in merged blocks.
+    std::map<std::string, int64_t> events_by_device, kernels_by_name;
+    int64_t folded = 0;
+    for (simdjson::dom::element track : w["tracks"].get_array()) {
+      if (std::string_view(track["kind"]) != "device") continue;
+      EXPECT_FALSE(bool(track["truncated"]));
+      const std::string device{std::string_view(track["group"])};
+      for (simdjson::dom::element e : track["events"].get_array()) {
+        ++events_by_device[device];
+        ++kernels_by_name[std::string(std::string_view(e["name"]))];
+      }
+      for (simdjson::dom::element m : track["merged"].get_array()) {
+        events_by_device[device] += int64_t(m["count"]);
+        folded += int64_t(m["count"]);
+      }
+    }
+    std::map<std::string, int64_t> want_devices, want_kernels;
+    for (simdjson::dom::element d : ref["devices"].get_array()) {
+      want_devices[std::string(std::string_view(d["device"]))] = int64_t(d["events"]);
+    }
+    for (simdjson::dom::element k : ref["kernels"].get_array()) {
+      want_kernels[std::string(std::string_view(k["name"]))] += int64_t(k["count"]);
+    }
+    EXPECT_EQ(events_by_device, want_devices);
+    int64_t named = 0, want_named = 0;
+    for (const auto& [name, count] : kernels_by_name) {
+      EXPECT_LE(count, want_kernels[name]) << name;
+      named += count;
+    }
+    for (const auto& [name, count] : want_kernels) want_named += count;
+    EXPECT_EQ(named + folded, want_named);
+    if (folded == 0) {
+      EXPECT_EQ(kernels_by_name, want_kernels);
+    }
+
+    auto res = http_->Get("/api/v1/profiles/" + id + "/export?format=chrome_json");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    ASSERT_EQ(res->status, 200);
+    EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+    const std::string exported = cluster_.root() + "/" + id + ".trace.json";
+    std::ofstream(exported) << res->body;
+    CommandResult again = cluster_.Cli({"analyze", exported, "--json"});
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    simdjson::dom::parser p3, p4;
+    simdjson::dom::element a, stored;
+    ASSERT_EQ(p3.parse(again.out).get(a), simdjson::SUCCESS);
+    const std::string profile = Get("/api/v1/profiles/" + id);
+    ASSERT_EQ(p4.parse(profile).get(stored), simdjson::SUCCESS);
+    // XSpace keeps picoseconds while summing; the export carries ns, so only Kineto reads back exactly.
+    if (std::string(c.trace).find("xspace/") == std::string::npos) {
+      for (const char* section : {"devices", "kernels", "ops"}) {
+        EXPECT_EQ(simdjson::minify(a[section]), simdjson::minify(stored["summary"][section])) << section;
+      }
+    }
+    // The CLI writes the same file.
+    const std::string cli_out = cluster_.root() + "/" + id + ".cli.trace.json";
+    CommandResult cli = cluster_.Cli({"export", id, "--format", "chrome_json", "-o", cli_out});
+    ASSERT_EQ(cli.exit_code, 0) << cli.err;
+    EXPECT_TRUE(ReadSmallFile(cli_out) == res->body);
+  }
+  ExpectError(Get("/api/v1/profiles/nope/trace", 404), "NOT_FOUND", "nope");
+  const std::string id = Upload(CorpusPath(kCorpus[0].trace));
+  ExpectError(Get("/api/v1/profiles/" + id + "/trace?start_ns=10&end_ns=5", 400), "INVALID_ARGUMENT", "empty window");
+  ExpectError(Get("/api/v1/profiles/" + id + "/trace?track=nope", 400), "INVALID_ARGUMENT", "no track 'nope'");
+  ExpectError(Get("/api/v1/profiles/" + id + "/trace?resolution=5", 400), "INVALID_ARGUMENT", "resolution_ns");
+  ExpectError(Get("/api/v1/profiles/" + id + "/range?start_ns=9&end_ns=9", 400), "INVALID_ARGUMENT", "empty window");
 }
 
 TEST_F(HttpApiTest, ListsEqualTheCli) {
