@@ -184,7 +184,8 @@ int Run(const ServerFlags& flags) {
   }
 
   ServerMetrics metrics;
-  metrics.SetStoredProfiles((*store)->CountProfiles(), (*store)->DiskBytes());
+  metrics.SetStoredProfiles((*store)->CountProfiles(), (*store)->DiskBytes(), (*store)->TimelineDiskBytes(),
+                            (*store)->RawDiskBytes());
   AgentRegistry registry(store->get(), &metrics);
   IngestLimits limits;
   limits.max_upload_bytes = flags.max_upload_mb << 20;
@@ -277,7 +278,8 @@ int Run(const ServerFlags& flags) {
   std::atomic<bool> stopping{false};
   std::thread gauges([&] {
     while (!stopping.load()) {
-      metrics.SetStoredProfiles((*store)->CountProfiles(), (*store)->DiskBytes());
+      metrics.SetStoredProfiles((*store)->CountProfiles(), (*store)->DiskBytes(), (*store)->TimelineDiskBytes(),
+                            (*store)->RawDiskBytes());
       for (int i = 0; i < 50 && !stopping.load(); ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }

@@ -46,6 +46,13 @@ ServerMetrics::ServerMetrics()
                          .Help("Bytes of RocksDB table files")
                          .Register(*registry_)
                          .Add({})),
+      storage_part_bytes_(prometheus::BuildGauge()
+                              .Name("fleetprof_server_storage_part_bytes")
+                              .Help("Bytes of RocksDB table files of one part of the store: the event store "
+                                    "behind the trace viewer, or the uploaded files")
+                              .Register(*registry_)),
+      events_bytes_(storage_part_bytes_.Add({{"part", "events"}})),
+      raw_bytes_(storage_part_bytes_.Add({{"part", "raw"}})),
       captures_(prometheus::BuildCounter()
                     .Name("fleetprof_server_captures_total")
                     .Help("Finished captures by final state")
@@ -84,9 +91,12 @@ void ServerMetrics::RecordCaptureTarget(const std::string& state) {
 
 void ServerMetrics::SetConnectedAgents(int64_t n) { connected_agents_.Set(static_cast<double>(n)); }
 
-void ServerMetrics::SetStoredProfiles(int64_t profiles, int64_t disk_bytes) {
+void ServerMetrics::SetStoredProfiles(int64_t profiles, int64_t disk_bytes, int64_t events_bytes,
+                                      int64_t raw_bytes) {
   stored_profiles_.Set(static_cast<double>(profiles));
   storage_bytes_.Set(static_cast<double>(disk_bytes));
+  events_bytes_.Set(static_cast<double>(events_bytes));
+  raw_bytes_.Set(static_cast<double>(raw_bytes));
 }
 
 }  // namespace fleetprof

@@ -22,7 +22,9 @@ class ServerMetrics {
   void AddIngestedBytes(int64_t bytes);
   void RecordQuery(const std::string& rpc, double seconds);
   void SetConnectedAgents(int64_t n);
-  void SetStoredProfiles(int64_t profiles, int64_t disk_bytes);
+  // disk_bytes: all table files; events_bytes / raw_bytes: those of the event store and of
+  // the uploaded files, so the viewer's storage cost can be read against the raw size.
+  void SetStoredProfiles(int64_t profiles, int64_t disk_bytes, int64_t events_bytes, int64_t raw_bytes);
   // state: DONE, PARTIAL or FAILED.
   void RecordCapture(const std::string& state);
   // state: INDEXED or FAILED.
@@ -37,6 +39,9 @@ class ServerMetrics {
   prometheus::Gauge& connected_agents_;
   prometheus::Gauge& stored_profiles_;
   prometheus::Gauge& storage_bytes_;
+  prometheus::Family<prometheus::Gauge>& storage_part_bytes_;
+  prometheus::Gauge& events_bytes_;
+  prometheus::Gauge& raw_bytes_;
   prometheus::Family<prometheus::Counter>& captures_;
   prometheus::Family<prometheus::Counter>& capture_targets_;
 };

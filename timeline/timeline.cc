@@ -29,10 +29,33 @@ absl::StatusOr<std::shared_ptr<const Timeline>> Timeline::Load(TimelineReader& r
   }
   int64_t start = std::numeric_limits<int64_t>::max();
   int64_t end = std::numeric_limits<int64_t>::min();
+  t->runs_.resize(static_cast<size_t>(t->directory_.tracks_size()));
   for (int i = 0; i < t->directory_.tracks_size(); ++i) {
     const v1::TimelineTrack& track = t->directory_.tracks(i);
     t->track_by_id_.emplace(track.id(), i);
     for (const v1::TimelineLevel& level : track.levels()) {
+      // Runs of 1, 4, 16, … blocks: the last run of a layer may hold fewer.
+      std::vector<std::vector<Extent>> layers(1);
+      for (const v1::TimelineBlock& block : level.blocks()) {
+        layers[0].push_back(Extent{t->TimeNs(block.first_start()), t->TimeNs(block.max_end()), block.count(),
+                                   block.max_value()});
+      }
+      while (layers.back().size() > 1) {
+        const std::vector<Extent>& below = layers.back();
+        std::vector<Extent> above;
+        for (size_t j = 0; j < below.size(); j += 4) {
+          Extent run = below[j];
+          for (size_t k = j + 1; k < std::min(below.size(), j + 4); ++k) {
+            run.end_ns = std::max(run.end_ns, below[k].end_ns);
+            run.count += below[k].count;
+            run.max_value = std::max(run.max_value, below[k].max_value);
+          }
+          above.push_back(run);
+        }
+        layers.push_back(std::move(above));
+      }
+      for (const auto& layer : layers) t->memory_bytes_ += layer.size() * sizeof(Extent);
+      t->runs_[static_cast<size_t>(i)].push_back(std::move(layers));
       for (const v1::TimelineBlock& block : level.blocks()) {
         start = std::min(start, t->TimeNs(block.first_start()));
         // The last instant must fall inside [start, end): end is one past it.

@@ -37,11 +37,26 @@ class Timeline {
   // Ticks to the trace's ns clock (floor), as the analysis reports them.
   int64_t TimeNs(int64_t ticks) const { return base_ns_ + DurationNs(ticks); }
   int64_t DurationNs(int64_t ticks) const {
+    if (ticks_per_ns_ == 1) return ticks;  // Chrome-trace JSON: no division on the hot path
     int64_t q = ticks / ticks_per_ns_;
     return (ticks % ticks_per_ns_ != 0 && ticks < 0) ? q - 1 : q;
   }
   // The first tick whose TimeNs is >= ns, saturated to the int64 range.
   int64_t TicksAtOrAfter(int64_t ns) const;
+
+  // A run of stored blocks as one extent (ns): what a zoomed-out window folds without reading.
+  struct Extent {
+    int64_t start_ns = 0;
+    int64_t end_ns = 0;
+    int64_t count = 0;
+    int64_t max_value = 0;
+  };
+  // Calls `add(extent)` for runs of the blocks [first, end) of a level, each run as long as
+  // possible with an extent of at most `max_span_ns` (a single block may be longer). Runs of
+  // 4^k blocks are precomputed, so a whole zoomed-out level costs a few hundred calls.
+  template <typename Add>
+  void FoldBlocks(uint32_t track, int level_index, uint32_t first, uint32_t end, int64_t max_span_ns,
+                  Add&& add) const;
 
   // The events of block `block` of `level_index` (an index into track.levels()).
   absl::Status ReadBlock(TimelineReader& reader, uint32_t track, int level_index, uint32_t block,
@@ -50,6 +65,8 @@ class Timeline {
  private:
   Timeline() = default;
 
+  // runs_[track][level_index][k][i]: blocks [i * 4^k, (i + 1) * 4^k) of that level, k >= 0.
+  std::vector<std::vector<std::vector<std::vector<Extent>>>> runs_;
   v1::TimelineDirectory directory_;
   std::vector<std::string> names_;
   absl::flat_hash_map<std::string, int> track_by_id_;
@@ -59,6 +76,26 @@ class Timeline {
   int64_t end_ns_ = 0;
   size_t memory_bytes_ = 0;
 };
+
+template <typename Add>
+void Timeline::FoldBlocks(uint32_t track, int level_index, uint32_t first, uint32_t end, int64_t max_span_ns,
+                          Add&& add) const {
+  const auto& runs = runs_[track][static_cast<size_t>(level_index)];
+  uint32_t i = first;
+  while (i < end) {
+    // The largest aligned run starting at i that fits in [i, end) and in max_span_ns.
+    size_t k = 0;
+    while (k + 1 < runs.size()) {
+      const uint32_t size = uint32_t{1} << (2 * (k + 1));
+      if (i % size != 0 || i + size > end) break;
+      const Extent& e = runs[k + 1][i / size];
+      if (e.end_ns - e.start_ns > max_span_ns) break;
+      ++k;
+    }
+    add(runs[k][i >> (2 * k)]);
+    i += uint32_t{1} << (2 * k);
+  }
+}
 
 // An event overlaps [start, end) when it starts before `end` and ends after `start`; an
 // instant (dur 0) when start <= its time < end.

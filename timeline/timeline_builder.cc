@@ -160,39 +160,55 @@ class Builder {
     return e;
   }
 
+  // Sorts the track's events, then writes them level by level. Memory beyond the events
+  // themselves: the 4-byte index, its sort buffer and a 1-byte level per event; events are
+  // made into TimelineEvents one block at a time. Counter samples (few) are copied, since
+  // each one's value and duration depend on its neighbours.
   absl::Status WriteTrack(Source source, uint32_t index, PendingTrack& pending, v1::TimelineTrack* track) {
     std::vector<uint32_t>& order = pending.events;
     const bool counter = source == Source::kCounter;
-    std::vector<TimelineEvent> events;
-    events.reserve(order.size());
-    // Counter samples hold their value until the next one: that is their duration.
+    std::vector<TimelineEvent> samples;
     if (counter) {
       std::stable_sort(order.begin(), order.end(),
                        [&](uint32_t a, uint32_t b) { return in_.memory[a].ts < in_.memory[b].ts; });
-    }
-    for (uint32_t i : order) events.push_back(Event(source, i));
-    if (counter) {
+      samples.reserve(order.size());
       int64_t total = 0;
-      for (size_t i = 0; i < events.size(); ++i) {
-        TimelineEvent& e = events[i];
+      for (size_t k = 0; k < order.size(); ++k) {
+        TimelineEvent e = Event(source, order[k]);
         total = (e.flags & TimelineEvent::kIsTotal) ? e.bytes : total + e.bytes;
         e.value = total;
-        e.dur = i + 1 < events.size() ? events[i + 1].start - e.start : 0;
+        samples.push_back(e);
       }
+      // A sample holds its value until the next one: that is its duration.
+      for (size_t k = 0; k + 1 < samples.size(); ++k) samples[k].dur = samples[k + 1].start - samples[k].start;
+      std::stable_sort(samples.begin(), samples.end(), [](const TimelineEvent& a, const TimelineEvent& b) {
+        return a.start < b.start || (a.start == b.start && a.dur > b.dur);
+      });
+    } else {
+      // Start order; at equal starts the longer first (the enclosing event), then file order:
+      // the order the op breakdown walks a thread in, so an export reads back the same.
+      auto start_dur = [&](uint32_t i) {
+        if (source == Source::kDevice) return std::pair(in_.activity[i].start, in_.activity[i].dur);
+        return std::pair(in_.host[i].start, in_.host[i].dur);
+      };
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+        auto [as, ad] = start_dur(a);
+        auto [bs, bd] = start_dur(b);
+        return as < bs || (as == bs && ad > bd);
+      });
     }
-    order = {};
-    // Start order; at equal starts the longer first (the enclosing event), then file order:
-    // the order the op breakdown walks a thread in, so an export reads back the same.
-    std::stable_sort(events.begin(), events.end(), [](const TimelineEvent& a, const TimelineEvent& b) {
-      return a.start < b.start || (a.start == b.start && a.dur > b.dur);
-    });
-    std::vector<uint32_t> level_of(events.size());
+    const size_t n = counter ? samples.size() : order.size();
+    auto event_at = [&](size_t k) { return counter ? samples[k] : Event(source, order[k]); };
+    std::vector<uint8_t> level_of(n);
     std::vector<uint32_t> per_level(kLevels, 0);
-    for (size_t i = 0; i < events.size(); ++i) {
-      level_of[i] = LevelOfDuration(in_.DurationNs(events[i].dur));
-      ++per_level[level_of[i]];
+    for (size_t k = 0; k < n; ++k) {
+      const analysis::Ticks dur = counter ? samples[k].dur
+                                          : (source == Source::kDevice ? in_.activity[order[k]].dur : in_.host[order[k]].dur);
+      level_of[k] = static_cast<uint8_t>(LevelOfDuration(in_.DurationNs(dur)));
+      ++per_level[level_of[k]];
     }
     std::vector<TimelineEvent> block;
+    block.reserve(kBlockEvents);
     std::string bytes;
     for (uint32_t level = 0; level < kLevels; ++level) {
       if (per_level[level] == 0) continue;
@@ -219,16 +235,17 @@ class Builder {
         block.clear();
         return writer_.PutBlock(index, level, block_index++, std::move(bytes));
       };
-      for (size_t i = 0; i < events.size(); ++i) {
-        if (level_of[i] != level) continue;
-        block.push_back(events[i]);
+      for (size_t k = 0; k < n; ++k) {
+        if (level_of[k] != level) continue;
+        block.push_back(event_at(k));
         if (block.size() == kBlockEvents) {
           if (absl::Status s = flush(); !s.ok()) return s;
         }
       }
       if (absl::Status s = flush(); !s.ok()) return s;
     }
-    track->set_events(static_cast<int64_t>(events.size()));
+    track->set_events(static_cast<int64_t>(n));
+    order = {};
     return absl::OkStatus();
   }
 

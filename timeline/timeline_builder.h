@@ -2,8 +2,8 @@
 // Turns the events of one trace (analysis::TraceEvents, whatever format it came from) into
 // the profile's event store: one track per device stream, host thread and memory counter;
 // inside a track one level per duration magnitude (levels.h); inside a level blocks of at
-// most kBlockEvents events sorted by start. Memory: a 4-byte index per event on top of the
-// events themselves, and one block at a time.
+// most kBlockEvents events sorted by start. Memory on top of the events themselves: a
+// 4-byte index per event, plus 5 bytes per event of the track being written, and one block.
 
 #include <cstddef>
 

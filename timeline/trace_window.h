@@ -39,7 +39,9 @@ absl::Status ForEachOverlapping(const Timeline& timeline, TimelineReader& reader
   std::vector<TimelineEvent> events;
   for (int li = 0; li < t.levels_size(); ++li) {
     auto [first, end] = CandidateBlocks(timeline, t.levels(li), start_ns, end_ns);
+    const int64_t start_ticks = timeline.TicksAtOrAfter(start_ns);
     for (uint32_t b = first; b < end; ++b) {
+      if (t.levels(li).blocks(static_cast<int>(b)).max_end() < start_ticks) continue;
       if (absl::Status s = timeline.ReadBlock(reader, track, li, b, &events); !s.ok()) return s;
       for (const TimelineEvent& e : events) {
         if (Overlaps(timeline.TimeNs(e.start), timeline.DurationNs(e.dur), start_ns, end_ns)) visit(e);
