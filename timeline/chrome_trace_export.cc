@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/trace_summary.h"
 #include "proto/proto_json.h"
 #include "timeline/trace_window.h"
 
@@ -209,6 +210,10 @@ class Exporter : public analysis::ByteSource {
     }
     out_.append("{\"ph\":\"X\",");
     std::string_view category = t_.name(e.category);
+    // XSpace device events have no category; Kineto's name them as device work.
+    if (device_ && category.empty()) {
+      category = static_cast<analysis::ActivityKind>(e.kind) == analysis::ActivityKind::kMemory ? "gpu_memcpy" : "kernel";
+    }
     if (!category.empty()) {
       out_.append("\"cat\":");
       AppendJsonString(&out_, category);

@@ -435,6 +435,9 @@ TEST(ChromeTraceExport, RoundTripA100Nccl) { ExpectRoundTrip("kineto/a100_nccl_r
 TEST(ChromeTraceExport, RoundTripA100Alexnet) { ExpectRoundTrip("kineto/a100_alexnet.json.gz"); }
 TEST(ChromeTraceExport, RoundTripMi250) { ExpectRoundTrip("kineto/mi250_rocm62.json.gz"); }
 TEST(ChromeTraceExport, RoundTripMtia) { ExpectRoundTrip("kineto/mtia_inference_rank0.json.gz"); }
+// XSpace sums picoseconds and the export carries ns: exact here, where no device event's
+// times have a sub-ns part; in general a device total could differ by under 1 ns per event.
+TEST(ChromeTraceExport, RoundTripXSpace) { ExpectRoundTrip("xspace/tf_8gpu_multi_worker.xplane.pb"); }
 
 TEST(ChromeTraceExport, WindowHoldsExactlyTheEventsThatOverlapIt) {
   const std::string relative = "kineto/a100_nccl_rank0.json.gz";
