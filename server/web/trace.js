@@ -27,6 +27,17 @@ function traceColor(name, kind) {
   return `hsl(${((h % 360) + 360) % 360}, 55%, ${62 + (h >>> 8) % 12}%)`;
 }
 
+// `text` cut (with …) to what fits in `width` pixels; '' when not even one letter does.
+function fitText(c, text, width) {
+  if (c.measureText(text).width <= width) return text;
+  let lo = 0, hi = text.length;
+  while (lo < hi) {  // the longest prefix that fits with the ellipsis
+    const mid = (lo + hi + 1) >> 1;
+    if (c.measureText(`${text.slice(0, mid)}…`).width <= width) lo = mid; else hi = mid - 1;
+  }
+  return lo > 0 ? `${text.slice(0, lo)}…` : '';
+}
+
 function traceTickStep(spanNs, pixels) {
   const target = spanNs / Math.max(1, pixels / 110);
   const pow = 10 ** Math.floor(Math.log10(Math.max(target, 1)));
@@ -303,10 +314,9 @@ function createTraceViewer(page, profileId, base, first, steps) {
           c.strokeStyle = '#1d2430'; c.lineWidth = 2; c.strokeRect(x0, y + 1, w, TRACE.row - 2); c.lineWidth = 1;
         }
         if (w > 30) {
-          c.fillStyle = '#1d2430';
-          const text = e.name;
-          const room = Math.floor((w - 6) / 6);
-          c.fillText(text.length > room ? `${text.slice(0, Math.max(0, room - 1))}…` : text, Math.max(x0, TRACE.labelWidth) + 3, y + TRACE.row / 2);
+          const left = Math.max(x0, TRACE.labelWidth);
+          const text = fitText(c, e.name, Math.min(x1, width) - left - 6);
+          if (text) { c.fillStyle = '#1d2430'; c.fillText(text, left + 3, y + TRACE.row / 2); }
         }
       }
     }
