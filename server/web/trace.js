@@ -264,14 +264,20 @@ function createTraceViewer(page, profileId, base, first, steps) {
       c.fillRect(px, TRACE.axis - 6, 1, 6);
       c.fillText(fmtDuration(t), px + 3, 10);
     }
-    // Step markers: where each ProfilerStep starts.
+    // Step markers: where each ProfilerStep starts; labelled where there is room for it.
     c.fillStyle = 'rgba(56,116,232,0.9)';
+    let lastMark = -Infinity, lastLabel = -Infinity;
     for (const st of steps) {
       const s = offsetOf(st, 'start_ns');
       if (s < v.s || s > v.e) continue;
       const px = x(s);
+      if (px - lastMark < 3) continue;
+      lastMark = px;
       c.fillRect(px, 14, 1, TRACE.axis - 14);
-      c.fillText(`step ${st.step}`, px + 3, 21);
+      if (px - lastLabel >= 64) {
+        c.fillText(`step ${st.step}`, px + 3, 21);
+        lastLabel = px;
+      }
     }
     c.fillStyle = '#6b7585';
     c.fillText(`${fmtDuration(v.e - v.s)} shown`, 6, 10);
