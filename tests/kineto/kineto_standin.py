@@ -187,7 +187,8 @@ def main():
     emit(event="start", pid=os.getpid(), ancestry=client.pids, job_id=args.job_id,
          address=repr(client.address), daemon=repr(client.daemon))
     while not stopping and time.time() < args.start_at:
-        time.sleep(min(0.05, args.start_at - time.time()))
+        # The clock moves between the test and the sleep: never ask for a negative sleep.
+        time.sleep(max(0.0, min(0.05, args.start_at - time.time())))
     busy_left = args.busy_polls
     tracing_until = None
     log_file = ""
