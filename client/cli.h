@@ -56,6 +56,7 @@ int RunCaptures(const CliOptions& options);
 int RunProfile(const CliOptions& options);
 int RunExport(const CliOptions& options);
 int RunTrace(const CliOptions& options);
+int RunDelete(const CliOptions& options);
 
 // Prints "fleetprof: <message>" to stderr and returns 1.
 int Fail(const std::string& message);

@@ -30,6 +30,7 @@ constexpr char kUsage[] =
     "                                     capture running jobs now; --wait follows progress\n"
     "                                     (stderr) and exits 0 when all indexed, 3 if partial\n"
     "  captures [--job J]                 recent captures, newest first\n"
+    "  delete PROFILE                     remove a profile and all stored for it (admin)\n"
     "  trace PROFILE [--start_ns N --end_ns N] [--resolution_ns N] [--track ID]... [--search S] [--args]\n"
     "                                     the events of a time window (default: all of it), exact\n"
     "                                     down to the resolution, shorter ones counted in blocks\n"
@@ -54,6 +55,7 @@ int Dispatch(const std::string& command, const CliOptions& options) {
   if (command == "profile") return RunProfile(options);
   if (command == "export") return RunExport(options);
   if (command == "trace") return RunTrace(options);
+  if (command == "delete") return RunDelete(options);
   return Fail("unknown command '" + command + "' (see fleetprof --help)");
 }
 

@@ -42,4 +42,20 @@ int RunProfile(const CliOptions& options) {
   return 0;
 }
 
+// `fleetprof delete PROFILE`: removes the profile and everything stored for it (needs the
+// admin scope when tokens are on).
+int RunDelete(const CliOptions& options) {
+  if (options.args.size() != 1) return Fail("usage: fleetprof delete PROFILE_ID [--json]");
+  auto stub = v1::QueryService::NewStub(MakeChannel(options.server, options.security));
+  grpc::ClientContext context;
+  SetDeadline(&context, options);
+  v1::DeleteProfileRequest request;
+  request.set_profile_id(options.args[0]);
+  v1::DeleteProfileResponse response;
+  grpc::Status s = stub->DeleteProfile(&context, request, &response);
+  if (!s.ok()) return FailRpc(s, options);
+  std::cout << (options.json ? ProtoToJson(response) : "deleted profile " + response.profile_id()) << "\n";
+  return 0;
+}
+
 }  // namespace fleetprof::cli

@@ -232,6 +232,11 @@ void RegisterHttpApi(HttpServer& server, const HttpApiBackends& backends) {
   routes.Get(R"(/api/v1/profiles/([^/]+))", Plain([b](const httplib::Request& req, httplib::Response& res) {
                Send(res, b.query->GetProfile(req.matches[1]));
              }));
+  routes.Delete(R"(/api/v1/profiles/([^/]+))", Plain([b](const httplib::Request& req, httplib::Response& res) {
+                  v1::DeleteProfileRequest request;
+                  request.set_profile_id(req.matches[1]);
+                  Send(res, b.query->DeleteProfile(request));
+                }));
   routes.Get(R"(/api/v1/profiles/([^/]+)/trace)",
              [b](const httplib::Request& req, httplib::Response& res) { TraceWindow(b, req, res); });
   routes.Get(R"(/api/v1/profiles/([^/]+)/range)",

@@ -121,6 +121,17 @@ absl::StatusOr<v1::RangeBreakdown> QueryApi::RangeBreakdown(const v1::RangeBreak
   return range;
 }
 
+absl::StatusOr<v1::DeleteProfileResponse> QueryApi::DeleteProfile(const v1::DeleteProfileRequest& request) {
+  QueryTimer timer(metrics_, "DeleteProfile");
+  if (request.profile_id().empty()) return absl::InvalidArgumentError("profile_id is required");
+  if (absl::Status s = store_->DeleteProfile(request.profile_id()); !s.ok()) return s;
+  timelines_.Erase(request.profile_id());
+  v1::DeleteProfileResponse response;
+  response.set_profile_id(request.profile_id());
+  response.set_deleted(true);
+  return response;
+}
+
 absl::StatusOr<v1::ProfileSummary> QueryApi::Summary(const v1::BreakdownRequest& request) {
   if (request.profile_id().empty()) return absl::InvalidArgumentError("profile_id is required");
   if (request.limit() < 0) return absl::InvalidArgumentError("limit must not be negative");

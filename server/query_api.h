@@ -48,6 +48,9 @@ class QueryApi {
   absl::StatusOr<v1::TraceWindow> TraceWindow(const v1::TraceWindowRequest& request);
   absl::StatusOr<v1::RangeBreakdown> RangeBreakdown(const v1::RangeBreakdownRequest& request);
 
+  // Deletes a profile and everything stored for it (ProfileStore::DeleteProfile).
+  absl::StatusOr<v1::DeleteProfileResponse> DeleteProfile(const v1::DeleteProfileRequest& request);
+
  private:
   // The stored summary of request.profile_id() after checking the request.
   absl::StatusOr<v1::ProfileSummary> Summary(const v1::BreakdownRequest& request);

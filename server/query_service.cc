@@ -65,6 +65,12 @@ grpc::Status QueryServiceImpl::GetRangeBreakdown(grpc::ServerContext* context,
   return Reply(api_->RangeBreakdown(*request), response);
 }
 
+grpc::Status QueryServiceImpl::DeleteProfile(grpc::ServerContext* context, const v1::DeleteProfileRequest* request,
+                                             v1::DeleteProfileResponse* response) {
+  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
+  return Reply(api_->DeleteProfile(*request), response);
+}
+
 grpc::Status QueryServiceImpl::ExportProfile(grpc::ServerContext* context, const v1::ExportProfileRequest* request,
                                              grpc::ServerWriter<v1::ExportChunk>* writer) {
   if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());

@@ -31,6 +31,8 @@ class QueryServiceImpl final : public v1::QueryService::Service {
                               v1::TraceWindow* response) override;
   grpc::Status GetRangeBreakdown(grpc::ServerContext* context, const v1::RangeBreakdownRequest* request,
                                  v1::RangeBreakdown* response) override;
+  grpc::Status DeleteProfile(grpc::ServerContext* context, const v1::DeleteProfileRequest* request,
+                             v1::DeleteProfileResponse* response) override;
   grpc::Status ExportProfile(grpc::ServerContext* context, const v1::ExportProfileRequest* request,
                              grpc::ServerWriter<v1::ExportChunk>* writer) override;
 

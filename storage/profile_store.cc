@@ -326,6 +326,44 @@ absl::Status ProfileStore::CommitProfile(const v1::ProfileInfo& info,
   return ToStatus(db_->Write(options, &batch), "commit profile");
 }
 
+absl::Status ProfileStore::DeleteProfile(const std::string& profile_id) {
+  auto info = GetProfile(profile_id);
+  if (!info.ok()) return info.status();
+  const int64_t t = info->ingested_at_ns();
+  rocksdb::WriteBatch batch;
+  batch.Delete(cf(kProfiles), profile_id);
+  batch.Delete(cf(kSummaries), profile_id);
+  batch.Delete(cf(kIndex), keys::AllIndex(t, profile_id));
+  batch.Delete(cf(kIndex), keys::JobIndex(info->job(), t, profile_id));
+  for (const auto& [key, value] : info->labels()) batch.Delete(cf(kIndex), keys::LabelIndex(key, value, t, profile_id));
+  std::string raw_begin, raw_end;
+  if (!info->upload_id().empty()) {
+    raw_begin = keys::RawPrefix(info->upload_id());
+    raw_end = raw_begin;
+    raw_end.back() = '\1';
+    batch.DeleteRange(cf(kRaw), raw_begin, raw_end);
+    batch.Delete(cf(kUploads), info->upload_id());
+  }
+  std::string events_begin = keys::TimelinePrefix(profile_id);
+  std::string events_end = events_begin;
+  events_end.back() = '\1';
+  batch.DeleteRange(cf(kEvents), events_begin, events_end);
+  rocksdb::WriteOptions options;
+  options.sync = true;
+  if (absl::Status s = ToStatus(db_->Write(options, &batch), "delete profile"); !s.ok()) return s;
+  // Range tombstones hide the bytes at once; compaction drops them from disk.
+  rocksdb::CompactRangeOptions compact;
+  rocksdb::Slice eb(events_begin), ee(events_end);
+  if (absl::Status s = ToStatus(db_->CompactRange(compact, cf(kEvents), &eb, &ee), "compact event store"); !s.ok()) {
+    return s;
+  }
+  if (!raw_begin.empty()) {
+    rocksdb::Slice rb(raw_begin), re(raw_end);
+    return ToStatus(db_->CompactRange(compact, cf(kRaw), &rb, &re), "compact uploaded bytes");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::ProfileInfo> ProfileStore::GetProfile(const std::string& profile_id) {
   return GetMessage<v1::ProfileInfo>(db_.get(), cf(kProfiles), profile_id, "profile");
 }

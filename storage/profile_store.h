@@ -72,6 +72,10 @@ class ProfileStore {
   absl::StatusOr<v1::ProfileInfo> GetProfile(const std::string& profile_id);
   absl::StatusOr<v1::ProfileSummary> GetSummary(const std::string& profile_id);
   absl::StatusOr<ProfilePage> ListProfiles(const v1::ListProfilesRequest& request);
+  // Deletes every record of the profile in one synced write: record, summary, index entries,
+  // its upload (record and original bytes) and its event store; then compacts those ranges so
+  // the disk is given back. NOT_FOUND when there is no such profile.
+  absl::Status DeleteProfile(const std::string& profile_id);
   // Number of stored profiles and bytes on disk, for metrics.
   int64_t CountProfiles();
   int64_t DiskBytes();

@@ -264,6 +264,30 @@ TEST_F(HttpApiTest, TraceWindowsEqualTheCliAndTheReferenceAndExportReadsBack) {
   ExpectError(Get("/api/v1/profiles/" + id + "/range?start_ns=9&end_ns=9", 400), "INVALID_ARGUMENT", "empty window");
 }
 
+TEST_F(HttpApiTest, DeleteRemovesTheProfileFromEveryRoute) {
+  const std::string trace = CorpusPath(kCorpus[0].trace);
+  FLEETPROF_REQUIRE_PATH(trace);
+  const std::string id = Upload(trace);
+  const std::string other = Upload(trace);
+  ASSERT_FALSE(id.empty());
+  ASSERT_FALSE(Get("/api/v1/profiles/" + id + "/trace?max_events_per_track=1").empty());  // cached
+  auto res = http_->Delete("/api/v1/profiles/" + id);
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "{\"profile_id\":\"" + id + "\",\"deleted\":true}");
+  for (const std::string& route : {"", "/kernels", "/trace", "/export?format=original", "/export?format=chrome_json"}) {
+    ExpectError(Get("/api/v1/profiles/" + id + route, 404), "NOT_FOUND", id);
+  }
+  EXPECT_EQ(Get("/api/v1/profiles").find(id), std::string::npos);
+  auto again = http_->Delete("/api/v1/profiles/" + id);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 404);
+  CommandResult cli = cluster_.Cli({"delete", other, "--json"});
+  EXPECT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_EQ(cli.out, "{\"profile_id\":\"" + other + "\",\"deleted\":true}\n");
+  EXPECT_EQ(cluster_.Cli({"profile", other}).exit_code, 1);
+}
+
 TEST_F(HttpApiTest, ListsEqualTheCli) {
   const std::string trace = CorpusPath(kCorpus[0].trace);
   FLEETPROF_REQUIRE_PATH(trace);

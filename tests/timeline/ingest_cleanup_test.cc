@@ -143,5 +143,57 @@ TEST_F(IngestCleanupTest, BlocksOfAProfileNeverCommittedAreDeletedAtStart) {
   EXPECT_EQ(store_->CountTimelineKeys() * 2, with_orphan);
 }
 
+TEST_F(IngestCleanupTest, DeletingAProfileRemovesEveryRecordOfIt) {
+  const std::string path = fleetprof::testing::CorpusPath("kineto/a100_alexnet.json.gz");
+  FLEETPROF_REQUIRE_PATH(path);
+  const std::string gz = CorpusBytes("kineto/a100_alexnet.json.gz");
+  auto kept = Upload("kept", gz, 4096, static_cast<int64_t>(gz.size()));
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  const int64_t one_profile = store_->CountTimelineKeys();
+  auto gone = Upload("gone", gz, 4096, static_cast<int64_t>(gz.size()));
+  ASSERT_TRUE(gone.ok()) << gone.status();
+  const std::string id = gone->profile_id();
+  ASSERT_EQ(store_->CountTimelineKeys(), one_profile * 2);
+
+  ASSERT_TRUE(store_->DeleteProfile(id).ok());
+  EXPECT_TRUE(absl::IsNotFound(store_->GetProfile(id).status()));
+  EXPECT_TRUE(absl::IsNotFound(store_->GetSummary(id).status()));
+  EXPECT_EQ(store_->CountTimelineKeys(), one_profile);  // the other profile's blocks stay
+  auto upload = store_->GetUpload("gone");
+  ASSERT_TRUE(upload.ok());
+  EXPECT_FALSE(upload->has_value());
+  char byte;
+  auto raw = store_->ReadRaw("gone")->Read(&byte, 1);
+  ASSERT_TRUE(raw.ok());
+  EXPECT_EQ(*raw, 0u);
+  auto listed = store_->ListProfiles(v1::ListProfilesRequest());
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->profiles.size(), 1u);
+  EXPECT_EQ(listed->profiles[0].profile_id(), kept->profile_id());
+  v1::ListProfilesRequest by_job;
+  by_job.set_job("j");
+  EXPECT_EQ(store_->ListProfiles(by_job)->profiles.size(), 1u);
+  EXPECT_TRUE(absl::IsNotFound(store_->DeleteProfile(id)));
+  // The upload id is free again: the same file makes a new profile.
+  auto again = Upload("gone", gz, 4096, static_cast<int64_t>(gz.size()));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->already_existed());
+  EXPECT_NE(again->profile_id(), id);
+}
+
+TEST_F(IngestCleanupTest, DeletingGivesTheDiskBack) {
+  const std::string path = fleetprof::testing::CorpusPath("kineto/a100_nccl_rank0.json.gz");
+  FLEETPROF_REQUIRE_PATH(path);
+  const std::string gz = CorpusBytes("kineto/a100_nccl_rank0.json.gz");
+  auto stored = Upload("nccl", gz, 1 << 20, static_cast<int64_t>(gz.size()));
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  ASSERT_TRUE(store_->Flush().ok());
+  EXPECT_GT(store_->RawDiskBytes(), static_cast<int64_t>(gz.size()) / 2);
+  EXPECT_GT(store_->TimelineDiskBytes(), 0);
+  ASSERT_TRUE(store_->DeleteProfile(stored->profile_id()).ok());
+  EXPECT_EQ(store_->RawDiskBytes(), 0);
+  EXPECT_EQ(store_->TimelineDiskBytes(), 0);
+}
+
 }  // namespace
 }  // namespace fleetprof
