@@ -153,6 +153,9 @@ std::pair<uint32_t, uint32_t> CandidateBlocks(const Timeline& timeline, const v1
 
 absl::StatusOr<v1::TraceWindow> QueryTraceWindow(const Timeline& t, TimelineReader& reader,
                                                  const v1::TraceWindowRequest& request) {
+  if (t.tracks() == 0 && request.start_ns() == 0 && request.end_ns() == 0) {
+    return v1::TraceWindow();  // a trace without events: its whole window is empty, not an error
+  }
   const int64_t start = request.start_ns() != 0 ? request.start_ns() : t.start_ns();
   const int64_t end = request.end_ns() != 0 ? request.end_ns() : t.end_ns();
   if (absl::Status s = CheckWindow(start, end); !s.ok()) return s;

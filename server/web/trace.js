@@ -56,6 +56,13 @@ async function renderTracePage(page, profileId) {
   ]);
   if (!info || !first || !page.alive()) return;
   const profile = info.profile;
+  if (!first.tracks.length) {
+    clear(head).append(h('h1', null, 'Trace ', h('span', {class: 'mono'}, profileId)),
+      emptyBlock(['This profile has no events to show: the trace held no device, host or memory events ',
+                  `(${fmtInt(num(profile.events))} events read, ${fmtInt(num(profile.skipped_events))} skipped).`]),
+      h('div', {class: 'link-row'}, h('a', {class: 'btn', href: `/profiles/${enc(profileId)}`}, '← Profile')));
+    return;
+  }
   const viewer = createTraceViewer(page, profileId, base, first, (steps && steps.steps) || []);
   clear(head).append(
     h('div', {class: 'trace-title'},

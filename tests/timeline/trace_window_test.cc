@@ -380,6 +380,24 @@ TEST(TraceWindow, FiltersAndRejectsBadRequests) {
   EXPECT_TRUE(absl::IsInvalidArgument(QueryTraceWindow(*s->timeline, s->store, bad).status()));
 }
 
+TEST(TraceWindow, ATraceWithoutEventsHasAnEmptyWindow) {
+  MemoryTimelineStore store;
+  TimelineSink sink(&store);
+  analysis::TraceEvents none;
+  ASSERT_TRUE(sink.Consume(none).ok());
+  auto timeline = Timeline::Load(store);
+  ASSERT_TRUE(timeline.ok()) << timeline.status();
+  auto window = QueryTraceWindow(**timeline, store, v1::TraceWindowRequest());
+  ASSERT_TRUE(window.ok()) << window.status();
+  EXPECT_EQ(window->tracks_size(), 0);
+  v1::TraceWindowRequest explicit_window;
+  explicit_window.set_start_ns(1);
+  explicit_window.set_end_ns(1000);
+  window = QueryTraceWindow(**timeline, store, explicit_window);
+  ASSERT_TRUE(window.ok()) << window.status();
+  EXPECT_EQ(window->tracks_size(), 0);
+}
+
 // ---- export ----
 
 std::string ExportText(Stored& s, int64_t start, int64_t end) {
