@@ -191,6 +191,7 @@ absl::StatusOr<v1::TraceWindow> QueryTraceWindow(const Timeline& t, TimelineRead
   window.set_end_ns(end);
   window.set_resolution_ns(resolution);
   std::vector<TimelineEvent> events;
+  int64_t window_left = kMaxEventsPerWindow;  // shared by all tracks: bounds the answer whatever their number
   for (uint32_t ti : tracks) {
     const v1::TimelineTrack& track = t.track(ti);
     const bool counter = track.kind() == "counter";
@@ -243,9 +244,10 @@ absl::StatusOr<v1::TraceWindow> QueryTraceWindow(const Timeline& t, TimelineRead
           if (!Overlaps(es, ed, start, end) || !filter.Keep(t, e)) continue;
           if (ed < resolution) {
             folder.Add(es, es + ed, 1, e.value);
-          } else if (kept < budget) {
+          } else if (kept < budget && window_left > 0) {
             FillEvent(t, track, e, request.args(), out->add_events());
             ++kept;
+            --window_left;
           } else {
             ++omitted;
           }

@@ -12,6 +12,8 @@ namespace fleetprof::timeline {
 
 inline constexpr int kDefaultEventsPerTrack = 20000;
 inline constexpr int kMaxEventsPerTrack = 100000;
+// All tracks together: past this, every track's further events are left out (and counted).
+inline constexpr int64_t kMaxEventsPerWindow = 500000;
 inline constexpr int64_t kDefaultWindowSteps = 2000;  // default resolution: window / this
 
 // INVALID_ARGUMENT for an empty or inverted window, a negative resolution, an unknown

@@ -237,6 +237,7 @@ void ExpectWindowMatches(Stored& s, const BfTracks& bf, int64_t start, int64_t e
     std::vector<BfEvent> answer;
     for (const v1::TraceEvent& e : track.events()) answer.push_back({e.name(), e.start_ns(), e.dur_ns()});
     std::sort(answer.begin(), answer.end());
+    // (The corpus traces stay under the window-wide cap, kMaxEventsPerWindow.)
     if (static_cast<int64_t>(exact.size()) <= kMaxEventsPerTrack) {
       EXPECT_FALSE(track.truncated());
       EXPECT_EQ(answer, exact);
@@ -378,6 +379,44 @@ TEST(TraceWindow, FiltersAndRejectsBadRequests) {
   bad = v1::TraceWindowRequest();
   bad.set_resolution_ns(-1);
   EXPECT_TRUE(absl::IsInvalidArgument(QueryTraceWindow(*s->timeline, s->store, bad).status()));
+}
+
+TEST(TraceWindow, AllTracksTogetherStayUnderTheWindowCap) {
+  constexpr int kThreads = 6;
+  constexpr int kPerThread = 100000;
+  analysis::TraceEvents in;
+  const analysis::NameId name = in.names.Intern("op");
+  const analysis::NameId category = in.names.Intern("cpu_op");
+  for (int t = 0; t < kThreads; ++t) {
+    const analysis::NameId thread = in.names.Intern(absl::StrCat("1\x1f", t));
+    for (int i = 0; i < kPerThread; ++i) {
+      analysis::HostEvent e;
+      e.start = int64_t{i} * 20;
+      e.dur = 10;
+      e.name = name;
+      e.thread = thread;
+      e.category = category;
+      in.host.push_back(e);
+    }
+  }
+  MemoryTimelineStore store;
+  TimelineSink sink(&store);
+  ASSERT_TRUE(sink.Consume(in).ok());
+  auto timeline = Timeline::Load(store);
+  ASSERT_TRUE(timeline.ok()) << timeline.status();
+  v1::TraceWindowRequest request;
+  request.set_resolution_ns(1);
+  request.set_max_events_per_track(kMaxEventsPerTrack);
+  auto window = QueryTraceWindow(**timeline, store, request);
+  ASSERT_TRUE(window.ok()) << window.status();
+  int64_t kept = 0, omitted = 0;
+  for (const auto& track : window->tracks()) {
+    kept += track.events_size();
+    omitted += track.omitted_events();
+    EXPECT_EQ(track.truncated(), track.omitted_events() > 0);
+  }
+  EXPECT_EQ(kept, kMaxEventsPerWindow);
+  EXPECT_EQ(kept + omitted, int64_t{kThreads} * kPerThread);
 }
 
 TEST(TraceWindow, ATraceWithoutEventsHasAnEmptyWindow) {
