@@ -212,6 +212,7 @@ function createTraceViewer(page, profileId, base, first, steps) {
     if (!element.dataset.firstViewMs) element.dataset.firstViewMs = performance.now().toFixed(0);
     computeLayout();
     draw();
+    selectPending();
   }
   const fetchSoon = debounce(() => fetchView(), 80);
 
@@ -420,11 +421,22 @@ function createTraceViewer(page, profileId, base, first, steps) {
     }
   }
 
+  // After a jump: selects the event once a loaded window holds it.
+  function selectPending() {
+    const p = v.pendingSelect;
+    const d = p && v.data.get(p.trackId);
+    const e = d && d.events.find((x2) => x2.s === p.s && x2.d === p.d && x2.name === p.name);
+    if (!e) return;
+    v.pendingSelect = null;
+    showDetails({track: tracks.find((t) => t.id === p.trackId), event: e});
+  }
+
   function jumpTo(trackId, ev) {
     const s = offsetOf(ev, 'start_ns'), d = num(ev.dur_ns);
     const span = Math.max(d * 8, 20000);
-    zoomTo(s + d / 2 - span / 2, s + d / 2 + span / 2);
     v.pendingSelect = {trackId, s, d, name: ev.name};
+    zoomTo(s + d / 2 - span / 2, s + d / 2 + span / 2);
+    selectPending();  // the loaded window may hold it already; else the next load selects it
   }
 
   // ---- range selection ----
@@ -597,23 +609,6 @@ function createTraceViewer(page, profileId, base, first, steps) {
     window.addEventListener('message', onPong);
     win.postMessage('PING', TRACE.perfettoOrigin);
   });
-
-  // After a jump, select the event once its window has loaded.
-  const originalDraw = draw;
-  draw = function drawAndSelect() {
-    if (v.pendingSelect) {
-      const p = v.pendingSelect;
-      const d = v.data.get(p.trackId);
-      const e = d && d.events.find((x2) => x2.s === p.s && x2.d === p.d && x2.name === p.name);
-      if (e) {
-        v.pendingSelect = null;
-        v.selected = {track: tracks.find((t) => t.id === p.trackId), event: e};
-        showDetails(v.selected);
-        return;
-      }
-    }
-    originalDraw();
-  };
 
   // Where drawn events are on screen (page coordinates): lets a test click one as a user would.
   element.visibleEventBoxes = (kind) => {
