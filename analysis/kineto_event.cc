@@ -34,6 +34,16 @@ bool EndsWith(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
+}  // namespace
+
+// Runtime calls of every backend: cuda_runtime, cuda_driver, mtia_runtime,
+// privateuse1_runtime, privateuse1_driver, …, and the 2021 schema's Runtime.
+bool IsRuntimeCategory(std::string_view cat) {
+  return cat == "Runtime" || EndsWith(cat, "_runtime") || EndsWith(cat, "_driver");
+}
+
+namespace {
+
 Category Classify(const KinetoRawEvent& e) {
   if (!e.has_cat) return Category::kHost;  // legacy profiler: "pid": "CPU functions"
   std::string_view cat = e.cat;
@@ -45,9 +55,7 @@ Category Classify(const KinetoRawEvent& e) {
   if (cat == "Trace" || cat == "gpu_user_annotation" || cat == "cuda_sync") {
     return Category::kExcluded;
   }
-  // Runtime calls of every backend: cuda_runtime, cuda_driver, mtia_runtime,
-  // privateuse1_runtime, privateuse1_driver, …, and the 2021 schema's Runtime.
-  if (cat == "Runtime" || EndsWith(cat, "_runtime") || EndsWith(cat, "_driver")) return Category::kRuntime;
+  if (IsRuntimeCategory(cat)) return Category::kRuntime;
   // Host categories of current and 2021 Kineto, and the flow categories, which only
   // appear on X events in hand-edited files.
   if (cat == "cpu_op" || cat == "user_annotation" || cat == "python_function" ||

@@ -62,4 +62,8 @@ class KinetoEventSink {
 // True when `name` contains nccl, rccl or hccl in any letter case.
 bool IsCollectiveKernelName(std::string_view name);
 
+// A host event of this Kineto category is a runtime call (ANALYSIS.md, Host events):
+// `Runtime`, or a category ending in `_runtime` or `_driver`.
+bool IsRuntimeCategory(std::string_view cat);
+
 }  // namespace fleetprof::analysis

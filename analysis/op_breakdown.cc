@@ -17,16 +17,29 @@ struct OpAccumulator {
   Ticks device_total = 0;
 };
 
+constexpr NameId kNoScope = ~NameId{0};
+
 // An open event on the walk's stack.
 struct Frame {
   uint32_t event;
+  NameId scope = kNoScope;  // the innermost scope enclosing the event (the event itself if one)
   Ticks children_dur = 0;
   Ticks children_device_total = 0;
 };
 
+// The name ids of the category and the step-name prefix that make a host event a scope.
+bool IsScope(const TraceEvents& events, const HostEvent& e, NameId annotation_category) {
+  return e.category == annotation_category && !events.names.Get(e.name).starts_with("ProfilerStep#");
+}
+
 class OpWalk {
  public:
-  explicit OpWalk(const TraceEvents& events) : events_(events), ops_(events.names.size()) {
+  explicit OpWalk(const TraceEvents& events)
+      : events_(events), ops_(events.names.size()), scopes_(events.names.size()) {
+    annotation_category_ = kNoScope;
+    for (NameId id = 0; id < events.names.size(); ++id) {
+      if (events.names.Get(id) == "user_annotation") annotation_category_ = id;
+    }
     // One global join: device time launched per correlation id.
     for (const DeviceActivity& a : events.activity) {
       if (a.has_correlation) launched_[a.correlation] += a.dur;
@@ -42,20 +55,28 @@ class OpWalk {
       // An event is open only while its end is after the newcomer's start, so an event
       // starting where another ends is its sibling and a zero-duration one has no children.
       while (!stack_.empty() && End(stack_.back().event) <= e.start) Close();
+      NameId scope = kNoScope;
       if (!stack_.empty()) {
         Frame& parent = stack_.back();
         parent.children_dur += e.dur;
         if (e.is_runtime) ops_[events_.host[parent.event].name].device_self += Launched(e);
+        scope = parent.scope;
       }
-      stack_.push_back(Frame{order[i]});
+      if (annotation_category_ != kNoScope && IsScope(events_, e, annotation_category_)) scope = e.name;
+      if (e.is_runtime && scope != kNoScope) scopes_[scope].device_self += Launched(e);
+      stack_.push_back(Frame{order[i], scope});
     }
     while (!stack_.empty()) Close();
   }
 
-  std::vector<OpSummary> Rows() const {
+  std::vector<OpSummary> Ops() const { return Rows(ops_); }
+  std::vector<OpSummary> Scopes() const { return Rows(scopes_); }
+
+ private:
+  std::vector<OpSummary> Rows(const std::vector<OpAccumulator>& accumulators) const {
     std::vector<OpSummary> rows;
-    for (size_t id = 0; id < ops_.size(); ++id) {
-      const OpAccumulator& op = ops_[id];
+    for (size_t id = 0; id < accumulators.size(); ++id) {
+      const OpAccumulator& op = accumulators[id];
       if (op.count == 0) continue;
       OpSummary row;
       row.name = std::string(events_.names.Get(static_cast<NameId>(id)));
@@ -72,7 +93,6 @@ class OpWalk {
     return rows;
   }
 
- private:
   Ticks End(uint32_t index) const { return events_.host[index].start + events_.host[index].dur; }
 
   Ticks Launched(const HostEvent& e) const {
@@ -93,17 +113,29 @@ class OpWalk {
     Ticks device_total = (e.is_runtime ? Launched(e) : 0) + frame.children_device_total;
     op.device_total += device_total;
     if (!stack_.empty()) stack_.back().children_device_total += device_total;
+    if (frame.scope == kNoScope) return;
+    OpAccumulator& scope = scopes_[frame.scope];
+    scope.self += e.dur - frame.children_dur;
+    if (frame.scope == e.name && IsScope(events_, e, annotation_category_)) {
+      ++scope.count;
+      scope.total += e.dur;
+      scope.device_total += device_total;
+    }
   }
 
   const TraceEvents& events_;
-  std::vector<OpAccumulator> ops_;  // indexed by NameId
+  std::vector<OpAccumulator> ops_;     // indexed by NameId
+  std::vector<OpAccumulator> scopes_;  // indexed by the scope's NameId
+  NameId annotation_category_;
   absl::flat_hash_map<int64_t, Ticks> launched_;
   std::vector<Frame> stack_;
 };
 
 }  // namespace
 
-std::vector<OpSummary> OpBreakdown(const TraceEvents& events) {
+std::vector<OpSummary> OpBreakdown(const TraceEvents& events) { return OpAndScopeBreakdown(events).ops; }
+
+OpViews OpAndScopeBreakdown(const TraceEvents& events) {
   const std::vector<HostEvent>& host = events.host;
   if (host.empty()) return {};
   // Group by thread with a counting sort, which keeps file order inside each thread.
@@ -127,7 +159,7 @@ std::vector<OpSummary> OpBreakdown(const TraceEvents& events) {
     });
     walk.WalkThread(order, begin, end);
   }
-  return walk.Rows();
+  return OpViews{walk.Ops(), walk.Scopes()};
 }
 
 }  // namespace fleetprof::analysis

@@ -62,7 +62,9 @@ TraceSummary Summarize(const TraceEvents& events) {
   }
   summary.devices = DeviceBreakdown(events);
   summary.kernels = KernelBreakdown(events);
-  summary.ops = OpBreakdown(events);
+  OpViews op_views = OpAndScopeBreakdown(events);
+  summary.ops = std::move(op_views.ops);
+  summary.scopes = std::move(op_views.scopes);
   summary.steps = StepBreakdown(events);
   summary.memory = MemoryBreakdown(events);
   summary.xla_ops = events.xla_ops;

@@ -114,6 +114,7 @@ struct TraceSummary {
   std::vector<DeviceSummary> devices;  // sorted by device name
   std::vector<KernelSummary> kernels;  // total_ns desc, then name
   std::vector<OpSummary> ops;          // self_ns desc, then name
+  std::vector<OpSummary> scopes;       // by user annotation (OpAndScopeBreakdown); self_ns desc
   std::vector<StepSummary> steps;      // by step number
   std::vector<MemorySummary> memory;   // by device
   std::vector<XlaOpSummary> xla_ops;   // XSpace only; total_ns desc, then name, module

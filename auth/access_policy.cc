@@ -20,7 +20,7 @@ constexpr std::array<std::pair<std::string_view, AccessRule>, 2> kServices = {{
 }};
 
 // fleetprof's methods, each by name: a new one is refused until it is listed here.
-constexpr std::array<std::pair<std::string_view, AccessRule>, 20> kMethods = {{
+constexpr std::array<std::pair<std::string_view, AccessRule>, 24> kMethods = {{
     {"/fleetprof.v1.QueryService/ListProfiles", Needs(Scope::kRead)},
     {"/fleetprof.v1.QueryService/GetProfile", Needs(Scope::kRead)},
     {"/fleetprof.v1.QueryService/OpBreakdown", Needs(Scope::kRead)},
@@ -33,6 +33,10 @@ constexpr std::array<std::pair<std::string_view, AccessRule>, 20> kMethods = {{
     {"/fleetprof.v1.QueryService/GetTraceWindow", Needs(Scope::kRead)},
     {"/fleetprof.v1.QueryService/GetRangeBreakdown", Needs(Scope::kRead)},
     {"/fleetprof.v1.QueryService/DeleteProfile", Needs(Scope::kAdmin)},
+    {"/fleetprof.v1.QueryService/Diff", Needs(Scope::kRead)},
+    {"/fleetprof.v1.QueryService/JobOps", Needs(Scope::kRead)},
+    {"/fleetprof.v1.QueryService/JobSeries", Needs(Scope::kRead)},
+    {"/fleetprof.v1.QueryService/Diagnose", Needs(Scope::kRead)},
     {"/fleetprof.v1.IngestService/Upload", Needs(Scope::kIngest)},
     {"/fleetprof.v1.IngestService/GetUploadState", Needs(Scope::kIngest)},
     {"/fleetprof.v1.CaptureService/StartCapture", Needs(Scope::kCapture)},

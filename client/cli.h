@@ -41,6 +41,11 @@ struct CliOptions {
   std::vector<std::string> tracks;
   std::string search;
   bool args_wanted = false;
+  // diff, job views, diagnose
+  std::string by;
+  int64_t since_ns = 0;
+  int64_t until_ns = 0;
+  std::vector<std::string> thresholds;  // "rule=value"
   std::vector<std::string> args;  // positional arguments after the command word
 };
 
@@ -57,6 +62,10 @@ int RunProfile(const CliOptions& options);
 int RunExport(const CliOptions& options);
 int RunTrace(const CliOptions& options);
 int RunDelete(const CliOptions& options);
+int RunDiff(const CliOptions& options);
+int RunJobOps(const CliOptions& options);
+int RunJobSeries(const CliOptions& options);
+int RunDiagnose(const CliOptions& options);
 
 // Prints "fleetprof: <message>" to stderr and returns 1.
 int Fail(const std::string& message);

@@ -38,6 +38,15 @@ constexpr char kUsage[] =
     "                                     the profile as a file: the trace exactly as uploaded, or\n"
     "                                     its events (a window of them) as Chrome-trace JSON for\n"
     "                                     Perfetto / chrome://tracing\n"
+    "  diff BASE PROFILE [PROFILE...] [--by op|kernel|scope]\n"
+    "                                     profiles side by side against BASE; --by scope pairs work\n"
+    "                                     by its enclosing record_function / user annotation\n"
+    "  job-ops JOB [--label k=v] [--since_ns A] [--until_ns B]\n"
+    "                                     ops and kernels of every matching profile added up\n"
+    "  job-series JOB [...same filters]   per profile: rank, step time, busy ratio, peak memory\n"
+    "  diagnose PROFILE | --job J [--threshold RULE=VALUE]...\n"
+    "                                     named rules (idle device, tiny kernels, syncs, compiles,\n"
+    "                                     memory, stragglers...) with evidence and suggestions\n"
     "\n"
     "Traces: PyTorch/Kineto JSON (.json, .json.gz) and XSpace (.xplane.pb).\n"
     "The server address can also come from $FLEETPROF_SERVER, the token from $FLEETPROF_TOKEN.";
@@ -56,6 +65,10 @@ int Dispatch(const std::string& command, const CliOptions& options) {
   if (command == "export") return RunExport(options);
   if (command == "trace") return RunTrace(options);
   if (command == "delete") return RunDelete(options);
+  if (command == "diff") return RunDiff(options);
+  if (command == "job-ops") return RunJobOps(options);
+  if (command == "job-series") return RunJobSeries(options);
+  if (command == "diagnose") return RunDiagnose(options);
   return Fail("unknown command '" + command + "' (see fleetprof --help)");
 }
 
@@ -102,6 +115,10 @@ int main(int argc, char** argv) {
   flags.AddRepeated("track", &options.tracks, "trace: only this track id (see the tracks of a first query)");
   flags.AddString("search", &options.search, "trace: only events whose name contains this (any case)");
   flags.AddBool("args", &options.args_wanted, "trace: each event's arguments (category, kind, correlation)");
+  flags.AddString("by", &options.by, "diff: op (default), kernel or scope (enclosing user annotation)");
+  flags.AddInt("since_ns", &options.since_ns, "job-ops, job-series, diagnose --job: profiles ending at or after this");
+  flags.AddInt("until_ns", &options.until_ns, "job-ops, job-series, diagnose --job: profiles starting at or before this");
+  flags.AddRepeated("threshold", &options.thresholds, "diagnose: RULE=VALUE replaces a rule's default threshold");
   flags.AddString("upload_id", &options.upload_id,
                   "upload id; the same id twice stores the file once (default: random)");
   flags.AddRepeated("label", &options.labels, "key=value label (upload: attach; profiles: filter)");

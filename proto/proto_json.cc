@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "fleetprof/v1/json_options.pb.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -213,6 +214,17 @@ void AppendJsonString(std::string* out, std::string_view s) {
 void AppendProtoJson(std::string* out, const Message& message) {
   const auto* descriptor = message.GetDescriptor();
   const Reflection* r = message.GetReflection();
+  if (descriptor->options().GetExtension(v1::json_unwrap)) {
+    // The value of the one set (singular) field, or null.
+    for (int f = 0; f < descriptor->field_count(); ++f) {
+      const FieldDescriptor* field = descriptor->field(f);
+      if (field->is_repeated() || !r->HasField(message, field) || !Printable(message, field, -1)) continue;
+      AppendValue(out, message, field, -1);
+      return;
+    }
+    out->append("null");
+    return;
+  }
   out->push_back('{');
   bool first = true;
   for (int f = 0; f < descriptor->field_count(); ++f) {

@@ -81,6 +81,7 @@ v1::ProfileSummary SummaryToProto(const analysis::TraceSummary& summary) {
   for (const auto& d : summary.devices) DeviceToProto(d, out.add_devices());
   for (const auto& k : summary.kernels) KernelToProto(k, out.add_kernels());
   for (const auto& o : summary.ops) OpToProto(o, out.add_ops());
+  for (const auto& o : summary.scopes) OpToProto(o, out.add_scopes());
   for (const auto& s : summary.steps) StepToProto(s, out.add_steps());
   for (const auto& m : summary.memory) MemoryToProto(m, out.add_memory());
   for (const auto& op : summary.xla_ops) XlaOpToProto(op, out.add_xla_ops());

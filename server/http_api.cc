@@ -161,6 +161,70 @@ void RangeBreakdown(const HttpApiBackends& b, const httplib::Request& req, httpl
   Send(res, b.query->RangeBreakdown(request));
 }
 
+void Diff(const HttpApiBackends& b, const httplib::Request& req, httplib::Response& res) {
+  QueryParams params(req, {"base", "profile", "by", "limit"});
+  v1::DiffRequest request;
+  const std::string base = params.String("base");
+  if (base.empty()) return SendError(res, absl::InvalidArgumentError("query parameter 'base' (the baseline profile) is required"));
+  request.add_profile_ids(base);
+  for (std::string& id : params.All("profile")) request.add_profile_ids(std::move(id));
+  request.set_by(params.String("by"));
+  request.set_limit(params.Int32("limit"));
+  if (!params.status().ok()) return SendError(res, params.status());
+  Send(res, b.query->Diff(request));
+}
+
+// The filters of a job view: labels and a time range.
+v1::JobRequest JobFilter(const httplib::Request& req, QueryParams& params) {
+  v1::JobRequest request;
+  request.set_job(req.matches[1]);
+  for (const auto& [key, value] : params.Labels("label")) (*request.mutable_labels())[key] = value;
+  request.set_since_ns(params.Int("since_ns"));
+  request.set_until_ns(params.Int("until_ns"));
+  return request;
+}
+
+void JobView(const HttpApiBackends& b, const httplib::Request& req, httplib::Response& res) {
+  QueryParams params(req, {"label", "since_ns", "until_ns"});
+  const v1::JobRequest request = JobFilter(req, params);
+  if (!params.status().ok()) return SendError(res, params.status());
+  if (req.matches[2] == "ops") return Send(res, b.query->JobOps(request));
+  Send(res, b.query->JobSeries(request));
+}
+
+// `threshold=RULE=VALUE`, repeatable.
+absl::Status ReadThresholds(QueryParams& params, v1::DiagnoseRequest* request) {
+  for (const auto& [rule, text] : params.Labels("threshold")) {
+    double value = 0;
+    if (!absl::SimpleAtod(text, &value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("threshold of ", rule, " must be a number, not '", text, "'"));
+    }
+    (*request->mutable_thresholds())[rule] = value;
+  }
+  return params.status();
+}
+
+void ProfileDiagnosis(const HttpApiBackends& b, const httplib::Request& req, httplib::Response& res) {
+  QueryParams params(req, {"threshold"});
+  v1::DiagnoseRequest request;
+  request.set_profile_id(req.matches[1]);
+  if (absl::Status s = ReadThresholds(params, &request); !s.ok()) return SendError(res, s);
+  Send(res, b.query->Diagnose(request));
+}
+
+void JobDiagnosis(const HttpApiBackends& b, const httplib::Request& req, httplib::Response& res) {
+  QueryParams params(req, {"label", "since_ns", "until_ns", "threshold"});
+  const v1::JobRequest filter = JobFilter(req, params);
+  v1::DiagnoseRequest request;
+  request.set_job(filter.job());
+  *request.mutable_labels() = filter.labels();
+  request.set_since_ns(filter.since_ns());
+  request.set_until_ns(filter.until_ns());
+  if (absl::Status s = ReadThresholds(params, &request); !s.ok()) return SendError(res, s);
+  Send(res, b.query->Diagnose(request));
+}
+
 // The profile as a file download, streamed in 1 MiB pieces as it is read or produced.
 void ExportProfile(const HttpApiBackends& b, const httplib::Request& req, httplib::Response& res) {
   QueryParams params(req, {"format", "start_ns", "end_ns"});
@@ -243,6 +307,13 @@ void RegisterHttpApi(HttpServer& server, const HttpApiBackends& backends) {
              [b](const httplib::Request& req, httplib::Response& res) { RangeBreakdown(b, req, res); });
   routes.Get(R"(/api/v1/profiles/([^/]+)/export)",
              [b](const httplib::Request& req, httplib::Response& res) { ExportProfile(b, req, res); });
+  routes.Get(R"(/api/v1/profiles/([^/]+)/diagnosis)",
+             [b](const httplib::Request& req, httplib::Response& res) { ProfileDiagnosis(b, req, res); });
+  routes.Get("/api/v1/diff", [b](const httplib::Request& req, httplib::Response& res) { Diff(b, req, res); });
+  routes.Get(R"(/api/v1/jobs/([^/]+)/(ops|series))",
+             [b](const httplib::Request& req, httplib::Response& res) { JobView(b, req, res); });
+  routes.Get(R"(/api/v1/jobs/([^/]+)/diagnosis)",
+             [b](const httplib::Request& req, httplib::Response& res) { JobDiagnosis(b, req, res); });
   routes.Get(R"(/api/v1/profiles/([^/]+)/([^/]+))",
              [b](const httplib::Request& req, httplib::Response& res) { ProfileSection(b, req, res); });
   routes.Get("/api/v1/agents", Plain([b](const httplib::Request&, httplib::Response& res) {

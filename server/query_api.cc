@@ -1,30 +1,13 @@
 #include "server/query_api.h"
 
 #include "absl/strings/str_cat.h"
+#include "server/query_timer.h"
 #include "timeline/chrome_trace_export.h"
 #include "timeline/trace_window.h"
-
-#include <chrono>
 
 
 namespace fleetprof {
 namespace {
-
-// Times one query into the query histogram, whichever transport asked.
-class QueryTimer {
- public:
-  QueryTimer(ServerMetrics* metrics, const char* query)
-      : metrics_(metrics), query_(query), start_(std::chrono::steady_clock::now()) {}
-  ~QueryTimer() {
-    metrics_->RecordQuery(
-        query_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
-  }
-
- private:
-  ServerMetrics* metrics_;
-  const char* query_;
-  std::chrono::steady_clock::time_point start_;
-};
 
 // Moves the first `limit` rows (0 = all) of a summary section into the answer: the summary is
 // this query's own copy, so nothing needs copying.

@@ -4,6 +4,7 @@
 // Breakdowns come from the summaries stored at ingest; the trace viewer's windows from the
 // event store, through a cache of loaded directories.
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -51,7 +52,21 @@ class QueryApi {
   // Deletes a profile and everything stored for it (ProfileStore::DeleteProfile).
   absl::StatusOr<v1::DeleteProfileResponse> DeleteProfile(const v1::DeleteProfileRequest& request);
 
+  // Views across profiles (server/compare_queries.cc): compare/ and diagnosis/ do the work.
+  absl::StatusOr<v1::DiffResponse> Diff(const v1::DiffRequest& request);
+  absl::StatusOr<v1::JobOpsResponse> JobOps(const v1::JobRequest& request);
+  absl::StatusOr<v1::JobSeriesResponse> JobSeries(const v1::JobRequest& request);
+  absl::StatusOr<v1::DiagnoseResponse> Diagnose(const v1::DiagnoseRequest& request);
+
+  // A job view reads at most this many profiles (newest first); more is RESOURCE_EXHAUSTED
+  // asking for a narrower time range or label.
+  static constexpr int kMaxJobProfiles = 10000;
+
  private:
+  // Calls `visit(info)` for every profile matching the job request, newest ingest first.
+  absl::Status ForEachJobProfile(const v1::JobRequest& request,
+                                 const std::function<absl::Status(const v1::ProfileInfo&)>& visit);
+
   // The stored summary of request.profile_id() after checking the request.
   absl::StatusOr<v1::ProfileSummary> Summary(const v1::BreakdownRequest& request);
   // The section `rows` of the summary, timed as `query`, moved into Response's `out`.

@@ -71,6 +71,30 @@ grpc::Status QueryServiceImpl::DeleteProfile(grpc::ServerContext* context, const
   return Reply(api_->DeleteProfile(*request), response);
 }
 
+grpc::Status QueryServiceImpl::Diff(grpc::ServerContext* context, const v1::DiffRequest* request,
+                                    v1::DiffResponse* response) {
+  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
+  return Reply(api_->Diff(*request), response);
+}
+
+grpc::Status QueryServiceImpl::JobOps(grpc::ServerContext* context, const v1::JobRequest* request,
+                                      v1::JobOpsResponse* response) {
+  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
+  return Reply(api_->JobOps(*request), response);
+}
+
+grpc::Status QueryServiceImpl::JobSeries(grpc::ServerContext* context, const v1::JobRequest* request,
+                                         v1::JobSeriesResponse* response) {
+  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
+  return Reply(api_->JobSeries(*request), response);
+}
+
+grpc::Status QueryServiceImpl::Diagnose(grpc::ServerContext* context, const v1::DiagnoseRequest* request,
+                                        v1::DiagnoseResponse* response) {
+  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
+  return Reply(api_->Diagnose(*request), response);
+}
+
 grpc::Status QueryServiceImpl::ExportProfile(grpc::ServerContext* context, const v1::ExportProfileRequest* request,
                                              grpc::ServerWriter<v1::ExportChunk>* writer) {
   if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());

@@ -35,6 +35,13 @@ class QueryServiceImpl final : public v1::QueryService::Service {
                              v1::DeleteProfileResponse* response) override;
   grpc::Status ExportProfile(grpc::ServerContext* context, const v1::ExportProfileRequest* request,
                              grpc::ServerWriter<v1::ExportChunk>* writer) override;
+  grpc::Status Diff(grpc::ServerContext* context, const v1::DiffRequest* request, v1::DiffResponse* response) override;
+  grpc::Status JobOps(grpc::ServerContext* context, const v1::JobRequest* request,
+                      v1::JobOpsResponse* response) override;
+  grpc::Status JobSeries(grpc::ServerContext* context, const v1::JobRequest* request,
+                         v1::JobSeriesResponse* response) override;
+  grpc::Status Diagnose(grpc::ServerContext* context, const v1::DiagnoseRequest* request,
+                        v1::DiagnoseResponse* response) override;
 
  private:
   QueryApi* api_;

@@ -1,0 +1,50 @@
+// The job rules of the table in rules.cc.
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "compare/job_views.h"
+#include "diagnosis/rule_support.h"
+
+namespace fleetprof::diagnosis {
+
+void StragglerRank(const std::vector<v1::JobProfilePoint>& points, const Rule& rule, double threshold,
+                   std::vector<v1::Finding>* out) {
+  // The latest profile of each rank that has steps.
+  std::map<std::string, const v1::JobProfilePoint*> latest;
+  for (const v1::JobProfilePoint& p : points) {
+    if (p.median_step_ns() <= 0) continue;
+    const std::string rank = p.rank().empty() ? absl::StrCat("node ", p.node()) : absl::StrCat("rank ", p.rank());
+    const v1::JobProfilePoint*& slot = latest[rank];
+    if (slot == nullptr || p.ingested_at_ns() > slot->ingested_at_ns()) slot = &p;
+  }
+  if (latest.size() < 2) return;
+  std::vector<v1::JobProfilePoint> ranks;
+  for (const auto& [rank, p] : latest) ranks.push_back(*p);
+  const int64_t median = compare::MedianStepNs(ranks);
+  if (median <= 0) return;
+  const std::string* slowest = nullptr;
+  double ratio = 0;
+  for (const auto& [rank, p] : latest) {
+    const double r = static_cast<double>(p->median_step_ns()) / static_cast<double>(median);
+    if (slowest == nullptr || r > ratio) slowest = &rank, ratio = r;
+  }
+  if (ratio < threshold) return;
+  const v1::JobProfilePoint& p = *latest.at(*slowest);
+  v1::Finding f = NewFinding(rule, ratio, threshold,
+                             absl::StrCat(*slowest, " steps in ", HumanNs(p.median_step_ns()), ", ",
+                                          absl::StrFormat("%.2f", ratio), "x the median rank (", HumanNs(median), ")"),
+                             "Every collective waits for the slowest rank: compare its profile with a median "
+                             "one (fleetprof diff), and check its node (thermal throttling, a noisy neighbour, "
+                             "a slower link, uneven data).");
+  v1::Evidence* e = f.add_evidence();
+  e->set_track(absl::StrCat("profile:", p.profile_id()));
+  e->set_profile_id(p.profile_id());
+  e->set_start_ns(p.start_ns());
+  e->set_end_ns(p.end_ns());
+  e->set_note(absl::StrCat(*slowest, " on node ", p.node()));
+  out->push_back(std::move(f));
+}
+
+}  // namespace fleetprof::diagnosis
