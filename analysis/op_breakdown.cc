@@ -23,23 +23,51 @@ constexpr NameId kNoScope = ~NameId{0};
 struct Frame {
   uint32_t event;
   NameId scope = kNoScope;  // the innermost scope enclosing the event (the event itself if one)
+  bool is_scope = false;
   Ticks children_dur = 0;
   Ticks children_device_total = 0;
 };
 
-// The name ids of the category and the step-name prefix that make a host event a scope.
-bool IsScope(const TraceEvents& events, const HostEvent& e, NameId annotation_category) {
-  return e.category == annotation_category && !events.names.Get(e.name).starts_with("ProfilerStep#");
-}
+// Which host events are scopes (OpViews::scopes), decided once per name.
+class ScopeTest {
+ public:
+  explicit ScopeTest(const TraceEvents& events) : events_(events), legacy_(events.names.size(), -1) {
+    for (NameId id = 0; id < events.names.size(); ++id) {
+      const std::string_view name = events.names.Get(id);
+      if (name == "user_annotation") annotation_ = id;
+      if (name.empty()) no_category_ = id;
+    }
+  }
+  bool operator()(const HostEvent& e) {
+    const std::string_view name = events_.names.Get(e.name);
+    if (e.category == annotation_) return !name.starts_with("ProfilerStep#");
+    if (e.category != no_category_) return false;
+    // PyTorch's legacy profiler (torch without Kineto) writes no categories: there a scope is
+    // an event that is not a dispatcher op ("ns::op"), a step, or an autograd node
+    // ("MulBackward0").
+    int8_t& known = legacy_[e.name];
+    if (known < 0) known = IsLegacyScopeName(name) ? 1 : 0;
+    return known == 1;
+  }
+
+ private:
+  static bool IsLegacyScopeName(std::string_view name) {
+    if (name.empty() || name.find("::") != name.npos || name.starts_with("ProfilerStep#")) return false;
+    size_t digits = name.size();
+    while (digits > 0 && name[digits - 1] >= '0' && name[digits - 1] <= '9') --digits;
+    return !name.substr(0, digits).ends_with("Backward");
+  }
+
+  const TraceEvents& events_;
+  NameId annotation_ = kNoScope;
+  NameId no_category_ = kNoScope;
+  std::vector<int8_t> legacy_;  // by name id: -1 unknown
+};
 
 class OpWalk {
  public:
   explicit OpWalk(const TraceEvents& events)
-      : events_(events), ops_(events.names.size()), scopes_(events.names.size()) {
-    annotation_category_ = kNoScope;
-    for (NameId id = 0; id < events.names.size(); ++id) {
-      if (events.names.Get(id) == "user_annotation") annotation_category_ = id;
-    }
+      : events_(events), ops_(events.names.size()), scopes_(events.names.size()), is_scope_(events) {
     // One global join: device time launched per correlation id.
     for (const DeviceActivity& a : events.activity) {
       if (a.has_correlation) launched_[a.correlation] += a.dur;
@@ -62,9 +90,10 @@ class OpWalk {
         if (e.is_runtime) ops_[events_.host[parent.event].name].device_self += Launched(e);
         scope = parent.scope;
       }
-      if (annotation_category_ != kNoScope && IsScope(events_, e, annotation_category_)) scope = e.name;
+      const bool opens_scope = is_scope_(e);
+      if (opens_scope) scope = e.name;
       if (e.is_runtime && scope != kNoScope) scopes_[scope].device_self += Launched(e);
-      stack_.push_back(Frame{order[i], scope});
+      stack_.push_back(Frame{order[i], scope, opens_scope});
     }
     while (!stack_.empty()) Close();
   }
@@ -116,7 +145,7 @@ class OpWalk {
     if (frame.scope == kNoScope) return;
     OpAccumulator& scope = scopes_[frame.scope];
     scope.self += e.dur - frame.children_dur;
-    if (frame.scope == e.name && IsScope(events_, e, annotation_category_)) {
+    if (frame.scope == e.name && frame.is_scope) {
       ++scope.count;
       scope.total += e.dur;
       scope.device_total += device_total;
@@ -126,7 +155,7 @@ class OpWalk {
   const TraceEvents& events_;
   std::vector<OpAccumulator> ops_;     // indexed by NameId
   std::vector<OpAccumulator> scopes_;  // indexed by the scope's NameId
-  NameId annotation_category_;
+  ScopeTest is_scope_;
   absl::flat_hash_map<int64_t, Ticks> launched_;
   std::vector<Frame> stack_;
 };

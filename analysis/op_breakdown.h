@@ -15,7 +15,9 @@ struct OpViews {
   std::vector<OpSummary> ops;
   // The scope view (`fleetprof diff --by scope`): every host event and every launched device
   // activity is booked to its innermost enclosing *scope*, a host event of category
-  // `user_annotation` (record_function, named scopes) other than ProfilerStep#N. A scope's row
+  // `user_annotation` (record_function, named scopes) other than ProfilerStep#N; in traces of
+  // PyTorch's legacy profiler, which have no categories, an event that is not a dispatcher op
+  // (no "::"), a step or an autograd node (a TorchScript function's call is one too). A scope's row
   // has the count and total_ns of its own events, self_ns = the self time of the host events
   // booked to it (its own included), device_self_ns = the launched time of the runtime calls
   // booked to it, device_total_ns = the device_total_ns of its events (nested scopes included).

@@ -63,10 +63,11 @@ v1::JobProfilePoint JobPoint(const v1::ProfileInfo& info, const v1::ProfileSumma
   v1::JobProfilePoint p;
   p.set_profile_id(info.profile_id());
   p.set_node(info.node());
-  if (auto it = summary.metadata().find("rank"); it != summary.metadata().end()) {
-    p.set_rank(it->second);
-  } else if (auto label = info.labels().find("rank"); label != info.labels().end()) {
+  // A label is the uploader's explicit word; the trace's own distributedInfo comes next.
+  if (auto label = info.labels().find("rank"); label != info.labels().end()) {
     p.set_rank(label->second);
+  } else if (auto it = summary.metadata().find("rank"); it != summary.metadata().end()) {
+    p.set_rank(it->second);
   }
   if (auto it = info.labels().find("capture_id"); it != info.labels().end()) p.set_capture_id(it->second);
   p.set_ingested_at_ns(info.ingested_at_ns());

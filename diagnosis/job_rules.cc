@@ -43,7 +43,7 @@ void StragglerRank(const std::vector<v1::JobProfilePoint>& points, const Rule& r
   e->set_profile_id(p.profile_id());
   e->set_start_ns(p.start_ns());
   e->set_end_ns(p.end_ns());
-  e->set_note(absl::StrCat(*slowest, " on node ", p.node()));
+  e->set_note(p.rank().empty() ? *slowest : absl::StrCat(*slowest, " on node ", p.node()));
   out->push_back(std::move(f));
 }
 

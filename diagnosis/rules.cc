@@ -81,7 +81,7 @@ const std::vector<RuleEntry>& Table() {
         "HTA's comm_comp_overlap reports the covered share; one half uncovered is fleetprof's default"},
        UnoverlappedCommunication},
       {{"straggler_rank", RuleScope::kJob, 1.2, 1, 100, false, "ratio to the job median",
-        "Per rank (Kineto distributedInfo rank, else the label rank, else the node), the median step time "
+        "Per rank (the label rank, else Kineto distributedInfo rank, else the node), the median step time "
         "of its latest profile over the median of those across ranks; the metric is the highest ratio. "
         "Needs two ranks with steps.",
         "fleetprof's default: a rank 20% slower than the median rank"},
