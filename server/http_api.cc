@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "httplib.h"
 #include "common/safe_paths.h"
 #include "proto/proto_json.h"
@@ -80,12 +81,11 @@ class QueryParams {
     for (size_t i = 0; i < req_.get_param_value_count(name); ++i) values.push_back(req_.get_param_value(name, i));
     return values;
   }
-  // Every `name=k=v` occurrence as a key/value pair.
+  // Every `name=k=v` occurrence as a key/value pair. Read from the raw query: httplib keeps
+  // only the text after the last '=' of an unencoded `label=k=v`.
   std::map<std::string, std::string> Labels(const std::string& name) {
     std::map<std::string, std::string> labels;
-    const size_t n = req_.get_param_value_count(name);
-    for (size_t i = 0; i < n; ++i) {
-      const std::string text = req_.get_param_value(name, i);
+    for (const std::string& text : RawValues(name)) {
       const size_t eq = text.find('=');
       if ((eq == std::string::npos || eq == 0) && status_.ok()) {
         status_ = absl::InvalidArgumentError(
@@ -99,6 +99,22 @@ class QueryParams {
   const absl::Status& status() const { return status_; }
 
  private:
+  // The decoded values of `name` in the query, each split at its first '=' only.
+  std::vector<std::string> RawValues(const std::string& name) const {
+    std::vector<std::string> values;
+    const size_t q = req_.target.find('?');
+    if (q == std::string::npos) return values;
+    for (absl::string_view piece : absl::StrSplit(absl::string_view(req_.target).substr(q + 1), '&')) {
+      const size_t eq = piece.find('=');
+      const std::string key = httplib::detail::decode_url(std::string(piece.substr(0, eq)), true);
+      if (key != name) continue;
+      values.push_back(eq == absl::string_view::npos
+                           ? ""
+                           : httplib::detail::decode_url(std::string(piece.substr(eq + 1)), true));
+    }
+    return values;
+  }
+
   const httplib::Request& req_;
   absl::Status status_;
 };
