@@ -41,31 +41,7 @@ function createPage(main) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Views that later issues fill in
-
-function comingSoon(page, title, text, links) {
-  page.main.append(h('section', {class: 'card coming-soon'},
-    h('h1', null, title),
-    h('p', null, text),
-    h('p', {class: 'muted'}, 'This view is coming in a later release.'),
-    h('div', {class: 'link-row'}, links.map(([label, href]) => h('a', {class: 'btn', href}, label)))));
-}
-
-function renderComparePage(page) {
-  const ids = query().getAll('profile');
-  comingSoon(page, 'Compare profiles', ids.length
-    ? [`Side-by-side op and kernel diff of ${ids.join(', ')}. Until it lands, `,
-       h('code', null, `fleetprof diff ${ids.join(' ')}`), ' prints it.']
-    : ['Side-by-side op and kernel diff of two or more profiles (', h('code', null, 'fleetprof diff BASE PROFILE'), ').'],
-    [...ids.map((id) => [`Profile ${id}`, `/profiles/${enc(id)}`]), ['All profiles', '/profiles']]);
-}
-
-function renderJobPage(page, job) {
-  comingSoon(page, `Job ${job}`, [`Ops and kernels of every profile of job ${job} added up. Until it lands, `,
-             h('code', null, `fleetprof job-ops ${job}`), ' prints them.'],
-             [[`Profiles of ${job}`, urlWith('/profiles', {job})], [`Capture ${job}`, urlWith('/captures', {job})],
-              ['All profiles', '/profiles']]);
-}
+// Pages of other files: profiles.js, compare.js, jobs.js, fleet.js, captures.js, trace.js
 
 function renderNotFoundPage(page) {
   page.main.append(h('section', {class: 'card coming-soon'}, h('h1', null, 'No such page'),

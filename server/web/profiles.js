@@ -344,6 +344,7 @@ async function renderProfilePage(page, profileId) {
   appendChildren(clear(holder), [
     profileHeader(profile, summary),
     devicesSection(summary.devices || []),
+    profileFindingsSection(page, profileId),
     tablesSection(summary),
     stepsSection(summary.steps || []),
     memorySection(summary.memory || [], originNs),

@@ -83,9 +83,13 @@ function createTraceViewer(page, profileId, base, first, steps) {
   const total = Number(exactInt(first, 'end_ns') - origin);
   const tracks = first.tracks.map((t) => ({id: t.id, name: t.name, kind: t.kind, group: t.group}));
   const q = query();
+  // ?start_ns=&end_ns= (absolute, trace clock, as findings link them) or ?from=&to= (offsets).
+  const absolute = (key) => {
+    try { return /^\d+$/.test(q.get(key) || '') ? Number(BigInt(q.get(key)) - origin) : null; } catch (e) { return null; }
+  };
   const v = {
-    s: Math.max(0, num(q.get('from') || 0)),
-    e: Math.min(total, num(q.get('to') || total)) || total,
+    s: Math.max(0, absolute('start_ns') ?? num(q.get('from') || 0)),
+    e: Math.min(total, absolute('end_ns') ?? num(q.get('to') || total)) || total,
     data: new Map(),        // track id -> {events, merged}
     fetched: null,          // {s, e, res, search}
     selected: null,         // {track, event}
@@ -471,7 +475,7 @@ function createTraceViewer(page, profileId, base, first, steps) {
     const span = e - s;
     if (span > total * 1.2) { s = -total * 0.1; e = total * 1.1; }
     v.s = s; v.e = e;
-    setQuery({from: Math.round(s), to: Math.round(e)});
+    setQuery({from: Math.round(s), to: Math.round(e), start_ns: null, end_ns: null});
     draw();
     fetchSoon();
   }

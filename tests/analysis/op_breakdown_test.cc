@@ -178,5 +178,56 @@ TEST(MemoryTimeline, TracksPeakPerDevice) {
   EXPECT_EQ(s.memory[1].peak_bytes, 50);
 }
 
+const OpSummary* FindScope(const TraceSummary& s, const std::string& name) {
+  for (const OpSummary& row : s.scopes) {
+    if (row.name == name) return &row;
+  }
+  return nullptr;
+}
+
+// Work is booked to its innermost enclosing user annotation; the step is not a scope.
+TEST(ScopeBreakdown, BooksWorkToTheInnermostAnnotation) {
+  const std::string a = "user_annotation";
+  TraceSummary s = Analyze({
+      Host("ProfilerStep#1", "0", "100", "", a),
+      Host("forward", "0", "60", "", a),            // self 60 - 20 - 30 = 10
+      Host("aten::mm", "5", "20"),                   // self 20 - 4 = 16, booked to forward
+      Host("cudaLaunchKernel", "6", "4", R"(, "args": {"correlation": 1})", "cuda_runtime"),
+      Host("rmsnorm", "30", "30", "", a),           // self 30 - 10 = 20
+      Host("aten::pow", "35", "10"),                 // self 10 - 2 = 8, booked to rmsnorm
+      Host("cudaLaunchKernel", "36", "2", R"(, "args": {"correlation": 2})", "cuda_runtime"),
+      Host("aten::add", "70", "5"),                  // outside every scope
+      Kernel("gemm", "10", "7", 1), Kernel("pow", "40", "3", 2)});
+  EXPECT_EQ(FindScope(s, "ProfilerStep#1"), nullptr);
+  EXPECT_EQ(s.scopes.size(), 2u);
+  const OpSummary* forward = FindScope(s, "forward");
+  const OpSummary* rmsnorm = FindScope(s, "rmsnorm");
+  ASSERT_NE(forward, nullptr);
+  ASSERT_NE(rmsnorm, nullptr);
+  EXPECT_EQ(forward->count, 1);
+  EXPECT_EQ(forward->total_ns, 60000);
+  EXPECT_EQ(forward->self_ns, 10000 + 16000 + 4000);  // its own, aten::mm's, the launch's
+  EXPECT_EQ(forward->device_self_ns, 7000);          // gemm; pow belongs to rmsnorm
+  EXPECT_EQ(forward->device_total_ns, 10000);        // everything under it
+  EXPECT_EQ(rmsnorm->self_ns, 20000 + 8000 + 2000);
+  EXPECT_EQ(rmsnorm->device_self_ns, 3000);
+  EXPECT_EQ(rmsnorm->device_total_ns, 3000);
+}
+
+// torch without Kineto writes no categories: scopes are the events that are not dispatcher
+// ops, steps or autograd nodes.
+TEST(ScopeBreakdown, LegacyTracesWithoutCategories) {
+  auto legacy = [](const std::string& name, const std::string& ts, const std::string& dur) {
+    return absl::StrCat(R"({"ph": "X", "name": ")", name, R"(", "pid": "CPU functions", "tid": 1, "ts": )", ts,
+                        ", \"dur\": ", dur, "}");
+  };
+  TraceSummary s = Analyze({legacy("rmsnorm", "0", "50"), legacy("aten::pow", "1", "10"),
+                            legacy("MulBackward0", "20", "10"), legacy("aten::mul", "21", "5"),
+                            legacy("ProfilerStep#3", "60", "10")});
+  ASSERT_EQ(s.scopes.size(), 1u);
+  EXPECT_EQ(s.scopes[0].name, "rmsnorm");
+  EXPECT_EQ(s.scopes[0].self_ns, 50000);  // every host event inside it, none a nested scope
+}
+
 }  // namespace
 }  // namespace fleetprof::analysis

@@ -27,6 +27,7 @@ analysis::TraceSummary EverythingSet() {
   s.devices.push_back({"0", 1, 2, 3, 4, 5, 6, 7, 8, 9});
   s.kernels.push_back({"k", analysis::ActivityKind::kMemory, 1, 2, 3, 4});
   s.ops.push_back({"aten::mm", 1, 2, 3, 4, 5});
+  s.scopes.push_back({"rmsnorm", 1, 2, 3, 4, 5});
   s.steps.push_back({7, 1, 2, 3, 4, 5});
   analysis::MemorySummary m;
   m.device = "GPU_0_bfc";
