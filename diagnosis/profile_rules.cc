@@ -151,7 +151,7 @@ void DeviceIdle(const ProfileFacts& facts, const Rule& rule, double threshold, s
     std::vector<Interval> gaps;
     for (size_t i = 1; i < busy.size(); ++i) gaps.push_back(Interval{busy[i - 1].end, busy[i].start, busy[i - 1].track});
     for (const Interval& g : Longest(gaps, kMaxEvidence)) {
-      AddEvidence(&f, facts.track_id(g.track), g.start, g.end, absl::StrCat("gap of ", HumanNs(g.end - g.start)));
+      AddEvidence(&f, facts.track_id(g.track), g.start, g.end, "no activity on the device");
     }
   }
   out->push_back(std::move(f));
@@ -264,7 +264,7 @@ void HostDeviceSync(const ProfileFacts& facts, const Rule& rule, double threshol
       if (h.start_ns < until->second) continue;  // inside a counted call of this thread
       until->second = h.end_ns();
     }
-    calls.push_back(Interval{h.start_ns, h.end_ns(), h.track});
+    calls.push_back(Interval{h.start_ns, h.end_ns(), h.track, h.name});
   }
   const double per_step = static_cast<double>(calls.size()) / static_cast<double>(steps.size());
   if (calls.empty() || per_step < threshold) return;
@@ -274,7 +274,9 @@ void HostDeviceSync(const ProfileFacts& facts, const Rule& rule, double threshol
                    absl::StrFormat("%.2f", per_step), " per step)"),
       "Each one makes the host wait until the device has finished: keep values on the device (log "
       "the loss every N steps, avoid .item(), float(), .cpu() and printing tensors in the loop).");
-  for (const Interval& c : Longest(calls, kMaxEvidence)) AddEvidence(&f, facts.track_id(c.track), c.start, c.end);
+  for (const Interval& c : Longest(calls, kMaxEvidence)) {
+    AddEvidence(&f, facts.track_id(c.track), c.start, c.end, std::string(facts.name(c.name)));
+  }
   out->push_back(std::move(f));
 }
 

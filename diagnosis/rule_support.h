@@ -16,6 +16,7 @@ struct Interval {
   int64_t start = 0;
   int64_t end = 0;
   uint32_t track = 0;  // of the last event merged into it
+  uint32_t name = 0;   // of the event, where one event makes the interval
 };
 
 // Merges overlapping or touching intervals; the input need not be sorted.

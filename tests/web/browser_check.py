@@ -4,6 +4,7 @@
 usage: browser_check.py --url http://127.0.0.1:PORT --profile-id ID --screenshots DIR
                         [--expect-kernel NAME] [--expect-busy-pct 98.4%]
                         [--expect-agent NODE] [--capture-job JOB [--capture-node NODE]]
+                        [--expect-finding RULE [--findings-profile ID]] [--compare-with ID2] [--job JOB]
                         [--chromium /usr/bin/chromium]
 
 Checks, in order (one line each; the first failure ends the run with exit status 1):
@@ -15,6 +16,11 @@ Checks, in order (one line each; the first failure ends the run with exit status
   (d) with --capture-job: /captures starts a capture of the job, every target reaches INDEXED
       within 120 s, each links to its profile, and /captures?capture=ID reopens it.
   (e) an unknown profile id shows the error banner instead of a blank page.
+  (f) with --expect-finding RULE: the profile page lists that finding, and its evidence link
+      opens the trace viewer on exactly the linked range.
+  (g) with --compare-with ID2: /compare shows a bar per profile in each row; a status filter
+      goes into the URL.
+  (h) with --job JOB: /jobs/JOB shows ranks, series dots, findings and the summed kernels.
 Throughout: every request must go to the server's own host and port, and the page must log no
 console error and throw no exception (except the 404 that (e) provokes on purpose).
 Screenshots (PNG) go to --screenshots DIR; their paths are printed at the end.
@@ -578,6 +584,62 @@ def press_key(b, key):
                                           "windowsVirtualKeyCode": ord(key.upper())})
 
 
+def check_findings(b, args):
+    """The profile page's findings: the expected rule is listed with its evidence, and an evidence
+    link opens the trace viewer on that time range."""
+    pid = urllib.parse.quote(args.findings_profile or args.profile_id, safe='')
+    b.navigate(f"/profiles/{pid}")
+    card = f"document.querySelector('.finding[data-rule={json.dumps(args.expect_finding)}]')"
+    b.wait_for(f"!!{card}", f"the {args.expect_finding} finding", timeout=30)
+    rules = b.evaluate("[...document.querySelectorAll('.finding')].map(f => f.dataset.rule)")
+    b.evaluate(f"{card}.scrollIntoView(); true")
+    shot = b.screenshot("findings")
+    href = b.evaluate(f"{card}.querySelector('a.evidence-link')?.getAttribute('href') || ''")
+    if not href.startswith(f"/profiles/{pid}/trace?start_ns="):
+        raise CheckFailed(f"(f) the {args.expect_finding} finding has no evidence link into the trace viewer: {href!r}")
+    b.evaluate(f"{card}.querySelector('a.evidence-link').click(); true")
+    viewer = "document.querySelector('.trace-viewer')"
+    b.wait_for(f"location.pathname.endsWith('/trace') && Number({viewer}?.dataset.loaded || 0) >= 1",
+               "the trace viewer opened from the evidence link", timeout=30)
+    q = urllib.parse.parse_qs(urllib.parse.urlsplit(href).query)
+    want = int(q["end_ns"][0]) - int(q["start_ns"][0])
+    span = b.evaluate(f"{viewer}.viewSpanNs()")
+    if abs(span - want) > max(2, want // 1000):
+        raise CheckFailed(f"(f) the viewer shows {span} ns, the evidence link asked for {want} ns")
+    b.screenshot("findings_trace")
+    b.assert_clean("(f) findings")
+    print(f"ok   (f) findings {rules} on the profile page; evidence opens the viewer on {want} ns ({shot})")
+
+
+def check_compare(b, args):
+    """The compare page: rows with one bar per profile, status filters in the URL."""
+    ids = [args.profile_id, args.compare_with]
+    b.navigate(f"/compare?profile={urllib.parse.quote(ids[0])}&profile={urllib.parse.quote(ids[1])}&by=kernel")
+    b.wait_for("document.querySelectorAll('tr.compare-row').length > 0", "the compare rows", timeout=30)
+    rows = b.evaluate("document.querySelectorAll('tr.compare-row').length")
+    bars = b.evaluate("document.querySelector('tr.compare-row').querySelectorAll('.compare-bar-line').length")
+    if bars != 2:
+        raise CheckFailed(f"(g) a compare row shows {bars} bars, want one per profile (2)")
+    shot = b.screenshot("compare")
+    b.evaluate("document.querySelector('input[data-status=\"same\"]').click(); true")
+    b.wait_for("location.search.includes('status=') && document.querySelectorAll('tr.compare-row.status-same').length === 0",
+               "the same rows hidden and the filter in the URL", timeout=15)
+    b.assert_clean("(g) compare")
+    print(f"ok   (g) compare page: {rows} kernel rows, a bar per profile, status filter kept in the URL ({shot})")
+
+
+def check_job(b, args):
+    """The job page: series, ranks, findings and the summed tables."""
+    b.navigate(f"/jobs/{urllib.parse.quote(args.job, safe='')}")
+    b.wait_for("document.querySelectorAll('.rank-row').length > 0 && document.querySelectorAll('.series-dot').length > 0"
+               " && !!document.querySelector('table.job-kernels tbody tr')", "the job page", timeout=30)
+    ranks = b.evaluate("document.querySelectorAll('.rank-row').length")
+    b.wait_for("!document.querySelector('.findings') || true", "job findings")
+    shot = b.screenshot("job")
+    b.assert_clean("(h) job page")
+    print(f"ok   (h) job page {args.job}: {ranks} ranks, series, findings and summed kernels ({shot})")
+
+
 def check_trace_viewer(b, args):
     """The timeline of the profile: loads, zooms with the keyboard, shows a kernel's details when
     clicked, jumps to its launch, adds up a Shift+drag selection and hands a window to Perfetto."""
@@ -682,6 +744,10 @@ def main():
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--trace-viewer", action="store_true",
                         help="also check the trace viewer (needs a profile with kernels and their launches)")
+    parser.add_argument("--expect-finding", default="", help="a diagnosis rule the profile page must list")
+    parser.add_argument("--findings-profile", default="", help="the profile for --expect-finding (default --profile-id)")
+    parser.add_argument("--compare-with", default="", help="a second profile: check the compare page")
+    parser.add_argument("--job", default="", help="check this job's page")
     parser.add_argument("--token", default="", help="the server wants this token: check the prompt, then use it")
     args = parser.parse_args()
     os.makedirs(args.screenshots, exist_ok=True)
@@ -695,6 +761,12 @@ def main():
         checks = [check_profile_page, check_profiles_list, check_fleet]
         if args.trace_viewer:
             checks.append(check_trace_viewer)
+        if args.expect_finding:
+            checks.append(check_findings)
+        if args.compare_with:
+            checks.append(check_compare)
+        if args.job:
+            checks.append(check_job)
         if args.token:
             checks.insert(0, check_token_prompt)
         if args.capture_job:

@@ -51,6 +51,10 @@ class WebAppTest : public ::testing::Test {
 TEST_F(WebAppTest, PagesShowTheProfileAndACaptureStartedFromTheFormIsIndexed) {
   const std::string id = Upload(CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz"), "resnet");
   ASSERT_FALSE(id.empty());
+  // A second rank of the job, ~99% idle: the findings, compare and job pages have data.
+  FLEETPROF_REQUIRE_PATH(CorpusPath("kineto/a100_alexnet.json.gz"));
+  const std::string idle = Upload(CorpusPath("kineto/a100_alexnet.json.gz"), "resnet");
+  ASSERT_FALSE(idle.empty());
   // What the page must show, from the API's own answer.
   CommandResult kernels = cluster_.Cli({"kernels", id, "--json", "--limit", "1"});
   CommandResult devices = cluster_.Cli({"breakdown", id, "--json"});
@@ -77,7 +81,8 @@ TEST_F(WebAppTest, PagesShowTheProfileAndACaptureStartedFromTheFormIsIndexed) {
   CommandResult browser = RunCommand(
       {kPython, Source("tests/web/browser_check.py"), "--url", "http://" + cluster_.http_addr(), "--profile-id",
        id, "--expect-kernel", top_kernel, "--expect-busy-pct", busy_pct, "--expect-agent", "web-node",
-       "--capture-job", "web-train", "--capture-duration-ms", "300", "--trace-viewer", "--screenshots", screenshots},
+       "--capture-job", "web-train", "--capture-duration-ms", "300", "--trace-viewer", "--expect-finding",
+       "device_idle", "--findings-profile", idle, "--compare-with", idle, "--job", "resnet", "--screenshots", screenshots},
       240);
   EXPECT_EQ(browser.exit_code, 0) << browser.out << browser.err << cluster_.ServerLog();
   std::cout << browser.out;
