@@ -20,7 +20,7 @@ constexpr std::array<std::pair<std::string_view, AccessRule>, 2> kServices = {{
 }};
 
 // fleetprof's methods, each by name: a new one is refused until it is listed here.
-constexpr std::array<std::pair<std::string_view, AccessRule>, 24> kMethods = {{
+constexpr std::array<std::pair<std::string_view, AccessRule>, 27> kMethods = {{
     {"/fleetprof.v1.QueryService/ListProfiles", Needs(Scope::kRead)},
     {"/fleetprof.v1.QueryService/GetProfile", Needs(Scope::kRead)},
     {"/fleetprof.v1.QueryService/OpBreakdown", Needs(Scope::kRead)},
@@ -43,6 +43,9 @@ constexpr std::array<std::pair<std::string_view, AccessRule>, 24> kMethods = {{
     {"/fleetprof.v1.CaptureService/GetCapture", Needs(Scope::kRead)},
     {"/fleetprof.v1.CaptureService/ListCaptures", Needs(Scope::kRead)},
     {"/fleetprof.v1.CaptureService/WatchCapture", Needs(Scope::kRead)},
+    {"/fleetprof.v1.ScheduleService/CreateSchedule", Needs(Scope::kCapture)},
+    {"/fleetprof.v1.ScheduleService/ListSchedules", Needs(Scope::kRead)},
+    {"/fleetprof.v1.ScheduleService/DeleteSchedule", Needs(Scope::kCapture)},
     {"/fleetprof.v1.AgentService/Connect", Needs(Scope::kAgent)},
     {"/fleetprof.v1.AgentService/ListAgents", Needs(Scope::kRead)},
 }};
@@ -65,6 +68,9 @@ AccessRule RuleForHttp(std::string_view method, std::string_view path) {
   if (path.substr(0, 5) != "/api/") return kPublic;  // /healthz, the web app and its assets
   if (method == "GET" || method == "HEAD") return Needs(Scope::kRead);
   if (method == "POST" && path == "/api/v1/captures") return Needs(Scope::kCapture);
+  // Schedules start captures: creating and removing one is the capture scope's business.
+  if (method == "POST" && path == "/api/v1/schedules") return Needs(Scope::kCapture);
+  if (method == "DELETE" && path.substr(0, 18) == "/api/v1/schedules/") return Needs(Scope::kCapture);
   return Needs(Scope::kAdmin);  // DELETE and every write without a rule of its own
 }
 

@@ -46,6 +46,7 @@ struct CliOptions {
   int64_t since_ns = 0;
   int64_t until_ns = 0;
   std::vector<std::string> thresholds;  // "rule=value"
+  std::string every;                     // schedule: "30m"
   std::vector<std::string> args;  // positional arguments after the command word
 };
 
@@ -66,6 +67,9 @@ int RunDiff(const CliOptions& options);
 int RunJobOps(const CliOptions& options);
 int RunJobSeries(const CliOptions& options);
 int RunDiagnose(const CliOptions& options);
+int RunSchedule(const CliOptions& options);
+int RunSchedules(const CliOptions& options);
+int RunUnschedule(const CliOptions& options);
 
 // Prints "fleetprof: <message>" to stderr and returns 1.
 int Fail(const std::string& message);

@@ -47,6 +47,12 @@ constexpr char kUsage[] =
     "  diagnose PROFILE | --job J [--threshold RULE=VALUE]...\n"
     "                                     named rules (idle device, tiny kernels, syncs, compiles,\n"
     "                                     memory, stragglers...) with evidence and suggestions\n"
+    "  schedule --job J --every DURATION [--duration_ms MS] [--node N]\n"
+    "                                     capture the job every DURATION (30m, 2h, 45s), kept by the\n"
+    "                                     server across restarts; a run while a capture of the job\n"
+    "                                     is still running, or a missed one, is skipped\n"
+    "  schedules [--job J]                the schedules, next run and last outcome\n"
+    "  unschedule SCHEDULE_ID             stop a schedule\n"
     "\n"
     "Traces: PyTorch/Kineto JSON (.json, .json.gz) and XSpace (.xplane.pb).\n"
     "The server address can also come from $FLEETPROF_SERVER, the token from $FLEETPROF_TOKEN.";
@@ -69,6 +75,9 @@ int Dispatch(const std::string& command, const CliOptions& options) {
   if (command == "job-ops") return RunJobOps(options);
   if (command == "job-series") return RunJobSeries(options);
   if (command == "diagnose") return RunDiagnose(options);
+  if (command == "schedule") return RunSchedule(options);
+  if (command == "schedules") return RunSchedules(options);
+  if (command == "unschedule") return RunUnschedule(options);
   return Fail("unknown command '" + command + "' (see fleetprof --help)");
 }
 
@@ -118,6 +127,7 @@ int main(int argc, char** argv) {
   flags.AddString("by", &options.by, "diff: op (default), kernel or scope (enclosing user annotation)");
   flags.AddInt("since_ns", &options.since_ns, "job-ops, job-series, diagnose --job: profiles ending at or after this");
   flags.AddInt("until_ns", &options.until_ns, "job-ops, job-series, diagnose --job: profiles starting at or before this");
+  flags.AddString("every", &options.every, "schedule: how often to capture, e.g. 30m, 2h, 45s");
   flags.AddRepeated("threshold", &options.thresholds, "diagnose: RULE=VALUE replaces a rule's default threshold");
   flags.AddString("upload_id", &options.upload_id,
                   "upload id; the same id twice stores the file once (default: random)");

@@ -100,7 +100,33 @@ CaptureCoordinator::~CaptureCoordinator() {
   expirer_.join();
 }
 
-absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequest& in) {
+std::string CaptureCoordinator::RunningCaptureOf(const std::string& job) {
+  std::lock_guard lock(mu_);
+  for (const auto& [id, active] : active_) {
+    if (active.capture.state() == v1::Capture::RUNNING && active.capture.request().job() == job) return id;
+  }
+  return "";
+}
+
+v1::Capture CaptureCoordinator::RecordSkipped(const v1::StartCaptureRequest& request,
+                                              const std::string& schedule_id, const std::string& reason) {
+  const int64_t now = UnixNanos();
+  v1::Capture capture;
+  capture.set_capture_id(absl::StrCat("c", absl::Hex(now, absl::kZeroPad16), RandomHex(8)));
+  capture.set_created_at_ns(now);
+  capture.set_state(v1::Capture::SKIPPED);
+  capture.set_error(reason);
+  capture.set_schedule_id(schedule_id);
+  *capture.mutable_request() = request;
+  if (absl::Status s = store_->PutCapture(capture); !s.ok()) {
+    spdlog::warn("could not store skipped capture {}: {}", capture.capture_id(), std::string(s.message()));
+  }
+  metrics_->RecordCapture("SKIPPED");
+  spdlog::info("scheduled capture skipped schedule_id={} job={}: {}", schedule_id, request.job(), reason);
+  return capture;
+}
+
+absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequest& in, const std::string& schedule_id) {
   v1::StartCaptureRequest request = in;
   if (request.duration_ms() < 0 || request.iterations() < 0 || request.start_delay_ms() < 0) {
     return absl::InvalidArgumentError("duration_ms, iterations and start_delay_ms must be >= 0");
@@ -122,6 +148,7 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
   v1::Capture capture;
   capture.set_capture_id(absl::StrCat("c", absl::Hex(now, absl::kZeroPad16), RandomHex(8)));
   capture.set_created_at_ns(now);
+  capture.set_schedule_id(schedule_id);
   capture.set_start_time_unix_ns(now + request.start_delay_ms() * kNanosPerMs);
   const int64_t timeout_ms = request.timeout_ms() > 0
                                  ? request.timeout_ms()

@@ -26,7 +26,12 @@ class CaptureCoordinator {
 
   // Picks the targets, sends the commands and returns the capture as it starts.
   // Transport-free: the gRPC CaptureService and the HTTP API both call these.
-  absl::StatusOr<v1::Capture> Start(const v1::StartCaptureRequest& request);
+  absl::StatusOr<v1::Capture> Start(const v1::StartCaptureRequest& request, const std::string& schedule_id = "");
+  // The id of a RUNNING capture of `job`, or "" when there is none.
+  std::string RunningCaptureOf(const std::string& job);
+  // Stores a scheduled run that did not start: a capture in state SKIPPED, `reason` its error.
+  v1::Capture RecordSkipped(const v1::StartCaptureRequest& request, const std::string& schedule_id,
+                            const std::string& reason);
   absl::StatusOr<v1::Capture> Get(const std::string& capture_id);
   // True when capture `capture_id` has a target on `node` (who may upload for it).
   bool HasTarget(const std::string& capture_id, const std::string& node);

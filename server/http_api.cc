@@ -348,6 +348,25 @@ void RegisterHttpApi(HttpServer& server, const HttpApiBackends& backends) {
              }));
   routes.Post("/api/v1/captures",
               [b](const httplib::Request& req, httplib::Response& res) { StartCapture(b, req, res); });
+  routes.Get("/api/v1/schedules", [b](const httplib::Request& req, httplib::Response& res) {
+    QueryParams params(req, {"job"});
+    v1::ListSchedulesRequest request;
+    request.set_job(params.String("job"));
+    if (!params.status().ok()) return SendError(res, params.status());
+    Send(res, b.schedules->List(request));
+  });
+  routes.Post("/api/v1/schedules", Plain([b](const httplib::Request& req, httplib::Response& res) {
+                v1::CreateScheduleRequest request;
+                if (absl::Status s = ProtoFromJson(req.body.empty() ? "{}" : req.body, &request); !s.ok()) {
+                  return SendError(res, s);
+                }
+                Send(res, b.schedules->Create(request));
+              }));
+  routes.Delete(R"(/api/v1/schedules/([^/]+))", Plain([b](const httplib::Request& req, httplib::Response& res) {
+                  v1::DeleteScheduleRequest request;
+                  request.set_schedule_id(req.matches[1]);
+                  Send(res, b.schedules->Delete(request));
+                }));
 }
 
 }  // namespace fleetprof

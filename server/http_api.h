@@ -9,6 +9,7 @@
 
 #include "server/agent_registry.h"
 #include "server/capture_coordinator.h"
+#include "server/capture_scheduler.h"
 #include "server/http_server.h"
 #include "server/query_api.h"
 
@@ -17,6 +18,7 @@ namespace fleetprof {
 struct HttpApiBackends {
   QueryApi* query = nullptr;
   CaptureCoordinator* captures = nullptr;
+  CaptureScheduler* schedules = nullptr;
   AgentRegistry* agents = nullptr;
   // True while the server serves (false while draining): /healthz answers 200 or 503.
   std::function<bool()> serving;

@@ -20,7 +20,9 @@
 #include "auth/exposure.h"
 #include "server/agent_service.h"
 #include "server/capture_coordinator.h"
+#include "server/capture_scheduler.h"
 #include "server/capture_service.h"
+#include "server/schedule_service.h"
 #include "server/fleet_metrics.h"
 #include "server/grpc_access.h"
 #include "server/http_access.h"
@@ -214,6 +216,8 @@ int Run(const ServerFlags& flags) {
   QueryApi query_api(store->get(), &metrics);
   QueryServiceImpl query(&query_api, &grpc_access);
   CaptureServiceImpl capture_service(&captures, &grpc_access);
+  CaptureScheduler scheduler(store->get(), &captures, &metrics);
+  ScheduleServiceImpl schedule_service(&scheduler, &grpc_access);
   AgentServiceImpl agents(&registry, &grpc_access, flags.heartbeat_ms,
                           [&captures](const std::string& node, const v1::CaptureUpdate& update) {
                             captures.OnUpdate(node, update);
@@ -235,6 +239,7 @@ int Run(const ServerFlags& flags) {
   builder.RegisterService(&query);
   builder.RegisterService(&agents);
   builder.RegisterService(&capture_service);
+  builder.RegisterService(&schedule_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || grpc_port == 0) {
     spdlog::error("cannot listen for gRPC on {}", flags.grpc_addr);
@@ -250,6 +255,7 @@ int Run(const ServerFlags& flags) {
   HttpApiBackends backends;
   backends.query = &query_api;
   backends.captures = &captures;
+  backends.schedules = &scheduler;
   backends.agents = &registry;
   backends.serving = [&serving] { return serving.load(); };
   backends.metrics_text = [&collectables] { return MetricsText(collectables); };

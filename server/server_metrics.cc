@@ -60,8 +60,22 @@ ServerMetrics::ServerMetrics()
       capture_targets_(prometheus::BuildCounter()
                            .Name("fleetprof_server_capture_targets_total")
                            .Help("Capture targets by final state")
-                           .Register(*registry_)) {
-  for (const char* state : {"DONE", "PARTIAL", "FAILED"}) captures_.Add({{"state", state}});
+                           .Register(*registry_)),
+      scheduled_runs_(prometheus::BuildCounter()
+                          .Name("fleetprof_server_scheduled_runs_total")
+                          .Help("Runs of capture schedules by outcome: started, skipped_busy (a capture of the "
+                                "job was still running), skipped_missed (the server was not running at the "
+                                "time), failed (the capture could not start)")
+                          .Register(*registry_)),
+      schedules_(prometheus::BuildGauge()
+                     .Name("fleetprof_server_schedules")
+                     .Help("Capture schedules kept by the server")
+                     .Register(*registry_)
+                     .Add({})) {
+  for (const char* state : {"DONE", "PARTIAL", "FAILED", "SKIPPED"}) captures_.Add({{"state", state}});
+  for (const char* outcome : {"started", "skipped_busy", "skipped_missed", "failed"}) {
+    scheduled_runs_.Add({{"outcome", outcome}});
+  }
   for (const char* state : {"INDEXED", "FAILED"}) capture_targets_.Add({{"state", state}});
   for (const char* result : {"ok", "duplicate", "invalid", "interrupted", "error"}) {
     uploads_.Add({{"result", result}});
@@ -84,6 +98,12 @@ void ServerMetrics::RecordQuery(const std::string& rpc, double seconds) {
 void ServerMetrics::RecordCapture(const std::string& state) {
   captures_.Add({{"state", state}}).Increment();
 }
+
+void ServerMetrics::RecordScheduledRun(const std::string& outcome) {
+  scheduled_runs_.Add({{"outcome", outcome}}).Increment();
+}
+
+void ServerMetrics::SetSchedules(int64_t n) { schedules_.Set(static_cast<double>(n)); }
 
 void ServerMetrics::RecordCaptureTarget(const std::string& state) {
   capture_targets_.Add({{"state", state}}).Increment();

@@ -25,8 +25,11 @@ class ServerMetrics {
   // disk_bytes: all table files; events_bytes / raw_bytes: those of the event store and of
   // the uploaded files, so the viewer's storage cost can be read against the raw size.
   void SetStoredProfiles(int64_t profiles, int64_t disk_bytes, int64_t events_bytes, int64_t raw_bytes);
-  // state: DONE, PARTIAL or FAILED.
+  // state: DONE, PARTIAL, FAILED, or SKIPPED (a scheduled run that did not start).
   void RecordCapture(const std::string& state);
+  // outcome of a schedule's run: started, skipped_busy, skipped_missed or failed.
+  void RecordScheduledRun(const std::string& outcome);
+  void SetSchedules(int64_t n);
   // state: INDEXED or FAILED.
   void RecordCaptureTarget(const std::string& state);
 
@@ -44,6 +47,8 @@ class ServerMetrics {
   prometheus::Gauge& raw_bytes_;
   prometheus::Family<prometheus::Counter>& captures_;
   prometheus::Family<prometheus::Counter>& capture_targets_;
+  prometheus::Family<prometheus::Counter>& scheduled_runs_;
+  prometheus::Gauge& schedules_;
 };
 
 }  // namespace fleetprof

@@ -20,9 +20,9 @@ namespace {
 namespace keys = store_keys;
 
 // Column family order; handles_[i] belongs to kFamilies[i].
-enum Family { kDefault, kProfiles, kSummaries, kIndex, kRaw, kUploads, kAgents, kCaptures, kEvents };
-const char* const kFamilies[] = {"default", "profiles", "summaries", "index", "raw",
-                                 "uploads", "agents",   "captures",  "events"};
+enum Family { kDefault, kProfiles, kSummaries, kIndex, kRaw, kUploads, kAgents, kCaptures, kEvents, kSchedules };
+const char* const kFamilies[] = {"default", "profiles", "summaries", "index",  "raw",
+                                 "uploads", "agents",   "captures",  "events", "schedules"};
 constexpr int kFamilyCount = sizeof(kFamilies) / sizeof(kFamilies[0]);
 
 absl::Status ToStatus(const rocksdb::Status& s, absl::string_view what) {
@@ -481,6 +481,34 @@ absl::StatusOr<std::vector<v1::Capture>> ProfileStore::ListCaptures(const std::s
   }
   if (!it->status().ok()) return ToStatus(it->status(), "list captures");
   return captures;
+}
+
+absl::Status ProfileStore::PutSchedule(const v1::Schedule& schedule) {
+  rocksdb::WriteOptions synced;
+  synced.sync = true;
+  return ToStatus(db_->Put(synced, cf(kSchedules), schedule.schedule_id(), schedule.SerializeAsString()),
+                  "put schedule");
+}
+
+absl::Status ProfileStore::DeleteSchedule(const std::string& schedule_id) {
+  std::string value;
+  rocksdb::Status found = db_->Get(rocksdb::ReadOptions(), cf(kSchedules), schedule_id, &value);
+  if (!found.ok()) return ToStatus(found, absl::StrCat("schedule ", schedule_id));
+  rocksdb::WriteOptions synced;
+  synced.sync = true;
+  return ToStatus(db_->Delete(synced, cf(kSchedules), schedule_id), "delete schedule");
+}
+
+absl::StatusOr<std::vector<v1::Schedule>> ProfileStore::ListSchedules() {
+  std::vector<v1::Schedule> schedules;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(kSchedules)));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    v1::Schedule schedule;
+    if (!schedule.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
+    schedules.push_back(std::move(schedule));
+  }
+  if (!it->status().ok()) return ToStatus(it->status(), "list schedules");
+  return schedules;
 }
 
 absl::Status ProfileStore::Flush() {

@@ -10,6 +10,7 @@
 //   uploads    upload_id                       -> UploadRecord (partial or committed)
 //   agents     node                            -> AgentInfo
 //   captures   capture_id                      -> Capture
+//   schedules  schedule_id                     -> Schedule
 //   events     profile_id \0 'b'|'n'|'d' ...   -> event blocks, names, directory (timeline/)
 // inv_time is big-endian (INT64_MAX - ingested_at_ns), so a forward scan is newest first.
 
@@ -27,6 +28,7 @@
 #include "fleetprof/v1/profile.pb.h"
 #include "fleetprof/v1/query.pb.h"
 #include "fleetprof/v1/records.pb.h"
+#include "fleetprof/v1/schedule.pb.h"
 #include "timeline/timeline_store.h"
 
 namespace rocksdb {
@@ -104,6 +106,12 @@ class ProfileStore {
   absl::StatusOr<v1::Capture> GetCapture(const std::string& capture_id);
   // Newest first (capture ids start with their creation time in hex).
   absl::StatusOr<std::vector<v1::Capture>> ListCaptures(const std::string& job, int limit);
+
+  // Periodic captures (server/capture_scheduler.h), synced: a schedule survives a crash.
+  absl::Status PutSchedule(const v1::Schedule& schedule);
+  // NOT_FOUND when there is no such schedule.
+  absl::Status DeleteSchedule(const std::string& schedule_id);
+  absl::StatusOr<std::vector<v1::Schedule>> ListSchedules();
 
   // Flushes memtables to disk (graceful shutdown).
   absl::Status Flush();

@@ -22,6 +22,10 @@ std::string Trim(std::string s) {
   return s;
 }
 
+// An array to loop over: a range-for over `x.get_array().value()` would keep a reference into
+// a temporary that dies before the loop runs.
+simdjson::dom::array Array(simdjson::simdjson_result<simdjson::dom::element> e) { return e.get_array().value(); }
+
 std::string Minified(simdjson::dom::element e) { return simdjson::minify(e); }
 
 class CompareTest : public ::testing::Test {
@@ -53,7 +57,7 @@ class CompareTest : public ::testing::Test {
     std::map<std::string, std::string> rows;
     simdjson::dom::parser parser;
     const std::string json = CliJson({command, id});
-    for (simdjson::dom::element row : parser.parse(json)[section].get_array().value()) {
+    for (simdjson::dom::element row : Array(parser.parse(json)[section])) {
       rows[std::string(row["name"].get_string().value())] = Minified(row);
     }
     return rows;
@@ -92,7 +96,7 @@ TEST_F(CompareTest, DiffValuesAreEachProfilesOwnRows) {
       std::set<std::string> seen;
       uint64_t previous_change = UINT64_MAX;
       std::string previous_name;
-      for (simdjson::dom::element row : diff["rows"].get_array().value()) {
+      for (simdjson::dom::element row : Array(diff["rows"])) {
         const std::string name(row["name"].get_string().value());
         EXPECT_TRUE(seen.insert(name).second) << "twice: " << name;
         simdjson::dom::array values = row["values"].get_array().value();
@@ -156,13 +160,13 @@ void AddReference(const std::string& path, Summed* sum) {
   simdjson::dom::parser parser;
   const std::string text = ReadSmallFile(path);
   simdjson::dom::element ref = parser.parse(text);
-  for (simdjson::dom::element op : ref["ops"].get_array().value()) {
+  for (simdjson::dom::element op : Array(ref["ops"])) {
     auto& into = sum->ops[std::string(op["name"].get_string().value())];
     for (const char* k : {"count", "total_ns", "self_ns", "device_self_ns", "device_total_ns"}) {
       into[k] += op[k].get_int64().value();
     }
   }
-  for (simdjson::dom::element k : ref["kernels"].get_array().value()) {
+  for (simdjson::dom::element k : Array(ref["kernels"])) {
     auto [it, added] = sum->kernels.try_emplace(std::string(k["name"].get_string().value()));
     auto& into = it->second;
     into["count"] += k["count"].get_int64().value();
@@ -178,14 +182,14 @@ void ExpectJobOpsEqual(const std::string& json, const Summed& want, int64_t prof
   simdjson::dom::element got = parser.parse(json);
   EXPECT_EQ(got["profiles"].get_int64().value(), profiles);
   size_t ops = 0, kernels = 0;
-  for (simdjson::dom::element op : got["ops"].get_array().value()) {
+  for (simdjson::dom::element op : Array(got["ops"])) {
     ++ops;
     const std::string name(op["name"].get_string().value());
     auto it = want.ops.find(name);
     ASSERT_NE(it, want.ops.end()) << "extra op " << name;
     for (const auto& [k, v] : it->second) EXPECT_EQ(op[k].get_int64().value(), v) << name << " " << k;
   }
-  for (simdjson::dom::element k : got["kernels"].get_array().value()) {
+  for (simdjson::dom::element k : Array(got["kernels"])) {
     ++kernels;
     const std::string name(k["name"].get_string().value());
     auto it = want.kernels.find(name);
@@ -255,17 +259,17 @@ TEST_F(CompareTest, DiagnosisOfCorpusTracesAndItsEvidence) {
   {
     simdjson::dom::parser window_parser;
     const std::string window = CliJson({"trace", id});
-    for (simdjson::dom::element t : window_parser.parse(window)["tracks"].get_array().value()) {
+    for (simdjson::dom::element t : Array(window_parser.parse(window)["tracks"])) {
       tracks.insert(std::string(t["id"].get_string().value()));
     }
   }
-  for (simdjson::dom::element f : d["findings"].get_array().value()) {
+  for (simdjson::dom::element f : Array(d["findings"])) {
     const std::string rule(f["rule"].get_string().value());
     if (rule == "device_idle") {
       idle = true;
       EXPECT_GT(f["metric"].get_double().value(), 0.99);  // the AlexNet benchmark is ~99.5% idle
     }
-    for (simdjson::dom::element e : f["evidence"].get_array().value()) {
+    for (simdjson::dom::element e : Array(f["evidence"])) {
       const std::string track(e["track"].get_string().value());
       EXPECT_TRUE(tracks.count(track)) << rule << ": evidence on unknown track " << track;
       EXPECT_LE(e["start_ns"].get_int64().value(), e["end_ns"].get_int64().value());
@@ -281,11 +285,11 @@ TEST_F(CompareTest, DiagnosisOfCorpusTracesAndItsEvidence) {
   EXPECT_EQ(res->status, 200);
   simdjson::dom::parser raised_parser;
   simdjson::dom::element raised = raised_parser.parse(res->body);
-  for (simdjson::dom::element f : raised["findings"].get_array().value()) {
+  for (simdjson::dom::element f : Array(raised["findings"])) {
     EXPECT_NE(std::string(f["rule"].get_string().value()), "device_idle") << "0.995 idle is under 0.999";
   }
   bool used = false;  // and rules[] says which threshold ran
-  for (simdjson::dom::element r : raised["rules"].get_array().value()) {
+  for (simdjson::dom::element r : Array(raised["rules"])) {
     if (std::string(r["rule"].get_string().value()) != "device_idle") continue;
     used = true;
     EXPECT_EQ(r["threshold"].get_double().value(), 0.999);
