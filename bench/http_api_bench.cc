@@ -6,6 +6,9 @@
 //   GET /api/v1/profiles (first page of 100) with every profile stored,
 // each beside the same run's baseline GET /healthz (the HTTP floor: parse, route, write).
 //
+// With --diff_a A --diff_b B --job_trace T [--profiles N] (bench/compare.sh) it measures the
+// diff of A and B and job-ops over N uploads of T instead.
+//
 // With --http_b/--grpc_b/--token_b (bench/auth_overhead.sh) the same data goes to a second
 // server too, and each route is measured on both in alternating batches, so machine noise
 // hits both alike; the ratio B/A is printed per route.
@@ -147,11 +150,56 @@ std::string Fill(const Server& server, const std::string& trace, const std::stri
   return uploaded->profile_id();
 }
 
+std::string UploadAs(const Server& server, const std::string& path, const std::string& job) {
+  fleetprof::ClientSecurity security;
+  security.token = server.token;
+  fleetprof::UploadOptions options;
+  options.path = path;
+  options.job = job;
+  options.node = "bench";
+  auto uploaded = fleetprof::UploadFile(fleetprof::MakeChannel(server.grpc, security), options);
+  if (!uploaded.ok()) {
+    std::cerr << "upload of " << path << " failed: " << uploaded.status() << "\n";
+    std::exit(1);
+  }
+  return uploaded->profile_id();
+}
+
+// --compare: diff of two large profiles and job-ops over many small ones (bench/compare.sh),
+// each beside a baseline in the same run: the single-profile read the diff is made of, and
+// the listing of the same job's profiles.
+int RunCompare(const Server& server, const std::string& diff_a, const std::string& diff_b,
+               const std::string& job_trace, int job_profiles) {
+  const std::string a = UploadAs(server, diff_a, "bench-diff");
+  const std::string b = UploadAs(server, diff_b, "bench-diff");
+  const auto upload_start = std::chrono::steady_clock::now();
+  for (int i = 0; i < job_profiles; ++i) UploadAs(server, job_trace, "bench-job");
+  std::printf("diff profiles %s, %s; %d profiles of job bench-job (%.1f s of uploads)\n", a.c_str(), b.c_str(),
+              job_profiles, std::chrono::duration<double>(std::chrono::steady_clock::now() - upload_start).count());
+  const Latencies ops = Measure(server, "/api/v1/profiles/" + a + "/ops", 1, 200);
+  Report("GET /api/v1/profiles/{a}/ops (baseline)", 1, ops, ops);
+  for (const char* by : {"op", "kernel", "scope"}) {
+    Report(absl::StrCat("GET /api/v1/diff?base=a&profile=b&by=", by), 1,
+           Measure(server, absl::StrCat("/api/v1/diff?base=", a, "&profile=", b, "&by=", by), 1, 200), ops);
+  }
+  const auto first = std::chrono::steady_clock::now();
+  Measure(server, "/api/v1/jobs/bench-job/ops", 1, 1);
+  std::printf("first GET /api/v1/jobs/bench-job/ops after the uploads: %.3f ms\n",
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first).count());
+  const Latencies list = Measure(server, "/api/v1/profiles?job=bench-job&page_size=1000", 1, 50);
+  Report(absl::StrCat("GET /api/v1/profiles?job= (", job_profiles, ", baseline)"), 1, list, list);
+  Report(absl::StrCat("GET /api/v1/jobs/bench-job/ops (", job_profiles, " profiles)"), 1,
+         Measure(server, "/api/v1/jobs/bench-job/ops", 1, 50), list);
+  Report(absl::StrCat("GET /api/v1/jobs/bench-job/series (", job_profiles, " profiles)"), 1,
+         Measure(server, "/api/v1/jobs/bench-job/series", 1, 50), list);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Server a, b;
-  std::string trace, work_dir;
+  std::string trace, work_dir, diff_a, diff_b, job_trace;
   int profiles = 10000;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
@@ -164,6 +212,12 @@ int main(int argc, char** argv) {
     else if (flag == "--trace") trace = value;
     else if (flag == "--work_dir") work_dir = value;
     else if (flag == "--profiles") (void)absl::SimpleAtoi(value, &profiles);
+    else if (flag == "--diff_a") diff_a = value;
+    else if (flag == "--diff_b") diff_b = value;
+    else if (flag == "--job_trace") job_trace = value;
+  }
+  if (!diff_a.empty() && !diff_b.empty() && !job_trace.empty() && !a.http.empty() && !a.grpc.empty()) {
+    return RunCompare(a, diff_a, diff_b, job_trace, profiles);
   }
   if (a.http.empty() || a.grpc.empty() || trace.empty() || work_dir.empty() || b.http.empty() != b.grpc.empty()) {
     std::cerr << "usage: http_api_bench --http HOST:PORT --grpc HOST:PORT [--token T] --trace FILE --work_dir DIR\n"

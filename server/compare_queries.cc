@@ -21,15 +21,15 @@ absl::StatusOr<v1::DiffResponse> QueryApi::Diff(const v1::DiffRequest& request) 
                                                    compare::kMaxDiffProfiles,
                                                    " profiles (the first is the baseline), not ", n));
   }
-  std::vector<v1::ProfileSummary> summaries(static_cast<size_t>(n));
+  std::vector<std::shared_ptr<const v1::ProfileSummary>> summaries;  // keep the inputs alive
   std::vector<compare::DiffInput> inputs;
   for (int i = 0; i < n; ++i) {
     const std::string& id = request.profile_ids(i);
     if (id.empty()) return absl::InvalidArgumentError("a profile id of the diff is empty");
-    auto summary = store_->GetSummary(id);
+    auto summary = summaries_.Get(id);
     if (!summary.ok()) return summary.status();
-    summaries[static_cast<size_t>(i)] = *std::move(summary);
-    inputs.push_back(compare::DiffInput{id, &summaries[static_cast<size_t>(i)]});
+    summaries.push_back(*summary);
+    inputs.push_back(compare::DiffInput{id, summaries.back().get()});
   }
   return compare::DiffProfiles(inputs, *by, request.limit());
 }
@@ -67,9 +67,9 @@ absl::StatusOr<v1::JobOpsResponse> QueryApi::JobOps(const v1::JobRequest& reques
   QueryTimer timer(metrics_, "JobOps");
   compare::JobOpsSum sum;
   absl::Status s = ForEachJobProfile(request, [&](const v1::ProfileInfo& info) {
-    auto summary = store_->GetSummary(info.profile_id());
+    auto summary = summaries_.Get(info.profile_id());
     if (!summary.ok()) return summary.status();
-    sum.Add(*summary);
+    sum.Add(**summary);
     return absl::OkStatus();
   });
   if (!s.ok()) return s;
@@ -81,9 +81,9 @@ absl::StatusOr<v1::JobSeriesResponse> QueryApi::JobSeries(const v1::JobRequest& 
   v1::JobSeriesResponse response;
   response.set_job(request.job());
   absl::Status s = ForEachJobProfile(request, [&](const v1::ProfileInfo& info) {
-    auto summary = store_->GetSummary(info.profile_id());
+    auto summary = summaries_.Get(info.profile_id());
     if (!summary.ok()) return summary.status();
-    *response.add_points() = compare::JobPoint(info, *summary);
+    *response.add_points() = compare::JobPoint(info, **summary);
     return absl::OkStatus();
   });
   if (!s.ok()) return s;
@@ -116,12 +116,12 @@ absl::StatusOr<v1::DiagnoseResponse> QueryApi::Diagnose(const v1::DiagnoseReques
     for (v1::Finding& f : diagnosis::DiagnoseJob(points, *thresholds)) *response.add_findings() = std::move(f);
     response.set_job(request.job());
   } else {
-    auto summary = store_->GetSummary(request.profile_id());
+    auto summary = summaries_.Get(request.profile_id());
     if (!summary.ok()) return summary.status();
     auto timeline = timelines_.Get(request.profile_id());
     if (!timeline.ok()) return timeline.status();
     std::unique_ptr<timeline::TimelineReader> reader = store_->NewTimelineReader(request.profile_id());
-    auto facts = diagnosis::ReadProfileFacts(request.profile_id(), *std::move(summary), *timeline, *reader);
+    auto facts = diagnosis::ReadProfileFacts(request.profile_id(), **summary, *timeline, *reader);
     if (!facts.ok()) return facts.status();
     for (v1::Finding& f : diagnosis::DiagnoseProfile(*facts, *thresholds)) *response.add_findings() = std::move(f);
     response.set_profile_id(request.profile_id());

@@ -1,5 +1,7 @@
 #include "server/query_api.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "server/query_timer.h"
 #include "timeline/chrome_trace_export.h"
@@ -9,12 +11,12 @@
 namespace fleetprof {
 namespace {
 
-// Moves the first `limit` rows (0 = all) of a summary section into the answer: the summary is
-// this query's own copy, so nothing needs copying.
+// Copies the first `limit` rows (0 = all) of a cached summary's section into the answer.
 template <typename Rows>
-void TakeRows(Rows* rows, int limit, Rows* out) {
-  out->Swap(rows);
-  if (limit > 0 && out->size() > limit) out->DeleteSubrange(limit, out->size() - limit);
+void CopyRows(const Rows& rows, int limit, Rows* out) {
+  const int n = limit > 0 ? std::min(limit, rows.size()) : rows.size();
+  out->Reserve(n);
+  for (int i = 0; i < n; ++i) *out->Add() = rows.Get(i);
 }
 
 }  // namespace
@@ -40,11 +42,11 @@ absl::StatusOr<v1::GetProfileResponse> QueryApi::GetProfile(const std::string& p
   if (profile_id.empty()) return absl::InvalidArgumentError("profile_id is required");
   auto info = store_->GetProfile(profile_id);
   if (!info.ok()) return info.status();
-  auto summary = store_->GetSummary(profile_id);
+  auto summary = summaries_.Get(profile_id);
   if (!summary.ok()) return summary.status();
   v1::GetProfileResponse response;
   *response.mutable_profile() = *std::move(info);
-  *response.mutable_summary() = *std::move(summary);
+  *response.mutable_summary() = **summary;
   return response;
 }
 
@@ -109,55 +111,57 @@ absl::StatusOr<v1::DeleteProfileResponse> QueryApi::DeleteProfile(const v1::Dele
   if (request.profile_id().empty()) return absl::InvalidArgumentError("profile_id is required");
   if (absl::Status s = store_->DeleteProfile(request.profile_id()); !s.ok()) return s;
   timelines_.Erase(request.profile_id());
+  summaries_.Erase(request.profile_id());
   v1::DeleteProfileResponse response;
   response.set_profile_id(request.profile_id());
   response.set_deleted(true);
   return response;
 }
 
-absl::StatusOr<v1::ProfileSummary> QueryApi::Summary(const v1::BreakdownRequest& request) {
+absl::StatusOr<std::shared_ptr<const v1::ProfileSummary>> QueryApi::Summary(const v1::BreakdownRequest& request) {
   if (request.profile_id().empty()) return absl::InvalidArgumentError("profile_id is required");
   if (request.limit() < 0) return absl::InvalidArgumentError("limit must not be negative");
-  return store_->GetSummary(request.profile_id());
+  return summaries_.Get(request.profile_id());
 }
 
 template <typename Response, typename Rows>
 absl::StatusOr<Response> QueryApi::Section(const char* query, const v1::BreakdownRequest& request,
-                                           Rows* (v1::ProfileSummary::*rows)(), Rows* (Response::*out)()) {
+                                           const Rows& (v1::ProfileSummary::*rows)() const,
+                                           Rows* (Response::*out)()) {
   QueryTimer timer(metrics_, query);
   auto summary = Summary(request);
   if (!summary.ok()) return summary.status();
   Response response;
-  TakeRows(((*summary).*rows)(), request.limit(), (response.*out)());
+  CopyRows(((**summary).*rows)(), request.limit(), (response.*out)());
   return response;
 }
 
 absl::StatusOr<v1::OpBreakdownResponse> QueryApi::Ops(const v1::BreakdownRequest& request) {
-  return Section("OpBreakdown", request, &v1::ProfileSummary::mutable_ops, &v1::OpBreakdownResponse::mutable_ops);
+  return Section("OpBreakdown", request, &v1::ProfileSummary::ops, &v1::OpBreakdownResponse::mutable_ops);
 }
 
 absl::StatusOr<v1::KernelBreakdownResponse> QueryApi::Kernels(const v1::BreakdownRequest& request) {
-  return Section("KernelBreakdown", request, &v1::ProfileSummary::mutable_kernels,
+  return Section("KernelBreakdown", request, &v1::ProfileSummary::kernels,
                  &v1::KernelBreakdownResponse::mutable_kernels);
 }
 
 absl::StatusOr<v1::TemporalBreakdownResponse> QueryApi::Devices(const v1::BreakdownRequest& request) {
-  return Section("TemporalBreakdown", request, &v1::ProfileSummary::mutable_devices,
+  return Section("TemporalBreakdown", request, &v1::ProfileSummary::devices,
                  &v1::TemporalBreakdownResponse::mutable_devices);
 }
 
 absl::StatusOr<v1::StepBreakdownResponse> QueryApi::Steps(const v1::BreakdownRequest& request) {
-  return Section("StepBreakdown", request, &v1::ProfileSummary::mutable_steps,
+  return Section("StepBreakdown", request, &v1::ProfileSummary::steps,
                  &v1::StepBreakdownResponse::mutable_steps);
 }
 
 absl::StatusOr<v1::MemoryBreakdownResponse> QueryApi::Memory(const v1::BreakdownRequest& request) {
-  return Section("MemoryBreakdown", request, &v1::ProfileSummary::mutable_memory,
+  return Section("MemoryBreakdown", request, &v1::ProfileSummary::memory,
                  &v1::MemoryBreakdownResponse::mutable_memory);
 }
 
 absl::StatusOr<v1::XlaOpBreakdownResponse> QueryApi::XlaOps(const v1::BreakdownRequest& request) {
-  return Section("XlaOpBreakdown", request, &v1::ProfileSummary::mutable_xla_ops,
+  return Section("XlaOpBreakdown", request, &v1::ProfileSummary::xla_ops,
                  &v1::XlaOpBreakdownResponse::mutable_xla_ops);
 }
 

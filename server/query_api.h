@@ -20,7 +20,7 @@ namespace fleetprof {
 class QueryApi {
  public:
   QueryApi(ProfileStore* store, ServerMetrics* metrics)
-      : store_(store), metrics_(metrics), timelines_(store, kTimelineCacheBytes) {}
+      : store_(store), metrics_(metrics), timelines_(store, kTimelineCacheBytes), summaries_(store, kSummaryCacheBytes) {}
 
   // Profiles matching the request, newest ingest first. INVALID_ARGUMENT for a page_size
   // outside 0..1000, a negative time bound or a page_token of another query.
@@ -52,6 +52,11 @@ class QueryApi {
   // Deletes a profile and everything stored for it (ProfileStore::DeleteProfile).
   absl::StatusOr<v1::DeleteProfileResponse> DeleteProfile(const v1::DeleteProfileRequest& request);
 
+  // A newly stored profile's summary, kept parsed: the job views that follow read it from here.
+  void Remember(const std::string& profile_id, const v1::ProfileSummary& summary) {
+    summaries_.Insert(profile_id, summary);
+  }
+
   // Views across profiles (server/compare_queries.cc): compare/ and diagnosis/ do the work.
   absl::StatusOr<v1::DiffResponse> Diff(const v1::DiffRequest& request);
   absl::StatusOr<v1::JobOpsResponse> JobOps(const v1::JobRequest& request);
@@ -68,17 +73,19 @@ class QueryApi {
                                  const std::function<absl::Status(const v1::ProfileInfo&)>& visit);
 
   // The stored summary of request.profile_id() after checking the request.
-  absl::StatusOr<v1::ProfileSummary> Summary(const v1::BreakdownRequest& request);
-  // The section `rows` of the summary, timed as `query`, moved into Response's `out`.
+  absl::StatusOr<std::shared_ptr<const v1::ProfileSummary>> Summary(const v1::BreakdownRequest& request);
+  // The section `rows` of the summary, timed as `query`, copied into Response's `out`.
   template <typename Response, typename Rows>
   absl::StatusOr<Response> Section(const char* query, const v1::BreakdownRequest& request,
-                                   Rows* (v1::ProfileSummary::*rows)(), Rows* (Response::*out)());
+                                   const Rows& (v1::ProfileSummary::*rows)() const, Rows* (Response::*out)());
 
   static constexpr size_t kTimelineCacheBytes = size_t{256} << 20;
+  static constexpr size_t kSummaryCacheBytes = size_t{128} << 20;
 
   ProfileStore* store_;
   ServerMetrics* metrics_;
   TimelineCache timelines_;
+  SummaryCache summaries_;
 };
 
 }  // namespace fleetprof

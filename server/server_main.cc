@@ -204,16 +204,17 @@ int Run(const ServerFlags& flags) {
       *summary.add_device_samples() = std::move(sample);
     }
   };
+  QueryApi query_api(store->get(), &metrics);
   Ingestor ingestor(
       store->get(), &metrics, limits,
       attach_device_samples,
       [&](const v1::ProfileInfo& info, const v1::ProfileSummary& summary) {
         job_metrics->Observe(info.job(), summary);
+        query_api.Remember(info.profile_id(), summary);
       });
   ingestor.set_capture_target_check(
       [&captures](const std::string& capture_id, const std::string& node) { return captures.HasTarget(capture_id, node); });
   IngestServiceImpl ingest(&ingestor, &grpc_access);
-  QueryApi query_api(store->get(), &metrics);
   QueryServiceImpl query(&query_api, &grpc_access);
   CaptureServiceImpl capture_service(&captures, &grpc_access);
   CaptureScheduler scheduler(store->get(), &captures, &metrics);

@@ -95,7 +95,7 @@ function captureView(capture) {
 
 function capturesTable(captures) {
   return h('div', {class: 'table-scroll'}, h('table', {class: 'data-table captures-table'},
-    h('thead', null, h('tr', null, ['Capture', 'Job', 'State', 'Targets', 'Created'].map((t) =>
+    h('thead', null, h('tr', null, ['Capture', 'Job', 'State', 'Targets', 'Schedule', 'Created'].map((t) =>
       h('th', {scope: 'col', class: t === 'Created' || t === 'Targets' ? 'num' : null}, t)))),
     h('tbody', null, captures.map((c) => {
       const targets = c.targets || [];
@@ -103,10 +103,74 @@ function capturesTable(captures) {
       return h('tr', {class: 'capture-row', 'data-capture-id': c.capture_id},
         h('td', {class: 'mono'}, h('a', {href: urlWith('/captures', {capture: c.capture_id})}, c.capture_id)),
         h('td', null, (c.request && c.request.job) || '–'),
-        h('td', null, badge(c.state)),
+        h('td', {title: c.error || null}, badge(c.state), c.state === 'SKIPPED' ? h('span', {class: 'muted skip-reason'}, ` ${c.error}`) : null),
         h('td', {class: 'num'}, `${indexed} / ${targets.length}`),
+        h('td', {class: 'mono'}, c.schedule_id || '–'),
         h('td', {class: 'num', title: isoDate(c.created_at_ns)}, fmtDate(c.created_at_ns)));
     }))));
+}
+
+// "30m", "2h", "45s", "1500ms" → milliseconds, or NaN.
+function parseEvery(text) {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$/.exec(text || '');
+  if (!m) return NaN;
+  return Math.round(Number(m[1]) * {ms: 1, s: 1e3, m: 6e4, h: 3.6e6}[m[2]]);
+}
+
+// Periodic captures kept by the server: the list, a form to add one, a button to remove one.
+function schedulesSection(page) {
+  const list = h('div', null, loadingBlock('Loading schedules…'));
+  const load = async () => {
+    const data = await page.load(api('/api/v1/schedules'), list, 'Could not list schedules');
+    if (!data) return;
+    const schedules = data.schedules || [];
+    clear(list).append(schedules.length ? h('div', {class: 'table-scroll'}, h('table', {class: 'data-table schedules-table'},
+      h('thead', null, h('tr', null, ['Schedule', 'Job', 'Every', 'Duration', 'Runs', 'Skipped', 'Next run', 'Last', ''].map((t) =>
+        h('th', {scope: 'col'}, t)))),
+      h('tbody', null, schedules.map((s) => h('tr', {class: 'schedule-row', 'data-schedule-id': s.schedule_id},
+        h('td', {class: 'mono'}, s.schedule_id),
+        h('td', null, s.job, s.node ? h('span', {class: 'muted'}, ` @${s.node}`) : null),
+        h('td', {class: 'num'}, fmtDuration(num(s.every_ms) * 1e6)),
+        h('td', {class: 'num'}, fmtDuration(num(s.duration_ms) * 1e6)),
+        h('td', {class: 'num'}, fmtInt(num(s.runs))),
+        h('td', {class: 'num'}, fmtInt(num(s.skipped))),
+        h('td', {class: 'num', title: isoDate(s.next_run_ns)}, fmtDate(s.next_run_ns)),
+        h('td', null, s.last_capture_id ? h('a', {class: 'mono', href: urlWith('/captures', {capture: s.last_capture_id})}, s.last_capture_id) : '–',
+          s.last_outcome ? h('div', {class: 'muted'}, s.last_outcome) : null),
+        h('td', null, h('button', {type: 'button', class: 'btn', onclick: async () => {
+          try {
+            await api(`/api/v1/schedules/${enc(s.schedule_id)}`, {method: 'DELETE'});
+          } catch (err) {
+            return showError(err, 'Could not remove the schedule');
+          }
+          load();
+        }}, 'Remove')))))))
+      : emptyBlock('No schedule. Add one to capture a job every few minutes, so its time series fills by itself.'));
+  };
+  const job = h('input', {type: 'text', id: 'schedule-job', placeholder: 'job', size: 16});
+  const every = h('input', {type: 'text', id: 'schedule-every', placeholder: '30m', size: 7, value: '30m'});
+  const duration = h('input', {type: 'text', id: 'schedule-duration', placeholder: '2000', size: 7, value: '2000', inputmode: 'numeric'});
+  const form = h('form', {class: 'filters', id: 'schedule-form'},
+    h('label', {class: 'field'}, h('span', null, 'Job'), job),
+    h('label', {class: 'field'}, h('span', null, 'Every (s, m, h)'), every),
+    h('label', {class: 'field'}, h('span', null, 'Duration ms'), duration),
+    h('div', {class: 'field-actions'}, h('button', {type: 'submit', class: 'btn'}, 'Add schedule')));
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const everyMs = parseEvery(every.value);
+    if (!job.value.trim()) return showError(new ApiError('INVALID_ARGUMENT', 'a schedule needs a job', 0));
+    if (!Number.isFinite(everyMs)) return showError(new ApiError('INVALID_ARGUMENT', `“${every.value}” is not a period such as 30m, 2h or 45s`, 0));
+    try {
+      await api('/api/v1/schedules', {method: 'POST', body: {job: job.value.trim(), every_ms: everyMs,
+                                                            duration_ms: Number(duration.value) || 0}});
+    } catch (err) {
+      return showError(err, 'Could not add the schedule');
+    }
+    load();
+  });
+  load();
+  return section('Schedules', 'Captures the server starts by itself, every period. A run due while a capture of the ' +
+    'job is still running, or missed while the server was down, is skipped (see its SKIPPED capture).', form, list);
 }
 
 async function renderCapturesPage(page) {
@@ -171,7 +235,8 @@ async function renderCapturesPage(page) {
         'Each target moves PENDING → RUNNING → UPLOADING → INDEXED, or FAILED with a reason.')),
     h('section', {class: 'card'}, form),
     current,
-    section('Recent captures', null, recent));
+    section('Recent captures', null, recent),
+    schedulesSection(page));
 
   if (q.get('capture')) follow({capture_id: q.get('capture')});
   await loadRecent();
