@@ -65,4 +65,11 @@ absl::StatusOr<ProfileFacts> ReadProfileFacts(std::string profile_id, v1::Profil
   return facts;
 }
 
+ProfileFacts SummaryOnlyFacts(std::string profile_id, v1::ProfileSummary summary) {
+  ProfileFacts facts;
+  facts.profile_id = std::move(profile_id);
+  facts.summary = std::move(summary);
+  return facts;
+}
+
 }  // namespace fleetprof::diagnosis

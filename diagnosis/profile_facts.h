@@ -17,7 +17,7 @@ namespace fleetprof::diagnosis {
 
 // More events than this are not read: the rules that need events then see the first ones
 // of each track only, and the answer says so.
-inline constexpr int64_t kMaxFactEvents = 4'000'000;
+inline constexpr int64_t kMaxFactEvents = 2'000'000;  // 40 bytes each: 80 MB
 
 struct DeviceOp {
   int64_t start_ns = 0;
@@ -45,7 +45,7 @@ struct HostOp {
 struct ProfileFacts {
   std::string profile_id;
   v1::ProfileSummary summary;
-  std::shared_ptr<const timeline::Timeline> timeline;  // owns the names the ops point at
+  std::shared_ptr<const timeline::Timeline> timeline;  // owns the names the ops point at; null: no events
   std::vector<std::string> devices;  // device ids, as in the summary's devices[]
   std::vector<DeviceOp> device_ops;  // sorted by start
   std::vector<HostOp> host_ops;      // sorted by start
@@ -60,5 +60,8 @@ absl::StatusOr<ProfileFacts> ReadProfileFacts(std::string profile_id, v1::Profil
                                               std::shared_ptr<const timeline::Timeline> timeline,
                                               timeline::TimelineReader& reader,
                                               int64_t max_events = kMaxFactEvents);
+
+// Facts without events, for a profile stored before the event store: the summary rules run.
+ProfileFacts SummaryOnlyFacts(std::string profile_id, v1::ProfileSummary summary);
 
 }  // namespace fleetprof::diagnosis

@@ -25,8 +25,8 @@ bool IsKind(const DeviceOp& op, ActivityKind kind) { return op.kind == static_ca
 class NameTest {
  public:
   template <typename Test>
-  NameTest(const ProfileFacts& facts, Test test) : facts_(facts), test_(std::move(test)),
-                                                   cache_(facts.timeline->names(), -1) {}
+  NameTest(const ProfileFacts& facts, Test test)
+      : facts_(facts), test_(std::move(test)), cache_(facts.timeline ? facts.timeline->names() : 0, -1) {}
   bool operator()(uint32_t name) {
     if (cache_[name] < 0) cache_[name] = test_(facts_.name(name)) ? 1 : 0;
     return cache_[name] == 1;

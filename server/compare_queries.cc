@@ -118,10 +118,26 @@ absl::StatusOr<v1::DiagnoseResponse> QueryApi::Diagnose(const v1::DiagnoseReques
   } else {
     auto summary = summaries_.Get(request.profile_id());
     if (!summary.ok()) return summary.status();
+    ConcurrencySlots::Held slot(&diagnoses_, kDiagnosisWait);
+    if (!slot.ok()) {
+      return absl::ResourceExhaustedError(absl::StrCat(kConcurrentDiagnoses, " diagnoses are running and none ended in ",
+                                                       kDiagnosisWait.count(), " s; try again"));
+    }
+    absl::StatusOr<diagnosis::ProfileFacts> facts;
     auto timeline = timelines_.Get(request.profile_id());
-    if (!timeline.ok()) return timeline.status();
-    std::unique_ptr<timeline::TimelineReader> reader = store_->NewTimelineReader(request.profile_id());
-    auto facts = diagnosis::ReadProfileFacts(request.profile_id(), **summary, *timeline, *reader);
+    if (timeline.ok()) {
+      std::unique_ptr<timeline::TimelineReader> reader = store_->NewTimelineReader(request.profile_id());
+      facts = diagnosis::ReadProfileFacts(request.profile_id(), **summary, *timeline, *reader);
+    } else if (absl::IsNotFound(timeline.status())) {
+      // Ingested before the event store: the rules that read only the summary still run.
+      facts = diagnosis::SummaryOnlyFacts(request.profile_id(), **summary);
+      response.set_note(absl::StrCat("profile ", request.profile_id(),
+                                     " has no stored events (ingested before the event store): only the rules "
+                                     "that read its summary (device_idle, memory_pressure) could judge it; upload "
+                                     "its file again for the others"));
+    } else {
+      return timeline.status();
+    }
     if (!facts.ok()) return facts.status();
     for (v1::Finding& f : diagnosis::DiagnoseProfile(*facts, *thresholds)) *response.add_findings() = std::move(f);
     response.set_profile_id(request.profile_id());

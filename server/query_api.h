@@ -4,6 +4,7 @@
 // Breakdowns come from the summaries stored at ingest; the trace viewer's windows from the
 // event store, through a cache of loaded directories.
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "analysis/byte_source.h"
 #include "fleetprof/v1/query.pb.h"
+#include "server/concurrency_slots.h"
 #include "server/server_metrics.h"
 #include "server/timeline_cache.h"
 #include "storage/profile_store.h"
@@ -81,11 +83,15 @@ class QueryApi {
 
   static constexpr size_t kTimelineCacheBytes = size_t{256} << 20;
   static constexpr size_t kSummaryCacheBytes = size_t{128} << 20;
+  // A diagnosis holds the profile's events (up to diagnosis::kMaxFactEvents): two at a time.
+  static constexpr int kConcurrentDiagnoses = 2;
+  static constexpr std::chrono::seconds kDiagnosisWait{30};
 
   ProfileStore* store_;
   ServerMetrics* metrics_;
   TimelineCache timelines_;
   SummaryCache summaries_;
+  ConcurrencySlots diagnoses_{kConcurrentDiagnoses};
 };
 
 }  // namespace fleetprof

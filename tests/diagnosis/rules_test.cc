@@ -349,6 +349,22 @@ TEST(DiagnosisRules, StragglerRank) {
   EXPECT_TRUE(DiagnoseJob({Rank("0", 100, 1)}, *thresholds).empty());  // one rank: nothing to compare
 }
 
+// A profile stored before the event store: the summary rules still judge it.
+TEST(DiagnosisRules, SummaryOnlyProfilesRunTheSummaryRules) {
+  v1::ProfileSummary summary;
+  v1::DeviceBreakdown* d = summary.add_devices();
+  d->set_device("0");
+  d->set_span_ns(100);
+  d->set_busy_ns(10);
+  d->set_idle_ns(90);
+  auto thresholds = ResolveThresholds(RuleScope::kProfile, {});
+  ASSERT_TRUE(thresholds.ok());
+  std::vector<v1::Finding> findings = DiagnoseProfile(SummaryOnlyFacts("old", summary), *thresholds);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].rule(), "device_idle");
+  EXPECT_DOUBLE_EQ(findings[0].metric(), 0.9);
+}
+
 TEST(DiagnosisRules, ThresholdsAreCheckedByNameScopeAndRange) {
   google::protobuf::Map<std::string, double> t;
   t["device_idle"] = 1.5;
