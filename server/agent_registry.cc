@@ -143,4 +143,27 @@ v1::ListAgentsResponse AgentRegistry::ListAgents() {
   return response;
 }
 
+int AgentRegistry::ForgetDeparted(int64_t before_ns) {
+  std::vector<std::string> gone;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = agents_.begin(); it != agents_.end();) {
+      const v1::AgentInfo& a = it->second;
+      if (a.state() == v1::AgentInfo::CONNECTED || sessions_.count(a.node()) || a.last_seen_ns() >= before_ns) {
+        ++it;
+        continue;
+      }
+      gone.push_back(a.node());
+      history_.erase(a.node());
+      it = agents_.erase(it);
+    }
+  }
+  for (const std::string& node : gone) {
+    if (absl::Status s = store_->DeleteAgent(node); !s.ok()) {
+      spdlog::warn("could not forget agent {}: {}", node, std::string(s.message()));
+    }
+  }
+  return static_cast<int>(gone.size());
+}
+
 }  // namespace fleetprof

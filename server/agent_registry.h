@@ -45,6 +45,9 @@ class AgentRegistry {
   std::map<std::string, std::vector<v1::DeviceSample>> DeviceSamples();
   // Every sample `node` reported with sampled_at_ns in [from_ns, to_ns] (the last hour is kept).
   std::vector<v1::DeviceSample> DeviceHistory(const std::string& node, int64_t from_ns, int64_t to_ns);
+  // Forgets the agents that are disconnected and were last seen before `before_ns` (departed
+  // nodes), in memory and in the store; returns how many.
+  int ForgetDeparted(int64_t before_ns);
 
  private:
   void Persist(const v1::AgentInfo& info);

@@ -22,6 +22,8 @@
 #include "server/capture_coordinator.h"
 #include "server/capture_scheduler.h"
 #include "server/capture_service.h"
+#include "server/retention.h"
+#include "absl/strings/numbers.h"
 #include "server/schedule_service.h"
 #include "server/fleet_metrics.h"
 #include "server/grpc_access.h"
@@ -58,6 +60,13 @@ struct ServerFlags {
   std::string tls_key;
   std::string tls_client_ca;
   bool insecure = false;
+  // Retention (server/retention.h); days may have a fraction.
+  std::string retention_days = "0";
+  std::string job_retention_days;
+  int64_t max_disk_mb = 0;
+  std::string capture_retention_days = "30";
+  std::string agent_expiry_days = "7";
+  int64_t retention_check_s = 60;
 };
 
 constexpr char kUsage[] =
@@ -91,6 +100,30 @@ absl::StatusOr<HttpServerOptions> HttpOptionsFrom(const ServerFlags& flags) {
   options.tls_key = flags.tls_key;
   options.tls_client_ca = flags.tls_client_ca;
   return options;
+}
+
+// The retention flags; a malformed or negative one is an error naming it.
+absl::StatusOr<RetentionPolicy> RetentionPolicyFrom(const ServerFlags& flags) {
+  RetentionPolicy policy;
+  for (auto [name, text, out] : {std::tuple{"retention_days", &flags.retention_days, &policy.retention_days},
+                                 {"capture_retention_days", &flags.capture_retention_days, &policy.capture_retention_days},
+                                 {"agent_expiry_days", &flags.agent_expiry_days, &policy.agent_expiry_days}}) {
+    if (!absl::SimpleAtod(*text, out) || !(*out >= 0) || *out > 1e6) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, "=", *text, ": want a number of days >= 0 (0: keep)"));
+    }
+  }
+  auto jobs = RetentionPolicy::ParseJobDays(flags.job_retention_days);
+  if (!jobs.ok()) return jobs.status();
+  policy.job_days = *std::move(jobs);
+  if (flags.max_disk_mb < 0 || flags.max_disk_mb > (int64_t{1} << 40)) {
+    return absl::InvalidArgumentError(absl::StrCat("--max_disk_mb=", flags.max_disk_mb, ": want 0 (no limit) or more"));
+  }
+  policy.max_disk_bytes = flags.max_disk_mb << 20;
+  if (flags.retention_check_s < 1 || flags.retention_check_s > 86400) {
+    return absl::InvalidArgumentError(absl::StrCat("--retention_check_s=", flags.retention_check_s, ": want 1..86400"));
+  }
+  policy.check_every_s = flags.retention_check_s;
+  return policy;
 }
 
 // The TLS flags hang together, and both listeners are exposed only with the protection
@@ -166,6 +199,11 @@ int Run(const ServerFlags& flags) {
   } else {
     spdlog::warn("authentication off (no --auth_tokens_file): every client that reaches the listeners may do anything");
   }
+  auto retention_policy = RetentionPolicyFrom(flags);
+  if (!retention_policy.ok()) {
+    spdlog::error("{}", std::string(retention_policy.status().message()));
+    return 2;
+  }
   GrpcAccess grpc_access(guard.get());
   std::error_code ec;
   std::filesystem::create_directories(flags.data_dir, ec);
@@ -205,12 +243,14 @@ int Run(const ServerFlags& flags) {
     }
   };
   QueryApi query_api(store->get(), &metrics);
+  std::unique_ptr<Retention> retention;  // set once the ingestor that nudges it exists
   Ingestor ingestor(
       store->get(), &metrics, limits,
       attach_device_samples,
       [&](const v1::ProfileInfo& info, const v1::ProfileSummary& summary) {
         job_metrics->Observe(info.job(), summary);
         query_api.Remember(info.profile_id(), summary);
+        if (retention) retention->Nudge();
       });
   ingestor.set_capture_target_check(
       [&captures](const std::string& capture_id, const std::string& node) { return captures.HasTarget(capture_id, node); });
@@ -218,6 +258,14 @@ int Run(const ServerFlags& flags) {
   QueryServiceImpl query(&query_api, &grpc_access);
   CaptureServiceImpl capture_service(&captures, &grpc_access);
   CaptureScheduler scheduler(store->get(), &captures, &metrics);
+  retention = std::make_unique<Retention>(
+      *retention_policy, store->get(), &registry,
+      [&query_api](const std::string& id) {
+        v1::DeleteProfileRequest request;
+        request.set_profile_id(id);
+        return query_api.DeleteProfile(request).status();
+      },
+      metrics.registry().get());
   ScheduleServiceImpl schedule_service(&scheduler, &grpc_access);
   AgentServiceImpl agents(&registry, &grpc_access, flags.heartbeat_ms,
                           [&captures](const std::string& node, const v1::CaptureUpdate& update) {
@@ -348,6 +396,17 @@ int main(int argc, char** argv) {
               "allow a non-loopback listener without tokens, or with tokens but without TLS");
   set.AddInt("stale_upload_hours", &flags.stale_upload_hours,
              "interrupted uploads older than this are deleted at start");
+  set.AddString("retention_days", &flags.retention_days,
+                "profiles older than this (days since ingest, fractions allowed) are deleted; 0: kept forever");
+  set.AddString("job_retention_days", &flags.job_retention_days,
+                "per-job retention overriding --retention_days: JOB=DAYS[,JOB=DAYS...] (0: keep that job's)");
+  set.AddInt("max_disk_mb", &flags.max_disk_mb,
+             "when the database folder is larger, the oldest profiles are deleted until it is not; 0: no limit");
+  set.AddString("capture_retention_days", &flags.capture_retention_days, "captures older than this are deleted; 0: kept");
+  set.AddString("agent_expiry_days", &flags.agent_expiry_days,
+                "disconnected agents not seen for this long are forgotten; 0: kept");
+  set.AddInt("retention_check_s", &flags.retention_check_s,
+             "how often retention looks for old profiles, captures and agents (it also looks after each upload)");
   if (absl::Status s = set.Parse(argc, argv); !s.ok()) {
     std::cerr << "fleetprof-server: " << s.message() << "\n";
     return 2;

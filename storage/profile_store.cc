@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -238,6 +239,7 @@ absl::StatusOr<std::unique_ptr<ProfileStore>> ProfileStore::Open(const std::stri
   rocksdb::Status s = rocksdb::DB::Open(options, dir, families, &store->handles_, &db);
   if (!s.ok()) return ToStatus(s, absl::StrCat("open database ", dir));
   store->db_.reset(db);
+  store->dir_ = dir;
   return store;
 }
 
@@ -509,6 +511,59 @@ absl::StatusOr<std::vector<v1::Schedule>> ProfileStore::ListSchedules() {
   }
   if (!it->status().ok()) return ToStatus(it->status(), "list schedules");
   return schedules;
+}
+
+absl::Status ProfileStore::ForEachProfileOldestFirst(const std::function<bool(const v1::ProfileInfo&)>& visit) {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(kIndex)));
+  // The all-profiles index is newest first: walk it backwards from its last key.
+  std::string end(keys::kAllIndexPrefix);
+  end.back() = static_cast<char>(end.back() + 1);
+  for (it->SeekForPrev(end); it->Valid() && it->key().starts_with(keys::kAllIndexPrefix); it->Prev()) {
+    const std::string id = keys::ProfileIdFromIndexKey(it->key().ToStringView(), keys::kAllIndexPrefix.size());
+    auto info = GetProfile(id);
+    if (absl::IsNotFound(info.status())) continue;  // deleted meanwhile
+    if (!info.ok()) return info.status();
+    if (!visit(*info)) break;
+  }
+  return ToStatus(it->status(), "list profiles oldest first");
+}
+
+absl::StatusOr<int64_t> ProfileStore::DeleteCapturesBefore(int64_t created_before_ns) {
+  rocksdb::WriteBatch batch;
+  int64_t n = 0;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(kCaptures)));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    v1::Capture capture;
+    // An unreadable record goes too: nothing can show it.
+    if (capture.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) &&
+        capture.created_at_ns() >= created_before_ns) {
+      continue;
+    }
+    batch.Delete(cf(kCaptures), it->key());
+    ++n;
+  }
+  if (!it->status().ok()) return ToStatus(it->status(), "list captures");
+  if (n == 0) return n;
+  if (absl::Status s = ToStatus(db_->Write(rocksdb::WriteOptions(), &batch), "delete captures"); !s.ok()) return s;
+  return n;
+}
+
+absl::Status ProfileStore::DeleteAgent(const std::string& node) {
+  return ToStatus(db_->Delete(rocksdb::WriteOptions(), cf(kAgents), node), "delete agent");
+}
+
+int64_t ProfileStore::FolderBytes() const {
+  std::error_code ec;
+  int64_t total = 0;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir_, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code size_ec;
+    if (it->is_regular_file(size_ec)) {
+      const auto size = it->file_size(size_ec);
+      if (!size_ec) total += static_cast<int64_t>(size);
+    }
+  }
+  return total;
 }
 
 absl::Status ProfileStore::Flush() {

@@ -15,6 +15,7 @@
 // inv_time is big-endian (INT64_MAX - ingested_at_ns), so a forward scan is newest first.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -113,7 +114,17 @@ class ProfileStore {
   absl::Status DeleteSchedule(const std::string& schedule_id);
   absl::StatusOr<std::vector<v1::Schedule>> ListSchedules();
 
-  // Flushes memtables to disk (graceful shutdown).
+  // ---- Retention (server/retention.h) ----
+  // Calls `visit` for every profile, oldest ingest first, until it returns false.
+  absl::Status ForEachProfileOldestFirst(const std::function<bool(const v1::ProfileInfo&)>& visit);
+  // Deletes the captures created before `created_before_ns`; returns how many.
+  absl::StatusOr<int64_t> DeleteCapturesBefore(int64_t created_before_ns);
+  absl::Status DeleteAgent(const std::string& node);
+  // Bytes of every file under the database folder (tables, logs, manifest): its size on disk.
+  int64_t FolderBytes() const;
+
+
+  // Flushes memtables to disk (graceful shutdown; retention, so the logs they hold can go).
   absl::Status Flush();
 
  private:
@@ -122,6 +133,7 @@ class ProfileStore {
 
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  std::string dir_;
 };
 
 }  // namespace fleetprof

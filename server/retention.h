@@ -1,0 +1,77 @@
+#pragma once
+// Retention: what the server forgets, and when. Profiles older than their job's retention
+// (--retention_days, --job_retention_days JOB=DAYS overrides) go; when the database folder is
+// over --max_disk_mb, the oldest profiles go until it is under (the newest one always stays);
+// captures older than --capture_retention_days and agents gone for --agent_expiry_days go
+// too. A profile is deleted through the same path as `fleetprof delete` (one synced write,
+// then compaction), so nothing of it stays half visible. Runs on its own thread: after every
+// commit (Nudge) and every --retention_check_s.
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/registry.h"
+#include "server/agent_registry.h"
+#include "storage/profile_store.h"
+
+namespace fleetprof {
+
+struct RetentionPolicy {
+  double retention_days = 0;                 // 0: keep profiles forever
+  std::map<std::string, double> job_days;    // per job; 0: that job's profiles are kept
+  int64_t max_disk_bytes = 0;                // 0: no limit
+  double capture_retention_days = 30;
+  double agent_expiry_days = 7;
+  int64_t check_every_s = 60;                // a pass at least this often (and after each commit)
+
+  // "train=30,eval=7" → job_days; days must be >= 0. INVALID_ARGUMENT naming the bad part.
+  static absl::StatusOr<std::map<std::string, double>> ParseJobDays(const std::string& text);
+  // How long profiles of `job` are kept, in ns; 0 = forever.
+  int64_t KeepNs(const std::string& job) const;
+};
+
+class Retention {
+ public:
+  // `delete_profile` removes one profile everywhere (QueryApi::DeleteProfile, which also
+  // empties the query caches).
+  Retention(RetentionPolicy policy, ProfileStore* store, AgentRegistry* agents,
+            std::function<absl::Status(const std::string&)> delete_profile, prometheus::Registry* metrics);
+  ~Retention();
+
+  // A profile was stored: check the disk limit soon.
+  void Nudge();
+  // One pass, now (tests and the thread).
+  void RunOnce();
+
+ private:
+  void Loop();
+  void ExpireByAge(int64_t now);
+  void EnforceDiskLimit();
+  bool Delete(const std::string& profile_id, prometheus::Counter& counter);
+
+  const RetentionPolicy policy_;
+  ProfileStore* store_;
+  AgentRegistry* agents_;
+  std::function<absl::Status(const std::string&)> delete_profile_;
+  prometheus::Family<prometheus::Counter>& deleted_;
+  prometheus::Counter& deleted_age_;
+  prometheus::Counter& deleted_disk_;
+  prometheus::Counter& deleted_captures_;
+  prometheus::Counter& deleted_agents_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool nudged_ = false;
+  bool stopping_ = false;
+  std::thread loop_;
+};
+
+}  // namespace fleetprof
