@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "analysis/json_scan.h"
+#include "common/utf8.h"
 
 namespace fleetprof::analysis {
 
@@ -174,7 +175,7 @@ bool JsonTokenizer::ReadString(std::string_view* out, std::string* scratch, size
   if (q < end_ && *q == '"') {
     size_t n = static_cast<size_t>(q - p);
     if (n > cap) {
-      n = cap;
+      n = Utf8CutPoint(std::string_view(p, n), cap);  // never half a character
       if (truncated != nullptr) *truncated = true;
     }
     *out = std::string_view(p, n);
@@ -182,7 +183,12 @@ bool JsonTokenizer::ReadString(std::string_view* out, std::string* scratch, size
     return true;
   }
   scratch->clear();
-  if (!ReadStringSlow(p, scratch, cap, truncated, true)) return false;
+  bool cut = false;
+  if (!ReadStringSlow(p, scratch, cap, &cut, true)) return false;
+  if (cut) {
+    TrimIncompleteUtf8Tail(scratch);
+    if (truncated != nullptr) *truncated = true;
+  }
   *out = *scratch;
   return true;
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/utf8.h"
 
 namespace fleetprof::analysis {
 
@@ -140,6 +141,7 @@ bool ProtoReader::ReadBytes(uint64_t n, size_t cap, std::string* out, const char
     out->append(pos_, take);
     pos_ += take;
   }
+  if (keep < n) TrimIncompleteUtf8Tail(out);  // a capped name never ends in half a character
   return Skip(n - keep, what);
 }
 

@@ -68,6 +68,7 @@ TraceSummary Summarize(const TraceEvents& events) {
   summary.steps = StepBreakdown(events);
   summary.memory = MemoryBreakdown(events);
   summary.xla_ops = events.xla_ops;
+  MakeStringsValidUtf8(&summary);
   return summary;
 }
 

@@ -1,6 +1,7 @@
 #include "analysis/trace_summary.h"
 
 #include "analysis/trace_formats.h"
+#include "common/utf8.h"
 
 namespace fleetprof::analysis {
 
@@ -39,6 +40,26 @@ bool ActivityKindFromName(const std::string& name, ActivityKind* kind) {
     return false;
   }
   return true;
+}
+
+void MakeStringsValidUtf8(TraceSummary* summary) {
+  int64_t n = 0;
+  for (DeviceSummary& d : summary->devices) n += MakeValidUtf8(&d.device);
+  for (KernelSummary& k : summary->kernels) n += MakeValidUtf8(&k.name);
+  for (OpSummary& o : summary->ops) n += MakeValidUtf8(&o.name);
+  for (OpSummary& o : summary->scopes) n += MakeValidUtf8(&o.name);
+  for (MemorySummary& m : summary->memory) n += MakeValidUtf8(&m.device);
+  for (XlaOpSummary& x : summary->xla_ops) {
+    n += MakeValidUtf8(&x.name) + MakeValidUtf8(&x.category) + MakeValidUtf8(&x.module);
+  }
+  std::map<std::string, std::string> metadata;
+  for (const auto& [k, v] : summary->metadata) {
+    std::string key = k, value = v;
+    n += MakeValidUtf8(&key) + MakeValidUtf8(&value);
+    metadata[std::move(key)] = std::move(value);
+  }
+  summary->metadata = std::move(metadata);
+  summary->invalid_utf8_replacements += n;
 }
 
 }  // namespace fleetprof::analysis

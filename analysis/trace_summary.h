@@ -111,6 +111,9 @@ struct TraceSummary {
   // Chrome-trace X events with a "cat" fleetprof does not know; analysed as host events
   // (ANALYSIS.md), counted so that a new profiler category does not go unnoticed.
   int64_t unknown_category_events = 0;
+  // Bytes of the trace's names and metadata that were not valid UTF-8, each replaced by
+  // U+FFFD (MakeStringsValidUtf8) so the summary can be stored and printed.
+  int64_t invalid_utf8_replacements = 0;
   std::vector<DeviceSummary> devices;  // sorted by device name
   std::vector<KernelSummary> kernels;  // total_ns desc, then name
   std::vector<OpSummary> ops;          // self_ns desc, then name
@@ -121,5 +124,9 @@ struct TraceSummary {
   // Facts found in the trace, e.g. "rank", "world_size" (Kineto distributedInfo), "hostname".
   std::map<std::string, std::string> metadata;
 };
+
+// Replaces the invalid UTF-8 bytes of every string of `summary` (names, devices, metadata)
+// with U+FFFD and adds their number to summary->invalid_utf8_replacements.
+void MakeStringsValidUtf8(TraceSummary* summary);
 
 }  // namespace fleetprof::analysis

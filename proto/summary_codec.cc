@@ -78,6 +78,7 @@ v1::ProfileSummary SummaryToProto(const analysis::TraceSummary& summary) {
   out.set_events(summary.events);
   out.set_skipped_events(summary.skipped_events);
   out.set_unknown_category_events(summary.unknown_category_events);
+  out.set_invalid_utf8_replacements(summary.invalid_utf8_replacements);
   for (const auto& d : summary.devices) DeviceToProto(d, out.add_devices());
   for (const auto& k : summary.kernels) KernelToProto(k, out.add_kernels());
   for (const auto& o : summary.ops) OpToProto(o, out.add_ops());

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "common/utf8.h"
 
 namespace fleetprof::timeline {
 
@@ -23,6 +24,8 @@ absl::StatusOr<std::shared_ptr<const Timeline>> Timeline::Load(TimelineReader& r
     v1::TimelineNames names;
     if (!names.ParseFromString(*names_bytes)) return absl::DataLossError("damaged timeline names");
     for (std::string& name : *names.mutable_names()) {
+      // Stored as the trace had them (bytes); every answer built from them is UTF-8.
+      MakeValidUtf8(&name);
       t->memory_bytes_ += name.size() + sizeof(std::string);
       t->names_.push_back(std::move(name));
     }
@@ -31,7 +34,11 @@ absl::StatusOr<std::shared_ptr<const Timeline>> Timeline::Load(TimelineReader& r
   int64_t end = std::numeric_limits<int64_t>::min();
   t->runs_.resize(static_cast<size_t>(t->directory_.tracks_size()));
   for (int i = 0; i < t->directory_.tracks_size(); ++i) {
-    const v1::TimelineTrack& track = t->directory_.tracks(i);
+    v1::TimelineTrack& stored = *t->directory_.mutable_tracks(i);
+    for (std::string* text : {stored.mutable_id(), stored.mutable_name(), stored.mutable_group(), stored.mutable_lane()}) {
+      MakeValidUtf8(text);
+    }
+    const v1::TimelineTrack& track = stored;
     t->track_by_id_.emplace(track.id(), i);
     for (const v1::TimelineLevel& level : track.levels()) {
       // Runs of 1, 4, 16, … blocks: the last run of a layer may hold fewer.

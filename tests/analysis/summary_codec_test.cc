@@ -24,6 +24,7 @@ analysis::TraceSummary EverythingSet() {
   s.events = 3;
   s.skipped_events = 4;
   s.unknown_category_events = 5;
+  s.invalid_utf8_replacements = 2;
   s.devices.push_back({"0", 1, 2, 3, 4, 5, 6, 7, 8, 9});
   s.kernels.push_back({"k", analysis::ActivityKind::kMemory, 1, 2, 3, 4});
   s.ops.push_back({"aten::mm", 1, 2, 3, 4, 5});

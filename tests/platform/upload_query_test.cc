@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "gtest/gtest.h"
+#include "simdjson.h"
 #include "tests/platform/reference_compare.h"
 #include "tests/platform/test_cluster.h"
 #include "tests/test_support.h"
@@ -138,6 +139,42 @@ TEST_F(UploadQueryTest, ServerMetricsCountUploadsByResult) {
       << metrics;
   EXPECT_NE(metrics.find("fleetprof_server_uploads_total{result=\"invalid\"} 1"), std::string::npos);
   EXPECT_NE(metrics.find("fleetprof_server_query_duration_seconds"), std::string::npos);
+}
+
+// A trace with bytes that are not UTF-8 in a kernel name, an op name and its distributedInfo:
+// before, the stored summary could not be read back and the rank label broke the upload's
+// answer. Now every name is stored with U+FFFD, every answer is valid JSON (simdjson checks
+// UTF-8), the replacements are counted, and all of it survives a restart.
+TEST_F(UploadQueryTest, InvalidUtf8InATraceIsStoredCleanAndCounted) {
+  const std::string path = cluster_.root() + "/bad_utf8.json";
+  std::ofstream(path) << R"({"distributedInfo":{"rank":"r)" "\xe9" R"("},"traceEvents":[)"
+                      << R"({"ph":"X","cat":"kernel","name":"bad)" "\xff\xfe" R"(kernel","pid":0,"tid":7,"ts":1,"dur":2,"args":{"device":0}},)"
+                      << R"({"ph":"X","cat":"cpu_op","name":"op)" "\xc3" R"(","pid":1,"tid":1,"ts":0,"dur":5}]})";
+  const std::string id = Upload(path, {"--job", "utf8"});
+  ASSERT_FALSE(id.empty());
+  auto check = [&] {
+    for (const std::vector<std::string>& args :
+         std::vector<std::vector<std::string>>{{"kernels", id}, {"ops", id}, {"profile", id}, {"profiles"},
+                                               {"trace", id}, {"diagnose", id}}) {
+      std::vector<std::string> with_json = args;
+      with_json.push_back("--json");
+      CommandResult r = cluster_.Cli(with_json);
+      ASSERT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+      simdjson::dom::parser parser;
+      simdjson::dom::element doc;
+      EXPECT_EQ(parser.parse(r.out).get(doc), simdjson::SUCCESS) << args[0] << " printed invalid JSON";
+    }
+    CommandResult kernels = cluster_.Cli({"kernels", id, "--json"});
+    EXPECT_NE(kernels.out.find("bad\uFFFD\uFFFDkernel"), std::string::npos) << kernels.out;
+    CommandResult profile = cluster_.Cli({"profile", id, "--json"});
+    EXPECT_NE(profile.out.find("\"invalid_utf8_replacements\":4"), std::string::npos) << profile.out;
+    EXPECT_NE(profile.out.find("\"rank\":\"r\uFFFD\""), std::string::npos) << profile.out;
+  };
+  check();
+  const std::string addr = cluster_.grpc_addr();
+  cluster_.StopServer();
+  ASSERT_TRUE(cluster_.StartServer(addr)) << cluster_.ServerLog();
+  check();
 }
 
 TEST_F(UploadQueryTest, UnknownProfileIsAClearError) {
