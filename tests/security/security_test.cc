@@ -358,15 +358,23 @@ TEST_F(SecurityTest, SighupReloadsTheTokensFile) {
   EXPECT_TRUE(Eventually(10, [&] { return Cli({"profiles"}, "fresh").exit_code == 0; })) << cluster_.ServerLog();
 }
 
-// Every file under `dir` down to `depth` levels, relative.
+// Every file under `dir` down to `depth` levels, relative. Other tests create and remove
+// folders in /tmp meanwhile: a folder that vanishes or cannot be read is passed over, never
+// the end of the listing (which made files that were there before look new).
+void ListInto(const std::filesystem::path& root, const std::filesystem::path& dir, int depth,
+              std::set<std::string>* files) {
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    files->insert(std::filesystem::relative(it->path(), root).string());
+    std::error_code type_ec;
+    if (depth > 1 && it->is_directory(type_ec) && !it->is_symlink(type_ec)) ListInto(root, it->path(), depth - 1, files);
+  }
+}
+
 std::set<std::string> FilesUnder(const std::string& dir, int depth = 64) {
   std::set<std::string> files;
-  std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::end(it);
-       it.increment(ec)) {
-    if (it.depth() >= depth) it.disable_recursion_pending();
-    files.insert(std::filesystem::relative(it->path(), dir).string());
-  }
+  ListInto(dir, dir, depth + 1, &files);  // entries down to `depth` levels below the top ones
   return files;
 }
 
