@@ -2,41 +2,19 @@
 
 #include <cstdint>
 
+#include "common/utf8.h"
+
 namespace fleetprof {
 
 bool IsPrintableUtf8(std::string_view text, size_t max_bytes) {
   if (text.empty() || text.size() > max_bytes) return false;
   size_t i = 0;
   while (i < text.size()) {
-    const auto byte = [&](size_t k) { return static_cast<uint8_t>(text[k]); };
-    const uint8_t lead = byte(i);
-    if (lead < 0x80) {
-      if (lead < 0x20 || lead == 0x7f) return false;
-      ++i;
-      continue;
-    }
-    size_t length = 0;
-    uint32_t cp = 0;
-    if ((lead & 0xe0) == 0xc0) {
-      length = 2;
-      cp = lead & 0x1f;
-    } else if ((lead & 0xf0) == 0xe0) {
-      length = 3;
-      cp = lead & 0x0f;
-    } else if ((lead & 0xf8) == 0xf0) {
-      length = 4;
-      cp = lead & 0x07;
-    } else {
-      return false;
-    }
-    if (i + length > text.size()) return false;
-    for (size_t k = 1; k < length; ++k) {
-      if ((byte(i + k) & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (byte(i + k) & 0x3f);
-    }
-    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[length] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    if (cp >= 0x80 && cp < 0xa0) return false;  // C1 controls
+    const size_t length = Utf8SequenceLength(text, i);
+    if (length == 0) return false;
+    const auto lead = static_cast<uint8_t>(text[i]);
+    if (length == 1 && (lead < 0x20 || lead == 0x7f)) return false;
+    if (length == 2 && lead == 0xc2 && static_cast<uint8_t>(text[i + 1]) < 0xa0) return false;  // C1 controls
     i += length;
   }
   return true;
