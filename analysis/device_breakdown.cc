@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "common/checked_math.h"
 
 namespace fleetprof::analysis {
 
@@ -110,7 +111,7 @@ std::vector<KernelSummary> KernelBreakdown(const TraceEvents& events) {
     }
     KernelAccumulator& k = kernels[it->second];
     ++k.count;
-    k.total += a.dur;
+    k.total = SaturatingAdd(k.total, a.dur);  // times are in range, sums of them may not be
     k.min = std::min(k.min, a.dur);
     k.max = std::max(k.max, a.dur);
   }

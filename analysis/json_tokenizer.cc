@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "analysis/json_scan.h"
+#include "analysis/trace_limits.h"
 #include "common/utf8.h"
 
 namespace fleetprof::analysis {
@@ -36,6 +37,11 @@ bool JsonTokenizer::Fail(const std::string& what) {
     status_ =
         absl::InvalidArgumentError(absl::StrCat(source_.name(), ": ", what, " at byte ", Offset()));
   }
+  return false;
+}
+
+bool JsonTokenizer::FailWith(absl::Status error) {
+  if (status_.ok()) status_ = std::move(error);
   return false;
 }
 
@@ -316,10 +322,9 @@ bool JsonTokenizer::SkipValue() {
   return true;
 }
 
-// Skips an object or array with an explicit bit stack (1 = object) instead of recursion.
+// Skips an object or array with an explicit stack of open brackets instead of recursion.
 bool JsonTokenizer::SkipContainer() {
-  uint64_t stack = 0;
-  int depth = 0;
+  skip_stack_.clear();
   for (;;) {
     char* p = pos_;
     while (p < end_) {
@@ -330,20 +335,20 @@ bool JsonTokenizer::SkipContainer() {
         continue;
       }
       if (c == '{' || c == '[') {
-        if (depth == kMaxSkipDepth) {
+        if (static_cast<int64_t>(skip_stack_.size()) >= max_depth_) {
           pos_ = p;
-          return Fail(absl::StrCat("value nested deeper than ", kMaxSkipDepth, " levels"));
+          return FailWith(TraceLimitError(source_.name(), "levels of JSON nesting", max_depth_,
+                                          "max_trace_depth", Offset()));
         }
-        stack = (stack << 1) | (c == '{' ? 1u : 0u);
-        ++depth;
+        skip_stack_.push_back(c);
       } else if (c == '}' || c == ']') {
-        bool object = (stack & 1) != 0;
+        bool object = skip_stack_.back() == '{';
         if (object != (c == '}')) {
           pos_ = p;
           return FailUnexpected(c, object ? "'}'" : "']'");
         }
-        stack >>= 1;
-        if (--depth == 0) {
+        skip_stack_.pop_back();
+        if (skip_stack_.empty()) {
           pos_ = p + 1;
           return true;
         }

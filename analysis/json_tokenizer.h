@@ -9,7 +9,7 @@
 // of the (decompressed) stream.
 //
 // Skipped values are checked for balanced brackets and terminated strings only, and may
-// nest at most kMaxSkipDepth levels (a deeper value is an error, never a stack overflow:
+// nest at most max_depth() levels (a deeper value is an error, never a stack overflow:
 // nothing here recurses).
 
 #include <cstddef>
@@ -27,7 +27,6 @@ inline bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c
 
 class JsonTokenizer {
  public:
-  static constexpr int kMaxSkipDepth = 64;
   static constexpr size_t kDefaultBufferBytes = 1 << 20;
   // Object keys longer than this are truncated (no key fleetprof reads comes close).
   static constexpr size_t kMaxKeyBytes = 4096;
@@ -36,6 +35,11 @@ class JsonTokenizer {
 
   bool ok() const { return status_.ok(); }
   const absl::Status& status() const { return status_; }
+  // How deep a skipped value may nest (default 64, the trace limit --max_trace_depth).
+  void set_max_depth(int64_t depth) { max_depth_ = depth; }
+  int64_t max_depth() const { return max_depth_; }
+
+  const std::string& source_name() const { return source_.name(); }
   // Byte offset of the next unread byte.
   uint64_t Offset() const { return base_offset_ + static_cast<uint64_t>(pos_ - buf_.get()); }
 
@@ -81,6 +85,8 @@ class JsonTokenizer {
 
   // Records an error at the current offset; always returns false.
   bool Fail(const std::string& what);
+  // Records `error` as it is (a limit's RESOURCE_EXHAUSTED); always returns false.
+  bool FailWith(absl::Status error);
   bool FailUnexpected(char found, const char* expected);
 
  private:
@@ -105,6 +111,8 @@ class JsonTokenizer {
   absl::Status status_;
   bool after_open_ = false;  // just consumed '{' or '[': no separator expected
   std::string key_scratch_;
+  int64_t max_depth_ = 64;
+  std::string skip_stack_;  // SkipContainer's open brackets, kept to reuse its memory
 };
 
 }  // namespace fleetprof::analysis

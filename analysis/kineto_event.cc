@@ -85,36 +85,37 @@ void KinetoRawEvent::Reset() {
   has_ph = has_cat = has_name = has_pid = has_tid = false;
   bad_type = false;
   ts = dur = Number::kAbsent;
+  ts_ns = dur_ns = 0;
+  out_of_range.clear();
   has_device = has_correlation = has_memory_device_id = false;
   has_total_allocated = has_bytes = false;
 }
 
-void KinetoEventSink::Add(const KinetoRawEvent& e) {
+bool KinetoEventSink::Add(const KinetoRawEvent& e) {
   if (!e.has_ph) {
     ++out_->skipped_events;
-    return;
+    return true;
   }
-  if (e.ph == "X") {
-    AddComplete(e);
-  } else if ((e.ph == "i" || e.ph == "I") && e.has_name && e.name == "[memory]") {
-    AddMemory(e);
-  }
+  if (e.ph == "X") return AddComplete(e);
+  if ((e.ph == "i" || e.ph == "I") && e.has_name && e.name == "[memory]") return AddMemory(e);
   // Flows, metadata and other instants are not analysed (ANALYSIS.md).
+  return true;
 }
 
-void KinetoEventSink::AddComplete(const KinetoRawEvent& e) {
+bool KinetoEventSink::AddComplete(const KinetoRawEvent& e) {
   using Number = KinetoRawEvent::Number;
-  if (e.bad_type || !e.has_name || e.ts != Number::kOk || e.dur != Number::kOk || e.dur_ns < 0 ||
-      e.ts_ns > std::numeric_limits<int64_t>::max() - e.dur_ns) {
+  if (e.ts == Number::kOutOfRange || e.dur == Number::kOutOfRange) return false;
+  if (e.bad_type || !e.has_name || e.ts != Number::kOk || e.dur != Number::kOk || e.dur_ns < 0) {
     ++out_->skipped_events;
-    return;
+    return true;
   }
+  if (!TicksInRange(e.ts_ns, e.dur_ns)) return false;
   Category category = Classify(e);
-  if (category == Category::kExcluded) return;
+  if (category == Category::kExcluded) return true;
   if (category == Category::kKernel || category == Category::kMemory) {
     if (!e.has_device && !e.has_pid) {
       ++out_->skipped_events;  // no device to attribute it to
-      return;
+      return true;
     }
     DeviceActivity a;
     a.start = e.ts_ns;
@@ -135,7 +136,7 @@ void KinetoEventSink::AddComplete(const KinetoRawEvent& e) {
     a.correlation = e.correlation;
     a.has_correlation = e.has_correlation;
     out_->activity.push_back(a);
-    return;
+    return true;
   }
   if (category == Category::kUnknownHost) ++out_->unknown_category_events;
   // Keys are compared as strings; the separator cannot occur in JSON text unescaped.
@@ -152,14 +153,17 @@ void KinetoEventSink::AddComplete(const KinetoRawEvent& e) {
   h.correlation = e.correlation;
   h.has_correlation = e.has_correlation;
   out_->host.push_back(h);
+  return true;
 }
 
-void KinetoEventSink::AddMemory(const KinetoRawEvent& e) {
+bool KinetoEventSink::AddMemory(const KinetoRawEvent& e) {
+  if (e.ts == KinetoRawEvent::Number::kOutOfRange) return false;
   if (e.bad_type || e.ts != KinetoRawEvent::Number::kOk || !e.has_memory_device_id ||
       (!e.has_total_allocated && !e.has_bytes)) {
     ++out_->skipped_events;
-    return;
+    return true;
   }
+  if (!TicksInRange(e.ts_ns, 0)) return false;
   MemoryEvent m;
   m.ts = e.ts_ns;
   if (!has_memory_device_ || e.memory_device_id != memory_device_id_) {
@@ -172,6 +176,7 @@ void KinetoEventSink::AddMemory(const KinetoRawEvent& e) {
   m.is_total = e.has_total_allocated;
   m.bytes = e.has_total_allocated ? e.total_allocated : e.bytes;
   out_->memory.push_back(m);
+  return true;
 }
 
 }  // namespace fleetprof::analysis

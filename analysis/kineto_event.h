@@ -14,7 +14,7 @@ namespace fleetprof::analysis {
 // The fields read from one event object. Strings are reused buffers (no allocation per
 // event once warmed up).
 struct KinetoRawEvent {
-  enum class Number { kAbsent, kOk, kBad };
+  enum class Number { kAbsent, kOk, kBad, kOutOfRange };
 
   std::string ph, cat, name, pid, tid;
   bool has_ph = false, has_cat = false, has_name = false, has_pid = false, has_tid = false;
@@ -23,6 +23,7 @@ struct KinetoRawEvent {
   Number dur = Number::kAbsent;
   int64_t ts_ns = 0;
   int64_t dur_ns = 0;
+  std::string out_of_range;  // "ts 1e300": the text of a time kOutOfRange, for the error
 
   // args
   std::string device;  // string form of args.device
@@ -43,12 +44,13 @@ class KinetoEventSink {
  public:
   explicit KinetoEventSink(TraceEvents* out) : out_(out) {}
 
-  // Classifies `event` and appends its record; malformed events count as skipped.
-  void Add(const KinetoRawEvent& event);
+  // Classifies `event` and appends its record; malformed events count as skipped. False
+  // (nothing added) when its time lies outside ±kMaxAbsTicks: the trace is to be rejected.
+  bool Add(const KinetoRawEvent& event);
 
  private:
-  void AddComplete(const KinetoRawEvent& event);
-  void AddMemory(const KinetoRawEvent& event);
+  bool AddComplete(const KinetoRawEvent& event);
+  bool AddMemory(const KinetoRawEvent& event);
 
   TraceEvents* out_;
   std::string thread_key_;

@@ -15,7 +15,10 @@ using Number = KinetoRawEvent::Number;
 
 class KinetoJsonReader {
  public:
-  KinetoJsonReader(ByteSource& source, TraceEvents* out) : tok_(source), out_(out), sink_(out) {}
+  KinetoJsonReader(ByteSource& source, TraceEvents* out)
+      : tok_(source), out_(out), sink_(out), name_cap_(static_cast<size_t>(out->limits.max_name_bytes)) {
+    tok_.set_max_depth(out->limits.max_trace_depth);
+  }
 
   absl::Status Read();
 
@@ -32,7 +35,7 @@ class KinetoJsonReader {
   bool ReadIdField(std::string* field, bool* has);  // string or number, kept as text
   // Reads a number's text; a string or container in its place is skipped (is_number false).
   bool ReadNumberToken(std::string_view* token, bool* is_number);
-  bool ReadTimeField(Number* state, int64_t* ns);
+  bool ReadTimeField(const char* key, Number* state, int64_t* ns);
   bool ReadIntField(int64_t* value, bool* has);
   // A scalar (string, number, bool, null) as text; *has false for objects and arrays.
   bool ReadScalarText(std::string* text, bool* has);
@@ -42,6 +45,7 @@ class KinetoJsonReader {
   KinetoEventSink sink_;
   KinetoRawEvent event_;
   std::string scratch_;
+  size_t name_cap_;
 };
 
 absl::Status KinetoJsonReader::Read() {
@@ -112,8 +116,15 @@ bool KinetoJsonReader::ReadEvents() {
       if (!tok_.SkipValue()) return false;
       continue;
     }
+    const uint64_t offset = tok_.Offset();
     if (!ReadEvent()) return false;
-    sink_.Add(event_);
+    if (!sink_.Add(event_)) {
+      const std::string times = !event_.out_of_range.empty()
+                                    ? event_.out_of_range
+                                    : absl::StrCat("ts ", event_.ts_ns, " ns, dur ", event_.dur_ns, " ns");
+      return tok_.FailWith(out_->TimeRangeError(tok_.source_name(), offset, times));
+    }
+    if (!out_->WithinLimits()) return tok_.FailWith(out_->LimitError(tok_.source_name(), offset));
   }
 }
 
@@ -131,7 +142,7 @@ bool KinetoJsonReader::ReadEvent() {
         if (key == "ph") {
           ok = ReadStringField(&event_.ph, &event_.has_ph);
         } else if (key == "ts") {
-          ok = ReadTimeField(&event_.ts, &event_.ts_ns);
+          ok = ReadTimeField("ts", &event_.ts, &event_.ts_ns);
         } else {
           ok = tok_.SkipValue();
         }
@@ -140,7 +151,7 @@ bool KinetoJsonReader::ReadEvent() {
         if (key == "cat") {
           ok = ReadStringField(&event_.cat, &event_.has_cat);
         } else if (key == "dur") {
-          ok = ReadTimeField(&event_.dur, &event_.dur_ns);
+          ok = ReadTimeField("dur", &event_.dur, &event_.dur_ns);
         } else if (key == "pid") {
           ok = ReadIdField(&event_.pid, &event_.has_pid);
         } else if (key == "tid") {
@@ -201,7 +212,7 @@ bool KinetoJsonReader::ReadStringField(std::string* field, bool* has) {
     return tok_.SkipValue();
   }
   std::string_view value;
-  if (!tok_.ReadString(&value, &scratch_, kMaxNameBytes, nullptr)) return false;
+  if (!tok_.ReadString(&value, &scratch_, name_cap_, nullptr)) return false;
   field->assign(value);
   *has = true;
   return true;
@@ -231,12 +242,15 @@ bool KinetoJsonReader::ReadNumberToken(std::string_view* token, bool* is_number)
   return tok_.ReadScalar(token);
 }
 
-bool KinetoJsonReader::ReadTimeField(Number* state, int64_t* ns) {
+bool KinetoJsonReader::ReadTimeField(const char* key, Number* state, int64_t* ns) {
   std::string_view token;
   bool is_number = false;
   if (!ReadNumberToken(&token, &is_number)) return false;
-  const bool ok = is_number && ParseMicrosAsNanos(token, ns) == DecimalParse::kOk;
-  *state = ok ? Number::kOk : Number::kBad;
+  const DecimalParse parsed = is_number ? ParseMicrosAsNanos(token, ns) : DecimalParse::kNotANumber;
+  *state = parsed == DecimalParse::kOk           ? Number::kOk
+           : parsed == DecimalParse::kOutOfRange ? Number::kOutOfRange
+                                                 : Number::kBad;
+  if (*state == Number::kOutOfRange) event_.out_of_range = absl::StrCat(key, " ", std::string(token), " us");
   return true;
 }
 
@@ -255,7 +269,7 @@ bool KinetoJsonReader::ReadScalarText(std::string* text, bool* has) {
   if (c == '{' || c == '[') return tok_.SkipValue();
   std::string_view value;
   if (c == '"') {
-    if (!tok_.ReadString(&value, &scratch_, kMaxNameBytes, nullptr)) return false;
+    if (!tok_.ReadString(&value, &scratch_, name_cap_, nullptr)) return false;
   } else if (!tok_.ReadScalar(&value)) {
     return false;
   }

@@ -4,6 +4,8 @@
 #include <map>
 #include <string>
 
+#include "common/checked_math.h"
+
 namespace fleetprof::analysis {
 namespace {
 
@@ -45,7 +47,7 @@ std::vector<MemorySummary> MemoryBreakdown(const TraceEvents& events) {
     int64_t current = 0;
     bool first = true;
     for (const MemoryEvent* m : samples) {
-      current = m->is_total ? m->bytes : current + m->bytes;
+      current = m->is_total ? m->bytes : SaturatingAdd(current, m->bytes);
       Nanos ts = events.TimeNs(m->ts);
       if (first || current > summary.peak_bytes) {
         summary.peak_bytes = current;

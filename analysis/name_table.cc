@@ -8,6 +8,7 @@ NameId NameTable::Intern(std::string_view s) {
   auto it = ids_.find(s);
   if (it != ids_.end()) return it->second;
   std::string_view stored = Store(s);
+  bytes_ += s.size();
   NameId id = static_cast<NameId>(names_.size());
   names_.push_back(stored);
   ids_.emplace(stored, id);

@@ -27,6 +27,8 @@ class NameTable {
   // REQUIRES: id was returned by Intern. The view lives as long as the table.
   std::string_view Get(NameId id) const { return names_[id]; }
   size_t size() const { return names_.size(); }
+  // Bytes of all distinct names together (what the trace limit --max_trace_name_mb counts).
+  size_t bytes() const { return bytes_; }
 
  private:
   // Copies `s` into arena memory that never moves.
@@ -36,6 +38,7 @@ class NameTable {
   std::vector<std::unique_ptr<char[]>> blocks_;  // shared by short strings
   std::vector<std::unique_ptr<char[]>> large_;   // one per long string
   size_t block_used_ = kArenaBlockBytes;         // forces a first block on first Store
+  size_t bytes_ = 0;
   std::vector<std::string_view> names_;
   absl::flat_hash_map<std::string_view, NameId> ids_;
 };

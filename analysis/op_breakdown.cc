@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "common/checked_math.h"
 
 namespace fleetprof::analysis {
 namespace {
@@ -64,13 +65,16 @@ class ScopeTest {
   std::vector<int8_t> legacy_;  // by name id: -1 unknown
 };
 
+// Sums of durations saturate: a hostile trace can make them exceed int64 (times cannot).
+void AddTo(Ticks* sum, Ticks value) { *sum = SaturatingAdd(*sum, value); }
+
 class OpWalk {
  public:
   explicit OpWalk(const TraceEvents& events)
       : events_(events), ops_(events.names.size()), scopes_(events.names.size()), is_scope_(events) {
     // One global join: device time launched per correlation id.
     for (const DeviceActivity& a : events.activity) {
-      if (a.has_correlation) launched_[a.correlation] += a.dur;
+      if (a.has_correlation) AddTo(&launched_[a.correlation], a.dur);
     }
   }
 
@@ -86,13 +90,13 @@ class OpWalk {
       NameId scope = kNoScope;
       if (!stack_.empty()) {
         Frame& parent = stack_.back();
-        parent.children_dur += e.dur;
-        if (e.is_runtime) ops_[events_.host[parent.event].name].device_self += Launched(e);
+        AddTo(&parent.children_dur, e.dur);
+        if (e.is_runtime) AddTo(&ops_[events_.host[parent.event].name].device_self, Launched(e));
         scope = parent.scope;
       }
       const bool opens_scope = is_scope_(e);
       if (opens_scope) scope = e.name;
-      if (e.is_runtime && scope != kNoScope) scopes_[scope].device_self += Launched(e);
+      if (e.is_runtime && scope != kNoScope) AddTo(&scopes_[scope].device_self, Launched(e));
       stack_.push_back(Frame{order[i], scope, opens_scope});
     }
     while (!stack_.empty()) Close();
@@ -137,18 +141,20 @@ class OpWalk {
     const HostEvent& e = events_.host[frame.event];
     OpAccumulator& op = ops_[e.name];
     ++op.count;
-    op.total += e.dur;
-    op.self += e.dur - frame.children_dur;
-    Ticks device_total = (e.is_runtime ? Launched(e) : 0) + frame.children_device_total;
-    op.device_total += device_total;
-    if (!stack_.empty()) stack_.back().children_device_total += device_total;
+    const Ticks self = SaturatingSub(e.dur, frame.children_dur);
+    AddTo(&op.total, e.dur);
+    AddTo(&op.self, self);
+    const Ticks device_total =
+        SaturatingAdd(e.is_runtime ? Launched(e) : 0, frame.children_device_total);
+    AddTo(&op.device_total, device_total);
+    if (!stack_.empty()) AddTo(&stack_.back().children_device_total, device_total);
     if (frame.scope == kNoScope) return;
     OpAccumulator& scope = scopes_[frame.scope];
-    scope.self += e.dur - frame.children_dur;
+    AddTo(&scope.self, self);
     if (frame.scope == e.name && frame.is_scope) {
       ++scope.count;
-      scope.total += e.dur;
-      scope.device_total += device_total;
+      AddTo(&scope.total, e.dur);
+      AddTo(&scope.device_total, device_total);
     }
   }
 

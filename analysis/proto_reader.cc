@@ -23,6 +23,11 @@ bool ProtoReader::Fail(const std::string& what) {
   return false;
 }
 
+bool ProtoReader::FailWith(absl::Status error) {
+  if (status_.ok()) status_ = std::move(error);
+  return false;
+}
+
 bool ProtoReader::FailEof(const char* what) {
   if (status_.ok()) {
     status_ = absl::InvalidArgumentError(absl::StrCat(

@@ -33,6 +33,7 @@ class ProtoReader {
 
   bool ok() const { return status_.ok(); }
   const absl::Status& status() const { return status_; }
+  const std::string& source_name() const { return source_.name(); }
   uint64_t Offset() const { return base_offset_ + static_cast<uint64_t>(pos_ - buf_.get()); }
 
   // True when the input has no more bytes (meaningful at the top level).
@@ -54,6 +55,12 @@ class ProtoReader {
   bool SkipField(int wire_type, uint64_t limit, const char* what, const char* message);
 
   bool Fail(const std::string& what);
+  // Records `error` as it is (a limit's RESOURCE_EXHAUSTED); always returns false.
+  bool FailWith(absl::Status error);
+
+  // The cap callers give ReadBytes for names and texts (--max_name_bytes; default 64 KiB).
+  void set_name_cap(size_t cap) { name_cap_ = cap; }
+  size_t name_cap() const { return name_cap_; }
 
  private:
   // Makes at least `n` bytes (n <= buffer) available; false at end of input.
@@ -69,6 +76,7 @@ class ProtoReader {
   uint64_t base_offset_ = 0;
   bool eof_ = false;
   absl::Status status_;
+  size_t name_cap_ = 64 << 10;
 };
 
 }  // namespace fleetprof::analysis

@@ -16,16 +16,32 @@ bool ParseProfilerStepName(std::string_view name, int64_t* step) {
 
 namespace {
 
-// Length of the part of the merged, sorted `busy` intervals inside [start, end).
-Ticks OverlapLength(const std::vector<Interval>& busy, Ticks start, Ticks end) {
-  auto it = std::upper_bound(busy.begin(), busy.end(), start,
-                             [](Ticks t, const Interval& iv) { return t < iv.end; });
-  Ticks total = 0;
-  for (; it != busy.end() && it->start < end; ++it) {
-    total += std::min(end, it->end) - std::max(start, it->start);
+// Busy time before any point, from the merged, sorted busy intervals: one binary search per
+// query, so steps that all span the trace cost O((steps + intervals) log intervals), never
+// steps x intervals.
+class BusyPrefix {
+ public:
+  explicit BusyPrefix(std::vector<Interval> busy) : busy_(std::move(busy)) {
+    before_.reserve(busy_.size() + 1);
+    before_.push_back(0);
+    for (const Interval& iv : busy_) before_.push_back(before_.back() + (iv.end - iv.start));
   }
-  return total;
-}
+  // Busy time in [start, end).
+  Ticks Overlap(Ticks start, Ticks end) const { return Before(end) - Before(start); }
+
+ private:
+  // Busy time in (-inf, t). Merged intervals lie within one trace's span, so sums fit.
+  Ticks Before(Ticks t) const {
+    auto it = std::upper_bound(busy_.begin(), busy_.end(), t,
+                               [](Ticks x, const Interval& iv) { return x < iv.end; });
+    const size_t i = static_cast<size_t>(it - busy_.begin());  // intervals ending at or before t
+    Ticks partial = it != busy_.end() && it->start < t ? t - it->start : 0;
+    return before_[i] + partial;
+  }
+
+  std::vector<Interval> busy_;
+  std::vector<Ticks> before_;  // before_[i]: busy time of intervals 0..i-1
+};
 
 }  // namespace
 
@@ -56,6 +72,7 @@ std::vector<StepSummary> StepBreakdown(const TraceEvents& events) {
   busy.reserve(events.activity.size());
   for (const DeviceActivity& a : events.activity) busy.push_back({a.start, a.start + a.dur});
   MergeIntervals(&busy);
+  const BusyPrefix prefix(std::move(busy));
 
   std::vector<StepSummary> result;
   for (const auto& [step, span] : steps) {
@@ -64,7 +81,7 @@ std::vector<StepSummary> StepBreakdown(const TraceEvents& events) {
     s.start_ns = events.TimeNs(span.start);
     s.end_ns = events.TimeNs(span.end);
     s.duration_ns = s.end_ns - s.start_ns;
-    s.device_busy_ns = events.DurationNs(OverlapLength(busy, span.start, span.end));
+    s.device_busy_ns = events.DurationNs(prefix.Overlap(span.start, span.end));
     s.device_idle_ns = s.duration_ns - s.device_busy_ns;
     result.push_back(s);
   }

@@ -39,6 +39,27 @@ class PrefixedSource : public ByteSource {
   std::unique_ptr<ByteSource> inner_;
 };
 
+// Fails a read past `max_bytes`: a decompression bomb ends here, whatever the format.
+class CappedSource : public ByteSource {
+ public:
+  CappedSource(ByteSource& inner, int64_t max_mb) : inner_(inner), max_mb_(max_mb) {}
+  absl::StatusOr<size_t> Read(char* buf, size_t n) override {
+    absl::StatusOr<size_t> got = inner_.Read(buf, n);
+    if (!got.ok()) return got;
+    read_ += *got;
+    if (read_ > static_cast<uint64_t>(max_mb_) << 20) {
+      return TraceLimitError(name(), "MiB after decompression", max_mb_, "max_trace_mb", read_);
+    }
+    return got;
+  }
+  const std::string& name() const override { return inner_.name(); }
+
+ private:
+  ByteSource& inner_;
+  int64_t max_mb_;
+  uint64_t read_ = 0;
+};
+
 TraceSummary Summarize(const TraceEvents& events) {
   TraceSummary summary;
   summary.format = events.format;
@@ -89,7 +110,8 @@ TraceFormat DetectTraceFormat(const std::string& file_name, std::string_view fir
 }
 
 absl::StatusOr<TraceSummary> AnalyzeTrace(ByteSource& source, TraceFormat format,
-                                          TraceEventsSink* sink) {
+                                          TraceEventsSink* sink, const TraceLimits& limits) {
+  if (absl::Status valid = limits.Validate(); !valid.ok()) return valid;
   const TraceFormatSpec* spec = FindTraceFormat(format);
   if (spec == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -97,14 +119,17 @@ absl::StatusOr<TraceSummary> AnalyzeTrace(ByteSource& source, TraceFormat format
         ": unknown trace format (expected Chrome-trace JSON or an XSpace .xplane.pb)"));
   }
   TraceEvents events;
-  if (absl::Status status = spec->read(source, &events); !status.ok()) return status;
+  events.limits = limits;
+  CappedSource capped(source, limits.max_trace_mb);
+  if (absl::Status status = spec->read(capped, &events); !status.ok()) return status;
   if (sink != nullptr) {
     if (absl::Status status = sink->Consume(events); !status.ok()) return status;
   }
   return Summarize(events);
 }
 
-absl::StatusOr<TraceSummary> AnalyzeTraceFile(const std::string& path, TraceEventsSink* sink) {
+absl::StatusOr<TraceSummary> AnalyzeTraceFile(const std::string& path, TraceEventsSink* sink,
+                                              const TraceLimits& limits) {
   absl::StatusOr<std::unique_ptr<ByteSource>> file = OpenFileSource(path);
   if (!file.ok()) return file.status();
   std::unique_ptr<ByteSource> source = MaybeGunzip(*std::move(file));
@@ -120,7 +145,7 @@ absl::StatusOr<TraceSummary> AnalyzeTraceFile(const std::string& path, TraceEven
   head.resize(filled);
   TraceFormat format = DetectTraceFormat(path, head);
   source = std::make_unique<PrefixedSource>(std::move(head), std::move(source));
-  return AnalyzeTrace(*source, format, sink);
+  return AnalyzeTrace(*source, format, sink, limits);
 }
 
 }  // namespace fleetprof::analysis

@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "analysis/byte_source.h"
 #include "analysis/trace_events.h"
+#include "analysis/trace_limits.h"
 #include "analysis/trace_summary.h"
 
 namespace fleetprof::analysis {
@@ -27,12 +28,15 @@ class TraceEventsSink {
 // Reads `source` (already decompressed) to its end and returns the summary. Memory grows
 // only with what the summaries need (per-event compact records), never with the text.
 // Errors name the source, the byte offset and what was expected.
-// With a `sink`, hands it the events before summarizing.
+// With a `sink`, hands it the events before summarizing. A trace over one of `limits` is
+// refused with RESOURCE_EXHAUSTED naming the flag to raise (trace_limits.h).
 absl::StatusOr<TraceSummary> AnalyzeTrace(ByteSource& source, TraceFormat format,
-                                          TraceEventsSink* sink = nullptr);
+                                          TraceEventsSink* sink = nullptr,
+                                          const TraceLimits& limits = TraceLimits());
 
 // Convenience for the CLI and tests: opens, gunzips when needed, detects and analyses.
 absl::StatusOr<TraceSummary> AnalyzeTraceFile(const std::string& path,
-                                              TraceEventsSink* sink = nullptr);
+                                              TraceEventsSink* sink = nullptr,
+                                              const TraceLimits& limits = TraceLimits());
 
 }  // namespace fleetprof::analysis

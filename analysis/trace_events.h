@@ -10,16 +10,24 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "analysis/name_table.h"
+#include "analysis/trace_limits.h"
 #include "analysis/trace_summary.h"
 
 namespace fleetprof::analysis {
 
 using Ticks = int64_t;
 
-// Names (events, planes, lines, ids) longer than this are cut to their first kMaxNameBytes
-// bytes by every reader, so that one absurd string cannot take the memory of a trace.
-inline constexpr size_t kMaxNameBytes = 64 << 10;
+// Every time in a trace, in ticks, lies within ±kMaxAbsTicks (just under 2^62: ±146 years of
+// ns around the trace's clock zero, ±53 days of XSpace ps around its first line): a reader
+// rejects an event outside, so the difference of any two times, a span, never overflows int64.
+inline constexpr Ticks kMaxAbsTicks = (Ticks{1} << 62) - 1;
+
+// True when [start, start + dur] lies within ±kMaxAbsTicks. REQUIRES: dur >= 0.
+inline bool TicksInRange(Ticks start, Ticks dur) {
+  return start >= -kMaxAbsTicks && start <= kMaxAbsTicks && dur <= kMaxAbsTicks - start;
+}
 
 // One kernel, memcpy or memset on a device.
 struct DeviceActivity {
@@ -64,6 +72,8 @@ struct StepEvent {
 };
 
 struct TraceEvents {
+  // What the reader may hold (set before reading; trace_limits.h).
+  TraceLimits limits;
   TraceFormat format = TraceFormat::kUnknown;
   Nanos base_ns = 0;         // ticks are relative to this
   int64_t ticks_per_ns = 1;  // 1 (JSON) or 1000 (XSpace)
@@ -81,6 +91,23 @@ struct TraceEvents {
   int64_t skipped_events = 0;  // malformed, see the reader
   int64_t unknown_category_events = 0;
   std::map<std::string, std::string> metadata;
+
+  // True while events and names stay within `limits`; `extra` is a reader's own table of
+  // names (XSpace stat texts), counted with `names`. Cheap: readers ask after every event.
+  bool WithinLimits(const NameTable* extra = nullptr) const {
+    const size_t n = names.size() + (extra != nullptr ? extra->size() : 0);
+    const size_t b = names.bytes() + (extra != nullptr ? extra->bytes() : 0);
+    return events <= limits.max_trace_events &&
+           n <= static_cast<uint64_t>(limits.max_trace_names) &&
+           b <= static_cast<uint64_t>(limits.max_trace_name_mb) << 20;
+  }
+  // The error of the limit that WithinLimits(extra) found broken, at byte `offset`.
+  absl::Status LimitError(const std::string& source, uint64_t offset,
+                          const NameTable* extra = nullptr) const;
+  // The error for an event at byte `offset` whose time lies outside ±kMaxAbsTicks;
+  // `times` says which, e.g. "ts 9223372036854775 us".
+  absl::Status TimeRangeError(const std::string& source, uint64_t offset,
+                              const std::string& times) const;
 
   // Floor division: a duration or sum of durations in ticks, reported in ns.
   Nanos DurationNs(Ticks t) const {

@@ -36,8 +36,9 @@ XlaOpCollector::Tag XlaOpCollector::TagOf(Line line, Tag otherwise) {
   return otherwise;
 }
 
-void XlaOpCollector::AddEvent(Line line, int64_t metadata_id, int64_t dur_ps,
-                              const StatScratch& stats, PlaneStats* plane) {
+size_t XlaOpCollector::AddEvent(Line line, int64_t metadata_id, int64_t dur_ps,
+                                const StatScratch& stats, PlaneStats* plane) {
+  size_t kept = 0;
   // The key: line (a pending line gets its own), metadata id, then the text stats in id
   // order, strings by their interned id so that equal texts make equal keys.
   texts_.clear();
@@ -66,22 +67,25 @@ void XlaOpCollector::AddEvent(Line line, int64_t metadata_id, int64_t dur_ps,
     g.metadata_id = metadata_id;
     g.tag = TagOf(line, Tag::kPending);
     g.texts = texts_;
+    kept += texts_.size();
     if (line == Line::kUnknown) pending_.push_back(it->second);
   }
-  Group& g = groups_[it->second];
+  const uint32_t group = it->second;
+  Group& g = groups_[group];
   ++g.count;
   g.total_ps += dur_ps;
   for (const RawStat& s : stats.stats) {
     if (s.IsText()) continue;
-    auto sum =
-        std::find_if(g.sums.begin(), g.sums.end(), [&](const Sum& x) { return x.stat_id == s.id; });
-    if (sum == g.sums.end()) {
-      sum = g.sums.insert(g.sums.end(), Sum{});
-      sum->stat_id = s.id;
+    auto [at, added] = sum_index_.try_emplace({group, s.id}, static_cast<uint32_t>(g.sums.size()));
+    if (added) {
+      g.sums.emplace_back().stat_id = s.id;
+      ++kept;
     }
-    ++sum->events;
-    sum->sum.Add(s);
+    Sum& sum = g.sums[at->second];
+    ++sum.events;
+    sum.sum.Add(s);
   }
+  return kept;
 }
 
 void XlaOpCollector::EndLine(Line line) {
@@ -152,6 +156,7 @@ void XlaOpCollector::FinishPlane(const std::string& plane_name, bool device_plan
   }
   groups_.clear();
   index_.clear();
+  sum_index_.clear();
   pending_.clear();
 }
 

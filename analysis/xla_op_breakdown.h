@@ -42,8 +42,10 @@ class XlaOpCollector {
   // A line starts; events of a line whose name is not known yet (kUnknown) are held apart
   // until EndLine says what the line was.
   void BeginLine() { ++line_seq_; }
-  void AddEvent(Line line, int64_t metadata_id, int64_t dur_ps, const StatScratch& stats,
-                PlaneStats* plane);
+  // Returns how many stat records it kept (a new group's texts, a group's new sums): what the
+  // trace limit --max_trace_stats counts. Linear in the event's stats.
+  size_t AddEvent(Line line, int64_t metadata_id, int64_t dur_ps, const StatScratch& stats,
+                  PlaneStats* plane);
   // `line`: what the line turned out to be; anything but kStream / kXlaOps drops its events.
   void EndLine(Line line);
 
@@ -95,6 +97,8 @@ class XlaOpCollector {
   std::vector<uint32_t> pending_;  // groups of the current line while its name is unknown
   std::vector<Group> groups_;
   absl::flat_hash_map<std::string, uint32_t> index_;
+  // (group, stat id) -> index in the group's sums: an event with many stats stays linear.
+  absl::flat_hash_map<std::pair<uint32_t, int64_t>, uint32_t> sum_index_;
   std::string key_;                       // scratch
   std::vector<RawStat> texts_;            // scratch
   Rows stream_rows_;                      // always counted

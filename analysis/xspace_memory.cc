@@ -35,9 +35,9 @@ void XSpaceMemoryCollector::NoteEventName(int64_t metadata_id, std::string_view 
   if (name == "MemoryAllocation" || name == "MemoryDeallocation") memory_ids_.insert(metadata_id);
 }
 
-void XSpaceMemoryCollector::AddCandidate(int64_t metadata_id, int64_t offset_ps,
-                                         const StatScratch& stats, PlaneStats* plane) {
-  if (!stats.HasInteger()) return;
+size_t XSpaceMemoryCollector::AddCandidate(int64_t metadata_id, int64_t offset_ps,
+                                           const StatScratch& stats, PlaneStats* plane) {
+  if (!stats.HasInteger()) return 0;
   candidates_.push_back(Candidate{metadata_id, 0, offset_ps, arena_.size()});
   for (const RawStat& s : stats.stats) {
     // Bytes are integers; the device is text or an integer. Doubles are never needed.
@@ -52,6 +52,7 @@ void XSpaceMemoryCollector::AddCandidate(int64_t metadata_id, int64_t offset_ps,
     end = PutVarint(end, Zig(value));
     arena_.append(buf, end);
   }
+  return stats.stats.size();
 }
 
 void XSpaceMemoryCollector::EndLine(int64_t timestamp_ns) {
@@ -122,8 +123,7 @@ void XSpaceMemoryCollector::Finish(TraceEvents* out, bool* base_set) {
   }
   for (const Sample& s : samples_) {
     __int128 ticks = (static_cast<__int128>(s.line_ts_ns) - out->base_ns) * 1000 + s.offset_ps;
-    if (ticks < std::numeric_limits<int64_t>::min() ||
-        ticks > std::numeric_limits<int64_t>::max()) {
+    if (ticks < -kMaxAbsTicks || ticks > kMaxAbsTicks) {
       ++out->skipped_events;
       continue;
     }

@@ -34,7 +34,8 @@ class XSpaceMemoryCollector {
   void BeginLine() { line_first_ = candidates_.size(); }
   // A zero-duration event (offset relative to its line) of a plane that may be /host:CPU.
   // Keeps it only when it has an integer stat; string stats are interned in `plane`.
-  void AddCandidate(int64_t metadata_id, int64_t offset_ps, const StatScratch& stats,
+  // Returns how many stats it kept (for the trace limit --max_trace_stats).
+  size_t AddCandidate(int64_t metadata_id, int64_t offset_ps, const StatScratch& stats,
                     PlaneStats* plane);
   // The line's timestamp, which may come after its events.
   void EndLine(int64_t timestamp_ns);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "analysis/decimal_time.h"
 #include "analysis/kineto_event.h"
 #include "analysis/proto_reader.h"
@@ -61,6 +62,7 @@ struct RawEvent {
   int64_t metadata_id = 0;
   int64_t start = 0;
   int64_t dur_ps = 0;
+  uint64_t offset = 0;  // of the XEvent, for errors
   bool valid = true;
 };
 
@@ -79,7 +81,9 @@ struct PlaneByName {
 
 class XSpaceReader {
  public:
-  XSpaceReader(ByteSource& source, TraceEvents* out) : in_(source), out_(out) {}
+  XSpaceReader(ByteSource& source, TraceEvents* out) : in_(source), out_(out) {
+    in_.set_name_cap(static_cast<size_t>(out->limits.max_name_bytes));
+  }
 
   absl::Status Read();
 
@@ -91,7 +95,16 @@ class XSpaceReader {
   // While the plane's name is unknown (it may come last) it may be either.
   bool MayBeDevice() const { return !plane_name_known_ || IsDevicePlane(plane_name_); }
   bool MayBeHost() const { return !plane_name_known_ || plane_name_ == kHostPlane; }
-  void FinishLine(const PendingLine& line, int64_t timestamp_ns);
+  bool FinishLine(const PendingLine& line, int64_t timestamp_ns);
+  // Fails the read when the names or events went past the trace limits.
+  bool CheckLimits(uint64_t offset) {
+    if (plane_kept_stats_ > out_->limits.max_trace_stats) {
+      return in_.FailWith(TraceLimitError(in_.source_name(), "stats kept by one XSpace plane",
+                                          out_->limits.max_trace_stats, "max_trace_stats", offset));
+    }
+    if (out_->WithinLimits(&plane_stats_.strings)) return true;
+    return in_.FailWith(out_->LimitError(in_.source_name(), offset, &plane_stats_.strings));
+  }
   void FinishPlane();
 
   ProtoReader in_;
@@ -105,6 +118,7 @@ class XSpaceReader {
   std::vector<RawEvent> events_;
   absl::flat_hash_map<int64_t, NameId> metadata_names_;
   PlaneStats plane_stats_;
+  size_t plane_kept_stats_ = 0;  // stat records this plane keeps (--max_trace_stats)
   StatScratch stats_;
 
   std::map<std::string, PlaneByName> planes_;
@@ -127,7 +141,7 @@ absl::Status XSpaceReader::Read() {
     } else if (field == 4 && wire == kLengthDelimited) {
       uint64_t end;
       if (!in_.ReadLength(kNoLimit, &end, "hostname", "XSpace")) break;
-      if (!in_.ReadBytes(end - in_.Offset(), kMaxNameBytes, &scratch_, "hostname")) break;
+      if (!in_.ReadBytes(end - in_.Offset(), in_.name_cap(), &scratch_, "hostname")) break;
       out_->metadata.emplace("hostname", scratch_);
     } else if (!in_.SkipField(wire, kNoLimit, "XSpace field", "XSpace")) {
       break;
@@ -150,6 +164,7 @@ bool XSpaceReader::ReadPlane(uint64_t limit) {
   events_.clear();
   metadata_names_.clear();
   plane_stats_.Clear();
+  plane_kept_stats_ = 0;
   while (in_.More(limit, "XPlane")) {
     uint32_t field;
     int wire;
@@ -159,7 +174,7 @@ bool XSpaceReader::ReadPlane(uint64_t limit) {
       if (!in_.ReadLength(limit, &end, "XPlane field", "XPlane")) return false;
       bool ok;
       if (field == 2) {
-        ok = in_.ReadBytes(end - in_.Offset(), kMaxNameBytes, &plane_name_, "XPlane.name");
+        ok = in_.ReadBytes(end - in_.Offset(), in_.name_cap(), &plane_name_, "XPlane.name");
         plane_name_known_ = true;
       } else if (field == 3) {
         ok = ReadLine(end);
@@ -169,6 +184,8 @@ bool XSpaceReader::ReadPlane(uint64_t limit) {
         ok = ReadEventMetadataEntry(end);
       } else {
         ok = ReadStatMetadataEntry(in_, end, &plane_stats_);
+        ++plane_kept_stats_;  // a stat_names entry
+        ok = ok && CheckLimits(end);
       }
       if (!ok) return false;
     } else if (!in_.SkipField(wire, limit, "XPlane field", "XPlane")) {
@@ -195,16 +212,24 @@ bool XSpaceReader::ReadLine(uint64_t limit) {
     if (field == 2 && wire == kLengthDelimited) {
       uint64_t end;
       if (!in_.ReadLength(limit, &end, "XLine.name", "XLine")) return false;
-      if (!in_.ReadBytes(end - in_.Offset(), kMaxNameBytes, &line_name_, "XLine.name"))
+      if (!in_.ReadBytes(end - in_.Offset(), in_.name_cap(), &line_name_, "XLine.name"))
         return false;
       name_known = true;
       line.kind = ClassifyLine(line_name_);
     } else if (field == 3 && wire == kVarint) {
+      const uint64_t offset = in_.Offset();
       uint64_t value;
       if (!in_.ReadVarint(&value, "XLine.timestamp_ns")) return false;
       timestamp_ns = static_cast<int64_t>(value);
+      // The trace's clock zero comes from a line timestamp: it must keep TimeNs in range.
+      if (timestamp_ns < -kMaxAbsTicks || timestamp_ns > kMaxAbsTicks) {
+        return in_.FailWith(out_->TimeRangeError(
+            in_.source_name(), offset, absl::StrCat("XLine.timestamp_ns ", timestamp_ns)));
+      }
     } else if (field == 4 && wire == kLengthDelimited) {
       ++out_->events;
+      const uint64_t event_offset = in_.Offset();
+      if (!CheckLimits(event_offset)) return false;
       uint64_t end;
       if (!in_.ReadLength(limit, &end, "XEvent", "XLine")) return false;
       const bool activity = !name_known || line.kind != LineKind::kOther;
@@ -216,6 +241,7 @@ bool XSpaceReader::ReadLine(uint64_t limit) {
         continue;
       }
       RawEvent event;
+      event.offset = event_offset;
       stats_.Clear();
       StatsWanted wanted = StatsWanted::kNone;
       if (ops) {
@@ -226,12 +252,15 @@ bool XSpaceReader::ReadLine(uint64_t limit) {
       if (!ReadEvent(end, &event, wanted)) return false;
       if (activity) events_.push_back(event);
       if (ops && event.dur_ps >= 0) {
-        ops_.AddEvent(name_known ? OpsLine(line.kind) : XlaOpCollector::Line::kUnknown,
-                      event.metadata_id, event.dur_ps, stats_, &plane_stats_);
+        plane_kept_stats_ +=
+            ops_.AddEvent(name_known ? OpsLine(line.kind) : XlaOpCollector::Line::kUnknown,
+                          event.metadata_id, event.dur_ps, stats_, &plane_stats_);
       }
       if (host && event.dur_ps == 0) {
-        memory_.AddCandidate(event.metadata_id, event.start, stats_, &plane_stats_);
+        plane_kept_stats_ +=
+            memory_.AddCandidate(event.metadata_id, event.start, stats_, &plane_stats_);
       }
+      if (!CheckLimits(event_offset)) return false;  // names the stats just added
     } else if (!in_.SkipField(wire, limit, "XLine field", "XLine")) {
       return false;
     }
@@ -244,13 +273,14 @@ bool XSpaceReader::ReadLine(uint64_t limit) {
     events_.resize(line.first_event);  // the name came after the events
     return true;
   }
-  FinishLine(line, timestamp_ns);
+  if (!FinishLine(line, timestamp_ns)) return false;
   line.name = out_->names.Intern(line_name_);
   lines_.push_back(line);
   return true;
 }
 
 bool XSpaceReader::ReadEvent(uint64_t limit, RawEvent* event, StatsWanted wanted) {
+  int64_t stats = 0;
   while (in_.More(limit, "XEvent")) {
     uint32_t field;
     int wire;
@@ -268,6 +298,10 @@ bool XSpaceReader::ReadEvent(uint64_t limit, RawEvent* event, StatsWanted wanted
       if (field == 3 && v != 0 && wanted == StatsWanted::kOnlyInstants) {
         return in_.Skip(limit - in_.Offset(), "XEvent");
       }
+    } else if (field == 4 && ++stats > out_->limits.max_event_stats) {
+      return in_.FailWith(TraceLimitError(in_.source_name(), "stats on one event",
+                                          out_->limits.max_event_stats, "max_event_stats",
+                                          event->offset));
     } else if (field == 4 && wire == kLengthDelimited &&
                (wanted == StatsWanted::kAll ||
                 (wanted != StatsWanted::kNone && event->dur_ps == 0))) {
@@ -283,8 +317,9 @@ bool XSpaceReader::ReadEvent(uint64_t limit, RawEvent* event, StatsWanted wanted
 }
 
 // Turns the line's raw offsets into ticks: ps relative to the first activity line's
-// timestamp, which keeps epoch-based timestamps (1.7e18 ns = 1.7e21 ps) inside int64.
-void XSpaceReader::FinishLine(const PendingLine& line, int64_t timestamp_ns) {
+// timestamp, which keeps epoch-based timestamps (1.7e18 ns = 1.7e21 ps) inside int64. An
+// event outside ±kMaxAbsTicks fails the read; one with a negative duration is skipped.
+bool XSpaceReader::FinishLine(const PendingLine& line, int64_t timestamp_ns) {
   if (!base_set_) {
     out_->base_ns = timestamp_ns;
     base_set_ = true;
@@ -292,24 +327,31 @@ void XSpaceReader::FinishLine(const PendingLine& line, int64_t timestamp_ns) {
   const __int128 line_start = (static_cast<__int128>(timestamp_ns) - out_->base_ns) * 1000;
   for (size_t i = line.first_event; i < line.end_event; ++i) {
     RawEvent& e = events_[i];
-    __int128 start = line_start + e.start;
-    __int128 end = start + e.dur_ps;
-    if (e.dur_ps < 0 || start < std::numeric_limits<int64_t>::min() ||
-        end > std::numeric_limits<int64_t>::max()) {
+    if (e.dur_ps < 0) {
       e.valid = false;
       continue;
     }
+    const __int128 start = line_start + e.start;
+    if (start < -kMaxAbsTicks || start > kMaxAbsTicks || start + e.dur_ps > kMaxAbsTicks) {
+      return in_.FailWith(out_->TimeRangeError(
+          in_.source_name(), e.offset,
+          absl::StrCat("line timestamp ", timestamp_ns, " ns, offset ", e.start, " ps, duration ",
+                       e.dur_ps, " ps")));
+    }
     e.start = static_cast<int64_t>(start);
   }
+  return true;
 }
 
 bool XSpaceReader::ReadEventMetadataEntry(uint64_t limit) {
   int64_t id = 0;
   // Stats only for device planes: where XLA puts per-op facts (hlo_op, flops, …).
-  if (!ReadEventMetadataEntryFields(in_, limit, &id, &scratch_,
-                                    MayBeDevice() ? &stats_ : nullptr)) {
+  if (!ReadEventMetadataEntryFields(in_, limit, &id, &scratch_, MayBeDevice() ? &stats_ : nullptr,
+                                    out_->limits.max_event_stats)) {
     return false;
   }
+  ++plane_kept_stats_;  // the entry's own records (name, allocator id)
+  if (!CheckLimits(in_.Offset())) return false;
   if (MayBeHost()) memory_.NoteEventName(id, scratch_);
   if (MayBeDevice()) {
     // Host planes have thousands of names that only the allocator check above needs.
@@ -317,9 +359,10 @@ bool XSpaceReader::ReadEventMetadataEntry(uint64_t limit) {
     std::vector<RawStat>& stats = plane_stats_.metadata_stats[id];
     stats.clear();
     plane_stats_.InternTexts(stats_, &stats);
+    plane_kept_stats_ += stats.size();
     if (stats.empty()) plane_stats_.metadata_stats.erase(id);
   }
-  return true;
+  return CheckLimits(in_.Offset());
 }
 
 void XSpaceReader::FinishPlane() {

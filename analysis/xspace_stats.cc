@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "analysis/trace_events.h"
+#include "analysis/trace_limits.h"
 
 namespace fleetprof::analysis {
 
@@ -120,7 +121,7 @@ bool ReadXStat(ProtoReader& in, uint64_t limit, StatScratch* scratch) {
       if (!in.ReadLength(limit, &end, "XStat.str_value", "XStat")) return false;
       if (scratch->texts.size() <= scratch->used_texts) scratch->texts.emplace_back();
       std::string* text = &scratch->texts[scratch->used_texts];
-      if (!in.ReadBytes(end - in.Offset(), kMaxNameBytes, text, "XStat.str_value")) return false;
+      if (!in.ReadBytes(end - in.Offset(), in.name_cap(), text, "XStat.str_value")) return false;
       stat.value = static_cast<int64_t>(scratch->used_texts++);
       stat.kind = StatKind::kString;
       has_value = true;
@@ -136,7 +137,9 @@ bool ReadXStat(ProtoReader& in, uint64_t limit, StatScratch* scratch) {
 }
 
 bool ReadEventMetadataEntryFields(ProtoReader& in, uint64_t limit, int64_t* id, std::string* name,
-                                  StatScratch* stats) {
+                                  StatScratch* stats, int64_t max_stats) {
+  const uint64_t entry_offset = in.Offset();
+  int64_t stat_count = 0;
   int64_t key = 0;
   int64_t value_id = 0;
   bool has_key = false;
@@ -167,9 +170,12 @@ bool ReadEventMetadataEntryFields(ProtoReader& in, uint64_t limit, int64_t* id, 
         value_id = static_cast<int64_t>(value);
       } else if (field == 2 && wire == kLengthDelimited) {
         if (!in.ReadLength(end, &field_end, "XEventMetadata.name", "XEventMetadata") ||
-            !in.ReadBytes(field_end - in.Offset(), kMaxNameBytes, name, "XEventMetadata.name")) {
+            !in.ReadBytes(field_end - in.Offset(), in.name_cap(), name, "XEventMetadata.name")) {
           return false;
         }
+      } else if (field == 5 && ++stat_count > max_stats) {
+        return in.FailWith(TraceLimitError(in.source_name(), "stats on one event metadata",
+                                           max_stats, "max_event_stats", entry_offset));
       } else if (field == 5 && wire == kLengthDelimited && stats != nullptr) {
         if (!in.ReadLength(end, &field_end, "XEventMetadata.stats", "XEventMetadata") ||
             !ReadXStat(in, field_end, stats)) {
@@ -216,7 +222,7 @@ bool ReadStatMetadataEntry(ProtoReader& in, uint64_t limit, PlaneStats* plane) {
       } else if (field == 2 && wire == kLengthDelimited) {
         uint64_t name_end;
         if (!in.ReadLength(end, &name_end, "XStatMetadata.name", "XStatMetadata")) return false;
-        if (!in.ReadBytes(name_end - in.Offset(), kMaxNameBytes, &name, "XStatMetadata.name")) {
+        if (!in.ReadBytes(name_end - in.Offset(), in.name_cap(), &name, "XStatMetadata.name")) {
           return false;
         }
       } else if (!in.SkipField(wire, end, "XStatMetadata field", "XStatMetadata")) {

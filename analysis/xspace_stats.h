@@ -76,13 +76,14 @@ struct StatSum {
 int64_t ClampToInt64(__int128 value);
 
 // Reads one XStat message ending at `limit` into scratch->stats (strings into its texts,
-// cut to kMaxNameBytes). bytes_value stats and stats without a value are dropped.
+// cut to in.name_cap()). bytes_value stats and stats without a value are dropped.
 bool ReadXStat(ProtoReader& in, uint64_t limit, StatScratch* scratch);
 
 // Reads one `event_metadata` map entry ending at `limit`: its id (the map key, else the
-// value's id), name (cut to kMaxNameBytes) and, when `stats` is not null, its stats.
+// value's id), name (cut to in.name_cap()) and, when `stats` is not null, its stats. More
+// than `max_stats` stats fail the read (the trace limit --max_event_stats).
 bool ReadEventMetadataEntryFields(ProtoReader& in, uint64_t limit, int64_t* id, std::string* name,
-                                  StatScratch* stats);
+                                  StatScratch* stats, int64_t max_stats);
 
 // Reads one `stat_metadata` map entry ending at `limit` into plane->stat_names.
 bool ReadStatMetadataEntry(ProtoReader& in, uint64_t limit, PlaneStats* plane);

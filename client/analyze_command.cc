@@ -12,7 +12,7 @@ namespace fleetprof::cli {
 
 int RunAnalyze(const CliOptions& options) {
   if (options.args.size() != 1) return Fail("usage: fleetprof analyze FILE [--json]");
-  auto analysed = analysis::AnalyzeTraceFile(options.args[0]);
+  auto analysed = analysis::AnalyzeTraceFile(options.args[0], nullptr, options.trace_limits);
   if (!analysed.ok()) return Fail(std::string(analysed.status().message()));
   const v1::ProfileSummary summary = SummaryToProto(*analysed);
   if (options.json) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/trace_limits.h"
 #include "fleetprof/v1/profile.pb.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "rpc/channel.h"
@@ -47,6 +48,7 @@ struct CliOptions {
   int64_t until_ns = 0;
   std::vector<std::string> thresholds;  // "rule=value"
   std::string every;                     // schedule: "30m"
+  analysis::TraceLimits trace_limits;    // analyze: --max_trace_mb, --max_trace_events, …
   std::vector<std::string> args;  // positional arguments after the command word
 };
 

@@ -127,6 +127,7 @@ int main(int argc, char** argv) {
   flags.AddString("by", &options.by, "diff: op (default), kernel or scope (enclosing user annotation)");
   flags.AddInt("since_ns", &options.since_ns, "job-ops, job-series, diagnose --job: profiles ending at or after this");
   flags.AddInt("until_ns", &options.until_ns, "job-ops, job-series, diagnose --job: profiles starting at or before this");
+  options.trace_limits.AddFlags(&flags);
   flags.AddString("every", &options.every, "schedule: how often to capture, e.g. 30m, 2h, 45s");
   flags.AddRepeated("threshold", &options.thresholds, "diagnose: RULE=VALUE replaces a rule's default threshold");
   flags.AddString("upload_id", &options.upload_id,

@@ -93,7 +93,7 @@ bool IsValidUploadId(const std::string& id) {
 
 absl::Status Ingestor::Reject(const std::string& upload_id, absl::Status error) {
   store_->AbortUpload(upload_id).IgnoreError();  // nothing of a rejected upload stays behind
-  metrics_->RecordUpload("invalid", 0);
+  metrics_->RecordUpload(absl::IsResourceExhausted(error) ? "over_limit" : "invalid", 0);
   spdlog::warn("upload rejected upload_id={} error=\"{}\"", upload_id, std::string(error.message()));
   return error;
 }
@@ -219,7 +219,8 @@ absl::Status Ingestor::ReceiveAndCommit(UploadStream& stream, v1::UploadRecord r
   timeline::TimelineSink timeline_sink(timeline_writer.get());
   TimelineCleanup cleanup(store_, profile_id);  // declared before the analysis: runs after it stops
   StreamingAnalysis analysis(file_name, metadata.format(),
-                             record.received_bytes() > 0 ? store_->ReadRaw(id) : nullptr, &timeline_sink);
+                             record.received_bytes() > 0 ? store_->ReadRaw(id) : nullptr, &timeline_sink,
+                             limits_.trace);
 
   v1::UploadRequest message;
   bool analysis_failed = false;
@@ -280,6 +281,8 @@ absl::Status Ingestor::ReceiveAndCommit(UploadStream& stream, v1::UploadRecord r
     if (absl::IsInvalidArgument(summary.status()) || absl::IsDataLoss(summary.status())) {
       return Reject(id, absl::InvalidArgumentError(std::string(summary.status().message())));
     }
+    // Over a trace limit (analysis/trace_limits.h): resuming would only fail again.
+    if (absl::IsResourceExhausted(summary.status())) return Reject(id, summary.status());
     metrics_->RecordUpload("error", 0);
     return summary.status();
   }

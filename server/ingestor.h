@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "analysis/trace_limits.h"
 #include "analysis/trace_summary.h"
 #include "auth/scopes.h"
 #include "fleetprof/v1/ingest.pb.h"
@@ -23,6 +24,7 @@ namespace fleetprof {
 struct IngestLimits {
   int64_t max_upload_bytes = int64_t{16} << 30;
   int64_t max_chunk_bytes = 1 << 20;
+  analysis::TraceLimits trace;  // what one upload's analysis may hold
 };
 
 // What a transport hands the ingestor: the messages of one upload, in order.
@@ -52,7 +54,8 @@ class Ingestor {
 
   // Stores and indexes one trace. Idempotent on upload_id: the id of a committed upload
   // answers that profile (already_existed). ABORTED when interrupted (resume from
-  // GetUploadState's received_bytes); INVALID_ARGUMENT for bad input, whose bytes are dropped.
+  // GetUploadState's received_bytes); INVALID_ARGUMENT for bad input and RESOURCE_EXHAUSTED
+  // for a trace over a limit, whose bytes are dropped.
   // With tokens on, an upload id belongs to the principal that started it, and an agent
   // principal uploads only as its own node (PERMISSION_DENIED otherwise).
   absl::StatusOr<v1::UploadResponse> Upload(UploadStream& stream, const Principal& caller);

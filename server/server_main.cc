@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/trace_limits.h"
 #include "common/flags.h"
 #include "common/runtime.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -49,6 +50,7 @@ struct ServerFlags {
   std::string ready_file;
   std::string log_level = "info";
   int64_t max_upload_mb = 16384;
+  analysis::TraceLimits trace_limits;  // --max_trace_mb, --max_trace_events, …
   int64_t heartbeat_ms = 2000;
   int64_t stale_upload_hours = 24;
   int64_t job_idle_minutes = 15;
@@ -229,6 +231,7 @@ int Run(const ServerFlags& flags) {
   AgentRegistry registry(store->get(), &metrics);
   IngestLimits limits;
   limits.max_upload_bytes = flags.max_upload_mb << 20;
+  limits.trace = flags.trace_limits;
   CaptureCoordinator captures(store->get(), &registry, &metrics);
   auto job_metrics = std::make_shared<JobMetrics>(std::chrono::minutes(flags.job_idle_minutes));
   // A captured profile keeps its node's device samples from the capture window.
@@ -381,6 +384,7 @@ int main(int argc, char** argv) {
                 "write {\"grpc\":…,\"http\":…} here once listening (for scripts and tests)");
   set.AddString("log_level", &flags.log_level, "trace, debug, info, warn or error");
   set.AddInt("max_upload_mb", &flags.max_upload_mb, "largest accepted trace file, MiB");
+  flags.trace_limits.AddFlags(&set);
   set.AddInt("http_threads", &flags.http_threads, "HTTP requests served at once");
   set.AddInt("http_max_body_kb", &flags.http_max_body_kb, "largest HTTP request body, KiB (larger: 413)");
   set.AddInt("http_timeout_s", &flags.http_timeout_s, "HTTP read and write timeout per request, seconds");
@@ -417,6 +421,10 @@ int main(int argc, char** argv) {
   }
   if (!set.positional().empty()) {
     std::cerr << "fleetprof-server: unexpected argument '" << set.positional()[0] << "'\n";
+    return 2;
+  }
+  if (absl::Status s = flags.trace_limits.Validate(); !s.ok()) {
+    std::cerr << "fleetprof-server: " << s.message() << "\n";
     return 2;
   }
   fleetprof::SetUpLogging("server", flags.log_level);

@@ -77,7 +77,7 @@ ServerMetrics::ServerMetrics()
     scheduled_runs_.Add({{"outcome", outcome}});
   }
   for (const char* state : {"INDEXED", "FAILED"}) capture_targets_.Add({{"state", state}});
-  for (const char* result : {"ok", "duplicate", "invalid", "interrupted", "error"}) {
+  for (const char* result : {"ok", "duplicate", "invalid", "over_limit", "busy", "interrupted", "error"}) {
     uploads_.Add({{"result", result}});
   }
 }

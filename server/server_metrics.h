@@ -17,7 +17,8 @@ class ServerMetrics {
   ServerMetrics();
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
-  // result: "ok", "duplicate", "invalid", "interrupted", "error".
+  // result: "ok", "duplicate", "invalid", "over_limit" (a trace or size limit), "busy" (too many
+  // uploads at once), "interrupted", "error".
   void RecordUpload(const std::string& result, double seconds);
   void AddIngestedBytes(int64_t bytes);
   void RecordQuery(const std::string& rpc, double seconds);

@@ -13,7 +13,8 @@ constexpr size_t kSniffBytes = 64;
 absl::StatusOr<analysis::TraceSummary> AnalyzeStream(const std::string& file_name,
                                                      const std::string& format_name,
                                                      std::unique_ptr<analysis::ByteSource> raw,
-                                                     analysis::TraceEventsSink* sink) {
+                                                     analysis::TraceEventsSink* sink,
+                                                     const analysis::TraceLimits& limits) {
   std::unique_ptr<analysis::ByteSource> plain = analysis::MaybeGunzip(std::move(raw));
   std::string head(kSniffBytes, '\0');
   size_t have = 0;
@@ -34,17 +35,19 @@ absl::StatusOr<analysis::TraceSummary> AnalyzeStream(const std::string& file_nam
         file_name, ": not a Kineto JSON trace or an XSpace (.xplane.pb); name the format"));
   }
   PrefixedSource source(std::move(head), plain.get());
-  return analysis::AnalyzeTrace(source, format, sink);
+  return analysis::AnalyzeTrace(source, format, sink, limits);
 }
 
 }  // namespace
 
 StreamingAnalysis::StreamingAnalysis(std::string file_name, std::string format_name,
                                      std::unique_ptr<analysis::ByteSource> already_stored,
-                                     analysis::TraceEventsSink* sink)
+                                     analysis::TraceEventsSink* sink,
+                                     const analysis::TraceLimits& limits)
     : file_name_(std::move(file_name)),
       format_name_(std::move(format_name)),
       sink_(sink),
+      limits_(limits),
       queue_(file_name_, kQueueBytes),
       result_(absl::UnknownError("analysis did not finish")) {
   thread_ = std::thread([this, stored = std::move(already_stored)]() mutable {
@@ -70,7 +73,7 @@ void StreamingAnalysis::Run(std::unique_ptr<analysis::ByteSource> already_stored
     };
     raw = std::make_unique<QueueView>(&queue_);
   }
-  result_ = AnalyzeStream(file_name_, format_name_, std::move(raw), sink_);
+  result_ = AnalyzeStream(file_name_, format_name_, std::move(raw), sink_, limits_);
   // Whatever the outcome, the producer must not block on a queue nobody reads.
   queue_.StopReading();
 }

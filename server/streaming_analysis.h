@@ -20,8 +20,10 @@ class StreamingAnalysis {
   // `format_name` is "kineto_json", "xspace" or empty to detect from name and content.
   // `sink` (may be null) receives the events once read, on the analysis thread; it must
   // outlive Finish or Cancel.
+  // `limits` bound what the analysis may hold.
   StreamingAnalysis(std::string file_name, std::string format_name,
-                    std::unique_ptr<analysis::ByteSource> already_stored, analysis::TraceEventsSink* sink);
+                    std::unique_ptr<analysis::ByteSource> already_stored, analysis::TraceEventsSink* sink,
+                    const analysis::TraceLimits& limits);
   ~StreamingAnalysis();  // cancels and joins when Finish was not called
 
   // Hands the next bytes to the analysis. False once the analysis has failed: call Finish
@@ -38,6 +40,7 @@ class StreamingAnalysis {
   std::string file_name_;
   std::string format_name_;
   analysis::TraceEventsSink* sink_;
+  analysis::TraceLimits limits_;
   ChunkQueue queue_;
   absl::StatusOr<analysis::TraceSummary> result_;
   std::thread thread_;

@@ -119,17 +119,16 @@ TEST(KinetoJsonReader, SkipsEventsWithWrongValueTypes) {
   EXPECT_EQ(summary->ops[0].name, "aten::mm");
 }
 
-TEST(KinetoJsonReader, SkipsNegativeNaNAndOutOfRangeDurations) {
+// Times outside the accepted range reject the whole trace instead (trace_limits_test).
+TEST(KinetoJsonReader, SkipsNegativeAndNaNDurations) {
   absl::StatusOr<TraceSummary> summary = AnalyzeJson(TraceWithEvents(absl::StrCat(
       kGoodEvent, ",",
       R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": -1},)",
       R"({"ph": "X", "cat": "cpu_op", "name": "n", "pid": 1, "tid": 1, "ts": 1, "dur": NaN},)",
       R"({"ph": "X", "cat": "cpu_op", "name": "i", "pid": 1, "tid": 1, "ts": 1, "dur": Infinity},)",
-      R"({"ph": "X", "cat": "cpu_op", "name": "s", "pid": 1, "tid": 1, "ts": 1, "dur": "NaN"},)",
-      R"({"ph": "X", "cat": "cpu_op", "name": "big", "pid": 1, "tid": 1, "ts": 1e300, "dur": 1},)",
-      R"({"ph": "X", "cat": "cpu_op", "name": "end", "pid": 1, "tid": 1, "ts": 9223372036854775, "dur": 1})")));
+      R"({"ph": "X", "cat": "cpu_op", "name": "s", "pid": 1, "tid": 1, "ts": 1, "dur": "NaN"})")));
   ASSERT_TRUE(summary.ok()) << summary.status();
-  EXPECT_EQ(summary->skipped_events, 6);
+  EXPECT_EQ(summary->skipped_events, 4);
   EXPECT_TRUE(summary->devices.empty());
   EXPECT_EQ(summary->ops.size(), 1u);
 }
@@ -170,7 +169,7 @@ TEST(KinetoJsonReader, Handles100MBStringsWithoutHoldingThem) {
   absl::StatusOr<TraceSummary> summary = AnalyzeTrace(name_source, TraceFormat::kKinetoJson);
   ASSERT_TRUE(summary.ok()) << summary.status();
   ASSERT_EQ(summary->ops.size(), 1u);
-  EXPECT_EQ(summary->ops[0].name, std::string(kMaxNameBytes, 'n'));
+  EXPECT_EQ(summary->ops[0].name, std::string(static_cast<size_t>(TraceLimits().max_name_bytes), 'n'));
 
   GeneratedSource arg_source(
       absl::StrCat(R"({"traceEvents": [)", kGoodEvent, R"(, {"ph": "M", "args": {"blob": ")"), 'x',
@@ -187,12 +186,12 @@ TEST(KinetoJsonReader, RejectsDeepNestingWithClearError) {
                                   std::string(kDepth, '['), std::string(kDepth, ']'), "}]}");
   absl::StatusOr<TraceSummary> summary = AnalyzeJson(text);
   ASSERT_FALSE(summary.ok());
-  EXPECT_THAT(summary.status().message(), HasSubstr("nested deeper than 64 levels at byte"));
+  EXPECT_THAT(summary.status().message(), HasSubstr("more than 64 levels of JSON nesting (at byte"));
 
   // The same depth as the bare top-level array and as a truncated document.
   summary = AnalyzeJson(std::string(kDepth, '['));
   ASSERT_FALSE(summary.ok());
-  EXPECT_THAT(summary.status().message(), HasSubstr("nested deeper than 64 levels"));
+  EXPECT_THAT(summary.status().message(), HasSubstr("raise --max_trace_depth"));
   summary = AnalyzeJson(R"({"traceEvents": [], "x": )" + std::string(kDepth, '{'));
   ASSERT_FALSE(summary.ok());
 }

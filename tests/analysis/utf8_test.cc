@@ -61,8 +61,8 @@ TEST(Utf8, ReaderNameCapKeepsWholeCharacters) {
     ASSERT_TRUE(summary.ok()) << summary.status();
     ASSERT_EQ(summary->kernels.size(), 1u);
     const std::string& kept = summary->kernels[0].name;
-    EXPECT_LE(kept.size(), analysis::kMaxNameBytes);
-    EXPECT_GT(kept.size(), analysis::kMaxNameBytes - 4);
+    EXPECT_LE(kept.size(), static_cast<size_t>(analysis::TraceLimits().max_name_bytes));
+    EXPECT_GT(kept.size(), static_cast<size_t>(analysis::TraceLimits().max_name_bytes) - 4);
     std::string copy = kept;
     EXPECT_EQ(MakeValidUtf8(&copy), 0) << "the cap split a character";
     EXPECT_EQ(summary->invalid_utf8_replacements, 0);
