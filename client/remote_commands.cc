@@ -86,6 +86,7 @@ int RunProfiles(const CliOptions& options) {
     grpc::Status s = stub->ListProfiles(&context, request, &response);
     if (!s.ok()) return FailRpc(s, options);
     for (auto& p : *response.mutable_profiles()) profiles.Add(std::move(p));
+    for (auto& bad : *response.mutable_unreadable()) *all.add_unreadable() = std::move(bad);
     request.set_page_token(response.next_page_token());
   } while (!request.page_token().empty() &&
            (options.limit <= 0 || static_cast<int64_t>(profiles.size()) < options.limit));
@@ -93,6 +94,9 @@ int RunProfiles(const CliOptions& options) {
   if (options.json) {
     std::cout << ProtoToJson(all) << "\n";
     return 0;
+  }
+  for (const v1::UnreadableProfile& bad : all.unreadable()) {
+    std::cerr << "warning: stored profile " << bad.profile_id() << " cannot be read: " << bad.error() << "\n";
   }
   TablePrinter table({"PROFILE", "JOB", "NODE", "FORMAT", ">DURATION", ">EVENTS", "FILE", "LABELS"});
   for (const auto& p : profiles) {

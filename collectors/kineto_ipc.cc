@@ -228,23 +228,37 @@ absl::StatusOr<KinetoDatagram> KinetoIpcSocket::Receive() {
   }
   const std::string from = DescribeUnixAddress(datagram.sender, datagram.sender_len);
 
-  if (static_cast<size_t>(peeked) < kKinetoHeaderSize) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "datagram of ", peeked, " bytes from ", from, " is shorter than the 40-byte header"));
-  }
   if (!header_ok) {
-    return absl::InvalidArgumentError(absl::StrCat("datagram from ", from, " announces ", size,
-                                                   " payload bytes (limit ", kKinetoMaxPayload,
-                                                   ")"));
+    // Not read into a buffer: the header alone says why (too short, or too large).
+    absl::Status why = DecodeKinetoDatagram(std::string_view(header, static_cast<size_t>(peeked)), from, &datagram);
+    return why.ok() ? absl::InvalidArgumentError(absl::StrCat("malformed datagram from ", from)) : why;
   }
   if (static_cast<uint64_t>(received) != kKinetoHeaderSize + size) {
     return absl::InvalidArgumentError(absl::StrCat("datagram from ", from, " has ", received,
                                                    " bytes, its header announces 40 + ", size));
   }
-  std::string_view type(buffer.data() + 8, kKinetoTypeSize);
-  datagram.type = std::string(type.substr(0, type.find('\0')));
-  datagram.payload = buffer.substr(kKinetoHeaderSize);
+  if (absl::Status s = DecodeKinetoDatagram(buffer, from, &datagram); !s.ok()) return s;
   return datagram;
+}
+
+absl::Status DecodeKinetoDatagram(std::string_view bytes, const std::string& from, KinetoDatagram* out) {
+  if (bytes.size() < kKinetoHeaderSize) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "datagram of ", bytes.size(), " bytes from ", from, " is shorter than the 40-byte header"));
+  }
+  const uint64_t size = ReadNative<uint64_t>(bytes, 0);
+  if (size > kKinetoMaxPayload) {
+    return absl::InvalidArgumentError(absl::StrCat("datagram from ", from, " announces ", size,
+                                                   " payload bytes (limit ", kKinetoMaxPayload, ")"));
+  }
+  if (bytes.size() != kKinetoHeaderSize + size) {
+    return absl::InvalidArgumentError(absl::StrCat("datagram from ", from, " has ", bytes.size(),
+                                                   " bytes, its header announces 40 + ", size));
+  }
+  std::string_view type = bytes.substr(8, kKinetoTypeSize);
+  out->type = std::string(type.substr(0, type.find('\0')));
+  out->payload = std::string(bytes.substr(kKinetoHeaderSize));
+  return absl::OkStatus();
 }
 
 absl::Status KinetoIpcSocket::Send(const sockaddr_un& to, socklen_t to_len, std::string_view type,

@@ -63,6 +63,11 @@ struct KinetoDatagram {
   int64_t sender_uid = -1;  // likewise; -1 when unknown
 };
 
+// Splits one whole datagram (40-byte header, then payload) into its type (up to the first
+// NUL) and payload. InvalidArgument, naming `from`, unless the header's size is at most
+// kKinetoMaxPayload and matches the bytes. The socket's Receive uses it; so does the fuzzer.
+absl::Status DecodeKinetoDatagram(std::string_view bytes, const std::string& from, KinetoDatagram* out);
+
 // The daemon's bound socket. Non-blocking; not thread-safe (one event loop owns it).
 class KinetoIpcSocket {
  public:

@@ -299,9 +299,9 @@ void RegisterHttpApi(HttpServer& server, const HttpApiBackends& backends) {
   httplib::Server& routes = server.routes();
   const HttpApiBackends b = backends;
   routes.Get("/healthz", [b](const httplib::Request&, httplib::Response& res) {
-    const bool serving = !b.serving || b.serving();
-    res.status = serving ? 200 : 503;
-    res.set_content(serving ? "ok\n" : "draining\n", "text/plain");
+    const std::string reason = b.not_serving ? b.not_serving() : "";
+    res.status = reason.empty() ? 200 : 503;
+    res.set_content(reason.empty() ? "ok\n" : reason + "\n", "text/plain");
   });
   routes.Get("/metrics", [b](const httplib::Request&, httplib::Response& res) {
     res.set_content(b.metrics_text(), "text/plain; version=0.0.4; charset=utf-8");

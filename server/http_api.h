@@ -20,8 +20,9 @@ struct HttpApiBackends {
   CaptureCoordinator* captures = nullptr;
   CaptureScheduler* schedules = nullptr;
   AgentRegistry* agents = nullptr;
-  // True while the server serves (false while draining): /healthz answers 200 or 503.
-  std::function<bool()> serving;
+  // Empty while the server serves; else why not ("draining", "storage: …"): /healthz
+  // answers 200 "ok" or 503 with the reason.
+  std::function<std::string()> not_serving;
   // The Prometheus text of every metric the server exports, for /metrics.
   std::function<std::string()> metrics_text;
 };

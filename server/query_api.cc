@@ -34,6 +34,11 @@ absl::StatusOr<v1::ListProfilesResponse> QueryApi::ListProfiles(const v1::ListPr
   v1::ListProfilesResponse response;
   for (auto& info : page->profiles) *response.add_profiles() = std::move(info);
   response.set_next_page_token(page->next_page_token);
+  for (const UnreadableRecord& bad : page->unreadable) {
+    v1::UnreadableProfile* out = response.add_unreadable();
+    out->set_profile_id(bad.key);
+    out->set_error(bad.error);
+  }
   return response;
 }
 

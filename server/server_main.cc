@@ -50,6 +50,7 @@ struct ServerFlags {
   std::string ready_file;
   std::string log_level = "info";
   int64_t max_upload_mb = 16384;
+  int64_t max_open_files = 512;
   analysis::TraceLimits trace_limits;  // --max_trace_mb, --max_trace_events, …
   int64_t heartbeat_ms = 2000;
   int64_t stale_upload_hours = 24;
@@ -209,7 +210,13 @@ int Run(const ServerFlags& flags) {
   GrpcAccess grpc_access(guard.get());
   std::error_code ec;
   std::filesystem::create_directories(flags.data_dir, ec);
-  auto store = ProfileStore::Open(flags.data_dir);
+  ServerMetrics metrics;
+  StoreOptions store_options;
+  store_options.max_open_files = static_cast<int>(flags.max_open_files);
+  store_options.on_background_error = [&metrics](const std::string& reason) {
+    metrics.RecordStorageError(reason);
+  };
+  auto store = ProfileStore::Open(flags.data_dir, store_options);
   if (!store.ok()) {
     spdlog::error("cannot open the data directory {}: {}", flags.data_dir, std::string(store.status().message()));
     return 1;
@@ -225,7 +232,6 @@ int Run(const ServerFlags& flags) {
     spdlog::info("removed the event blocks of {} profiles that were never committed", *orphans);
   }
 
-  ServerMetrics metrics;
   metrics.SetStoredProfiles((*store)->CountProfiles(), (*store)->DiskBytes(), (*store)->TimelineDiskBytes(),
                             (*store)->RawDiskBytes());
   AgentRegistry registry(store->get(), &metrics);
@@ -309,7 +315,12 @@ int Run(const ServerFlags& flags) {
   backends.captures = &captures;
   backends.schedules = &scheduler;
   backends.agents = &registry;
-  backends.serving = [&serving] { return serving.load(); };
+  std::atomic<bool> storage_serving{true};
+  backends.not_serving = [&serving, &storage_serving, &store]() -> std::string {
+    if (!serving.load()) return "draining";
+    if (!storage_serving.load()) return "storage: " + (*store)->Health().error;
+    return "";
+  };
   backends.metrics_text = [&collectables] { return MetricsText(collectables); };
   RegisterHttpAccess(http, guard.get());
   RegisterHttpApi(http, backends);
@@ -334,11 +345,25 @@ int Run(const ServerFlags& flags) {
   }
 
   std::atomic<bool> stopping{false};
+  // Every second: the store's health (a background error stops writes: NOT_SERVING until
+  // Resume succeeds); every fifth, the storage gauges.
   std::thread gauges([&] {
-    while (!stopping.load()) {
-      metrics.SetStoredProfiles((*store)->CountProfiles(), (*store)->DiskBytes(), (*store)->TimelineDiskBytes(),
-                            (*store)->RawDiskBytes());
-      for (int i = 0; i < 50 && !stopping.load(); ++i) {
+    for (int64_t tick = 0; !stopping.load(); ++tick) {
+      const bool healthy = (*store)->Health().serving || (*store)->TryResume();
+      if (healthy != storage_serving.exchange(healthy)) {
+        if (healthy) {
+          spdlog::info("storage takes writes again: serving");
+        } else {
+          spdlog::error("storage stopped taking writes: NOT_SERVING until it resumes: {}", (*store)->Health().error);
+        }
+        if (serving.load()) server->GetHealthCheckService()->SetServingStatus(healthy);
+      }
+      metrics.SetStorageHealth(healthy, (*store)->UnreadableRecords());
+      if (tick % 5 == 0) {
+        metrics.SetStoredProfiles((*store)->CountProfiles(), (*store)->DiskBytes(), (*store)->TimelineDiskBytes(),
+                                  (*store)->RawDiskBytes());
+      }
+      for (int i = 0; i < 10 && !stopping.load(); ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     }
@@ -385,6 +410,8 @@ int main(int argc, char** argv) {
   set.AddString("log_level", &flags.log_level, "trace, debug, info, warn or error");
   set.AddInt("max_upload_mb", &flags.max_upload_mb, "largest accepted trace file, MiB");
   flags.trace_limits.AddFlags(&set);
+  set.AddInt("max_open_files", &flags.max_open_files,
+             "database files kept open at once (at least 20; -1: all, RocksDB's default)");
   set.AddInt("http_threads", &flags.http_threads, "HTTP requests served at once");
   set.AddInt("http_max_body_kb", &flags.http_max_body_kb, "largest HTTP request body, KiB (larger: 413)");
   set.AddInt("http_timeout_s", &flags.http_timeout_s, "HTTP read and write timeout per request, seconds");

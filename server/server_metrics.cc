@@ -71,7 +71,28 @@ ServerMetrics::ServerMetrics()
                      .Name("fleetprof_server_schedules")
                      .Help("Capture schedules kept by the server")
                      .Register(*registry_)
-                     .Add({})) {
+                     .Add({})),
+      storage_errors_(prometheus::BuildCounter()
+                          .Name("fleetprof_server_storage_background_errors_total")
+                          .Help("RocksDB background errors by reason (flush, compaction, write, memtable, "
+                                "manifest); after one the database takes no writes until it resumes")
+                          .Register(*registry_)),
+      storage_serving_(prometheus::BuildGauge()
+                           .Name("fleetprof_server_storage_serving")
+                           .Help("1 while the database takes writes, 0 after a background error until "
+                                 "it resumes (then /healthz answers 503)")
+                           .Register(*registry_)
+                           .Add({})),
+      unreadable_records_(prometheus::BuildGauge()
+                              .Name("fleetprof_server_unreadable_records")
+                              .Help("Stored records that did not parse since the server started (each is "
+                                    "logged; profiles are listed as unreadable)")
+                              .Register(*registry_)
+                              .Add({})) {
+  storage_serving_.Set(1);
+  for (const char* reason : {"flush", "compaction", "write", "memtable", "manifest"}) {
+    storage_errors_.Add({{"reason", reason}});
+  }
   for (const char* state : {"DONE", "PARTIAL", "FAILED", "SKIPPED"}) captures_.Add({{"state", state}});
   for (const char* outcome : {"started", "skipped_busy", "skipped_missed", "failed"}) {
     scheduled_runs_.Add({{"outcome", outcome}});
@@ -104,6 +125,15 @@ void ServerMetrics::RecordScheduledRun(const std::string& outcome) {
 }
 
 void ServerMetrics::SetSchedules(int64_t n) { schedules_.Set(static_cast<double>(n)); }
+
+void ServerMetrics::RecordStorageError(const std::string& reason) {
+  storage_errors_.Add({{"reason", reason}}).Increment();
+}
+
+void ServerMetrics::SetStorageHealth(bool serving, int64_t unreadable_records) {
+  storage_serving_.Set(serving ? 1 : 0);
+  unreadable_records_.Set(static_cast<double>(unreadable_records));
+}
 
 void ServerMetrics::RecordCaptureTarget(const std::string& state) {
   capture_targets_.Add({{"state", state}}).Increment();

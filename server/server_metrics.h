@@ -33,6 +33,10 @@ class ServerMetrics {
   void SetSchedules(int64_t n);
   // state: INDEXED or FAILED.
   void RecordCaptureTarget(const std::string& state);
+  // A RocksDB background error (reason: flush, compaction, write, memtable, manifest).
+  void RecordStorageError(const std::string& reason);
+  // Whether the database takes writes, and stored records that did not parse since start.
+  void SetStorageHealth(bool serving, int64_t unreadable_records);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -50,6 +54,9 @@ class ServerMetrics {
   prometheus::Family<prometheus::Counter>& capture_targets_;
   prometheus::Family<prometheus::Counter>& scheduled_runs_;
   prometheus::Gauge& schedules_;
+  prometheus::Family<prometheus::Counter>& storage_errors_;
+  prometheus::Gauge& storage_serving_;
+  prometheus::Gauge& unreadable_records_;
 };
 
 }  // namespace fleetprof

@@ -11,6 +11,8 @@
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/table.h"
 #include "rocksdb/options.h"
+#include "spdlog/spdlog.h"
+#include "storage/store_health_listener.h"
 #include "rocksdb/utilities/options_util.h"
 #include "rocksdb/write_batch.h"
 #include "storage/store_keys.h"
@@ -226,12 +228,21 @@ int64_t FamilyDiskBytes(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* handle) {
 int64_t ProfileStore::TimelineDiskBytes() { return FamilyDiskBytes(db_.get(), cf(kEvents)); }
 int64_t ProfileStore::RawDiskBytes() { return FamilyDiskBytes(db_.get(), cf(kRaw)); }
 
-absl::StatusOr<std::unique_ptr<ProfileStore>> ProfileStore::Open(const std::string& dir) {
+absl::StatusOr<std::unique_ptr<ProfileStore>> ProfileStore::Open(const std::string& dir,
+                                                                 const StoreOptions& store_options) {
+  if (store_options.max_open_files != -1 && store_options.max_open_files < 20) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_open_files=", store_options.max_open_files, " must be at least 20 (or -1)"));
+  }
+  auto health = std::make_shared<StoreHealthListener>(store_options.on_background_error);
   rocksdb::DBOptions options;
   options.create_if_missing = true;
   options.create_missing_column_families = true;
   options.max_background_jobs = 2;
   options.keep_log_file_num = 4;
+  options.max_open_files = store_options.max_open_files;
+  options.listeners.push_back(health);
+  if (store_options.env != nullptr) options.env = store_options.env;
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   for (int i = 0; i < kFamilyCount; ++i) families.emplace_back(kFamilies[i], FamilyOptions(i));
   std::unique_ptr<ProfileStore> store(new ProfileStore());
@@ -240,7 +251,28 @@ absl::StatusOr<std::unique_ptr<ProfileStore>> ProfileStore::Open(const std::stri
   if (!s.ok()) return ToStatus(s, absl::StrCat("open database ", dir));
   store->db_.reset(db);
   store->dir_ = dir;
+  store->health_ = std::move(health);
   return store;
+}
+
+StoreHealth ProfileStore::Health() const { return health_->Get(); }
+
+bool ProfileStore::TryResume() {
+  if (health_->Get().serving) return true;
+  rocksdb::Status s = db_->Resume();
+  if (!s.ok()) {
+    spdlog::debug("database resume failed: {}", s.ToString());
+    return false;
+  }
+  health_->Recovered();
+  spdlog::info("database writes resumed after a background error");
+  return true;
+}
+
+void ProfileStore::ReportUnreadable(const char* kind, std::string_view key) {
+  ++unreadable_records_;
+  spdlog::error("stored {} record {} does not parse; it is left in place and not listed", kind,
+                std::string(key));
 }
 
 ProfileStore::~ProfileStore() {
@@ -292,7 +324,10 @@ absl::StatusOr<int> ProfileStore::CleanStaleUploads(int64_t older_than_ns) {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(kUploads)));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     v1::UploadRecord record;
-    if (!record.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
+    if (!record.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      ReportUnreadable("upload", it->key().ToStringView());
+      continue;
+    }
     if (record.profile_id().empty() && record.updated_at_ns() < older_than_ns) {
       stale.push_back(it->key().ToString());
     }
@@ -413,7 +448,11 @@ absl::StatusOr<ProfilePage> ProfileStore::ListProfiles(const v1::ListProfilesReq
   for (; it->Valid() && it->key().starts_with(prefix); it->Next()) {
     std::string id = keys::ProfileIdFromIndexKey(it->key().ToStringView(), prefix.size());
     auto info = GetProfile(id);
-    if (!info.ok()) continue;  // index entry of a record being written; never half-visible
+    if (absl::IsNotFound(info.status())) continue;  // deleted meanwhile: never half-visible
+    if (!info.ok()) {
+      page.unreadable.push_back(UnreadableRecord{id, std::string(info.status().message())});
+      continue;
+    }
     if (!Matches(*info, request)) continue;
     page.profiles.push_back(*std::move(info));
     if (static_cast<int>(page.profiles.size()) == page_size) {
@@ -453,9 +492,11 @@ absl::StatusOr<std::vector<v1::AgentInfo>> ProfileStore::ListAgents() {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(kAgents)));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     v1::AgentInfo agent;
-    if (agent.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
-      agents.push_back(std::move(agent));
+    if (!agent.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      ReportUnreadable("agent", it->key().ToStringView());
+      continue;
     }
+    agents.push_back(std::move(agent));
   }
   if (!it->status().ok()) return ToStatus(it->status(), "list agents");
   return agents;
@@ -477,7 +518,10 @@ absl::StatusOr<std::vector<v1::Capture>> ProfileStore::ListCaptures(const std::s
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(kCaptures)));
   for (it->SeekToLast(); it->Valid() && static_cast<int>(captures.size()) < limit; it->Prev()) {
     v1::Capture capture;
-    if (!capture.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
+    if (!capture.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      ReportUnreadable("capture", it->key().ToStringView());
+      continue;
+    }
     if (!job.empty() && capture.request().job() != job) continue;
     captures.push_back(std::move(capture));
   }
@@ -506,7 +550,10 @@ absl::StatusOr<std::vector<v1::Schedule>> ProfileStore::ListSchedules() {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(kSchedules)));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     v1::Schedule schedule;
-    if (!schedule.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
+    if (!schedule.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      ReportUnreadable("schedule", it->key().ToStringView());
+      continue;
+    }
     schedules.push_back(std::move(schedule));
   }
   if (!it->status().ok()) return ToStatus(it->status(), "list schedules");
@@ -522,6 +569,10 @@ absl::Status ProfileStore::ForEachProfileOldestFirst(const std::function<bool(co
     const std::string id = keys::ProfileIdFromIndexKey(it->key().ToStringView(), keys::kAllIndexPrefix.size());
     auto info = GetProfile(id);
     if (absl::IsNotFound(info.status())) continue;  // deleted meanwhile
+    if (absl::IsDataLoss(info.status())) {
+      ReportUnreadable("profile", id);
+      continue;
+    }
     if (!info.ok()) return info.status();
     if (!visit(*info)) break;
   }

@@ -14,6 +14,7 @@
 //   events     profile_id \0 'b'|'n'|'d' ...   -> event blocks, names, directory (timeline/)
 // inv_time is big-endian (INT64_MAX - ingested_at_ns), so a forward scan is newest first.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -35,19 +36,47 @@
 namespace rocksdb {
 class DB;
 class ColumnFamilyHandle;
+class Env;
 }  // namespace rocksdb
 
 namespace fleetprof {
 
+// A stored record that does not parse (a bug or a damaged disk): reported, never skipped.
+struct UnreadableRecord {
+  std::string key;  // the profile id, node, capture id, …
+  std::string error;
+};
+
 struct ProfilePage {
   std::vector<v1::ProfileInfo> profiles;
   std::string next_page_token;
+  std::vector<UnreadableRecord> unreadable;  // index entries whose profile does not parse
+};
+
+// Whether the database takes writes (RocksDB stops after a background error).
+struct StoreHealth {
+  bool serving = true;            // writes are taken
+  std::string error;              // while not serving: RocksDB's background error
+  int64_t background_errors = 0;  // since the store opened
+};
+
+class StoreHealthListener;
+
+struct StoreOptions {
+  // Files RocksDB keeps open at once (its table cache). -1, RocksDB's default, opens every
+  // table file and keeps it: a large database then meets the process's fd limit.
+  int max_open_files = 512;
+  // Hears each background error's reason (flush, compaction, …), on RocksDB's thread.
+  std::function<void(const std::string& reason)> on_background_error;
+  // Tests: a file system that fails on demand. Not owned; outlives the store.
+  rocksdb::Env* env = nullptr;
 };
 
 class ProfileStore {
  public:
   // Opens (creating if needed) the database under `dir`.
-  static absl::StatusOr<std::unique_ptr<ProfileStore>> Open(const std::string& dir);
+  static absl::StatusOr<std::unique_ptr<ProfileStore>> Open(const std::string& dir,
+                                                            const StoreOptions& options = StoreOptions());
   ~ProfileStore();
   ProfileStore(const ProfileStore&) = delete;
   ProfileStore& operator=(const ProfileStore&) = delete;
@@ -127,13 +156,28 @@ class ProfileStore {
   // Flushes memtables to disk (graceful shutdown; retention, so the logs they hold can go).
   absl::Status Flush();
 
+  // --- health ---
+  StoreHealth Health() const;
+  // After a background error, asks RocksDB to resume writing: it works for a full disk once
+  // space is freed; RocksDB deems other I/O errors of a flush fatal, and only a restart
+  // recovers from those. Returns whether the store takes writes now.
+  bool TryResume();
+  // Records of agents, captures and schedules that did not parse, since the store opened
+  // (each is also logged); profiles report theirs in ListProfiles.
+  int64_t UnreadableRecords() const { return unreadable_records_.load(); }
+
  private:
   ProfileStore() = default;
   rocksdb::ColumnFamilyHandle* cf(int index) const { return handles_[index]; }
 
+  // A record of `kind` at `key` did not parse: counted and logged.
+  void ReportUnreadable(const char* kind, std::string_view key);
+
+  std::shared_ptr<StoreHealthListener> health_;
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   std::string dir_;
+  std::atomic<int64_t> unreadable_records_{0};
 };
 
 }  // namespace fleetprof

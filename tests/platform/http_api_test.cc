@@ -294,7 +294,7 @@ TEST_F(HttpApiTest, ListsEqualTheCli) {
   ASSERT_FALSE(Upload(trace).empty());
   EXPECT_EQ(Get("/api/v1/profiles"), CliJson({"profiles"}));
   EXPECT_EQ(Get("/api/v1/profiles?job=corpus"), CliJson({"profiles", "--job", "corpus"}));
-  EXPECT_EQ(Get("/api/v1/profiles?job=nobody"), "{\"profiles\":[],\"next_page_token\":\"\"}");
+  EXPECT_EQ(Get("/api/v1/profiles?job=nobody"), "{\"profiles\":[],\"next_page_token\":\"\",\"unreadable\":[]}");
   EXPECT_EQ(Get("/api/v1/agents"), CliJson({"agents"}));
   EXPECT_EQ(Get("/api/v1/captures"), CliJson({"captures"}));
 }

@@ -69,7 +69,7 @@ TEST(ResumableUploadTest, InterruptedUploadResumesFromServerOffset) {
   EXPECT_LE(offset, total / 2 + 1);
 
   // Nothing is listed while the upload is partial.
-  EXPECT_EQ(cluster.Cli({"profiles", "--json"}).out, "{\"profiles\":[],\"next_page_token\":\"\"}\n");
+  EXPECT_EQ(cluster.Cli({"profiles", "--json"}).out, "{\"profiles\":[],\"next_page_token\":\"\",\"unreadable\":[]}\n");
 
   {  // Wrong offset: refused with the right one.
     grpc::ClientContext context;

@@ -1,8 +1,17 @@
 #include "storage/profile_store.h"
 
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <cstdlib>
+#include <filesystem>
 
 #include "gtest/gtest.h"
+#include "rocksdb/db.h"
+#include "rocksdb/env.h"
+#include "rocksdb/file_system.h"
 
 namespace fleetprof {
 namespace {
@@ -145,6 +154,169 @@ TEST_F(ProfileStoreTest, RejectsForeignPageToken) {
   v1::ListProfilesRequest request;
   request.set_page_token("zz");
   EXPECT_FALSE(store_->ListProfiles(request).ok());
+}
+
+// Fails every new table file with "no space" while `fail` is set, as a full disk would. (Other
+// I/O errors of a flush, a failed log file among them, are fatal to RocksDB: only reopening
+// the database recovers from those, and Health() then stays NOT serving.)
+class FailingFileSystem : public rocksdb::FileSystemWrapper {
+ public:
+  FailingFileSystem() : rocksdb::FileSystemWrapper(rocksdb::FileSystem::Default()) {}
+  const char* Name() const override { return "FailingFileSystem"; }
+  rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& options,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* file,
+                                    rocksdb::IODebugContext* debug) override {
+    if (fail.load() && name.ends_with(".sst")) return rocksdb::IOStatus::NoSpace("injected: cannot create " + name);
+    return rocksdb::FileSystemWrapper::NewWritableFile(name, options, file, debug);
+  }
+  std::atomic<bool> fail{false};
+};
+
+v1::AgentInfo Agent(const std::string& node) {
+  v1::AgentInfo agent;
+  agent.set_node(node);
+  return agent;
+}
+
+// Before: no listener and no Resume, so a failed flush left the database read-only until
+// a restart, and nothing said so. Now the error is counted, Health() says NOT serving with
+// RocksDB's reason, and TryResume brings writes back once the cause is gone.
+TEST_F(ProfileStoreTest, BackgroundErrorStopsWritesUntilResume) {
+  store_.reset();
+  auto fs = std::make_shared<FailingFileSystem>();
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+  std::vector<std::string> reasons;
+  StoreOptions options;
+  options.env = env.get();
+  options.on_background_error = [&reasons](const std::string& reason) { reasons.push_back(reason); };
+  auto opened = ProfileStore::Open(dir_, options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<ProfileStore> store = *std::move(opened);
+  ASSERT_TRUE(store->PutAgent(Agent("before")).ok());
+  EXPECT_TRUE(store->Health().serving);
+
+  fs->fail = true;
+  EXPECT_FALSE(store->Flush().ok());
+  StoreHealth health = store->Health();
+  EXPECT_FALSE(health.serving);
+  EXPECT_GE(health.background_errors, 1);
+  EXPECT_NE(health.error.find("injected"), std::string::npos) << health.error;
+  ASSERT_FALSE(reasons.empty());
+  EXPECT_EQ(reasons[0], "flush");
+  EXPECT_FALSE(store->PutAgent(Agent("during")).ok());  // writes stop
+  EXPECT_FALSE(store->TryResume());                      // the cause is still there
+
+  fs->fail = false;
+  // RocksDB retries a full disk by itself (then Resume answers Busy); either way it recovers.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!store->TryResume() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(store->Health().serving);
+  ASSERT_TRUE(store->PutAgent(Agent("after")).ok());
+  ASSERT_TRUE(store->Flush().ok());
+  auto agents = store->ListAgents();
+  ASSERT_TRUE(agents.ok());
+  std::vector<std::string> nodes;
+  for (const auto& a : *agents) nodes.push_back(a.node());
+  EXPECT_EQ(nodes, (std::vector<std::string>{"after", "before"}));
+  store.reset();
+}
+
+int OpenTableFiles() {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::filesystem::path target = std::filesystem::read_symlink(entry.path(), ec);
+    if (!ec && target.extension() == ".sst") ++n;
+  }
+  return n;
+}
+
+// Before: max_open_files -1 kept every table file open, so a large database met the fd limit.
+TEST_F(ProfileStoreTest, OpenTableFilesStayBounded) {
+  // 3 flushes of 8 column families: 24 table files, below RocksDB's compaction trigger (4).
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 5; ++i) {
+      const std::string id = "p" + std::to_string(round * 5 + i);
+      ASSERT_TRUE(store_->CommitProfile(Info(id, "job", 1000 + round * 5 + i), v1::ProfileSummary()).ok());
+      ASSERT_TRUE(store_->PutAgent(Agent(id)).ok());
+      v1::Capture capture;
+      capture.set_capture_id(id);
+      ASSERT_TRUE(store_->PutCapture(capture).ok());
+      v1::Schedule schedule;
+      schedule.set_schedule_id(id);
+      ASSERT_TRUE(store_->PutSchedule(schedule).ok());
+      v1::UploadRecord record;
+      ASSERT_TRUE(store_->PutUpload("u" + id, record).ok());
+      ASSERT_TRUE(store_->AppendRaw("u" + id, record, "bytes").ok());
+    }
+    ASSERT_TRUE(store_->Flush().ok());
+  }
+  store_.reset();
+  StoreOptions options;
+  options.max_open_files = 20;  // RocksDB keeps 10 of them for its own files
+  auto opened = ProfileStore::Open(dir_, options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  store_ = *std::move(opened);
+  // Read every family, so every table file has been opened once.
+  v1::ListProfilesRequest all;
+  all.set_page_size(1000);
+  auto page = store_->ListProfiles(all);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->profiles.size(), 15u);
+  EXPECT_EQ(store_->ListAgents()->size(), 15u);
+  EXPECT_EQ(store_->ListCaptures("", 1000)->size(), 15u);
+  EXPECT_EQ(store_->ListSchedules()->size(), 15u);
+  int tables = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) tables += entry.path().extension() == ".sst";
+  // RocksDB's table cache holds max_open_files - 10 files, spread over 64 shards: a bound of
+  // about max_open_files, not an exact count. Before, every table file stayed open.
+  ASSERT_GE(tables, 24) << "the test needs more table files than may be open";
+  const int open = OpenTableFiles();
+  EXPECT_LT(open, tables);
+  EXPECT_LE(open, 20) << "of " << tables << " table files";
+
+  StoreOptions too_few;
+  too_few.max_open_files = 5;
+  EXPECT_EQ(ProfileStore::Open(dir_ + "-other", too_few).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Before: ListProfiles and the agent, capture and schedule lists skipped a record that did
+// not parse, in silence. Now a profile is listed as unreadable and the others are counted.
+TEST_F(ProfileStoreTest, UnparsableRecordsAreReported) {
+  ASSERT_TRUE(store_->CommitProfile(Info("good", "job", 1000), v1::ProfileSummary()).ok());
+  ASSERT_TRUE(store_->CommitProfile(Info("bad", "job", 1001), v1::ProfileSummary()).ok());
+  ASSERT_TRUE(store_->PutAgent(Agent("node")).ok());
+  store_.reset();
+  {
+    // Damage two records behind the store's back, as a bug or a bad disk would.
+    std::vector<rocksdb::ColumnFamilyDescriptor> families;
+    std::vector<std::string> names;
+    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), dir_, &names).ok());
+    for (const auto& n : names) families.emplace_back(n, rocksdb::ColumnFamilyOptions());
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir_, families, &handles, &raw).ok());
+    for (size_t i = 0; i < names.size(); ++i) {
+      const char* key = names[i] == "profiles" ? "bad" : names[i] == "agents" ? "node" : nullptr;
+      if (key != nullptr) {
+        ASSERT_TRUE(raw->Put(rocksdb::WriteOptions(), handles[i], key, "\xff\xff\xff").ok());
+      }
+    }
+    for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
+    delete raw;
+  }
+  Reopen();
+  auto page = store_->ListProfiles(v1::ListProfilesRequest());
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->profiles.size(), 1u);
+  EXPECT_EQ(page->profiles[0].profile_id(), "good");
+  ASSERT_EQ(page->unreadable.size(), 1u);
+  EXPECT_EQ(page->unreadable[0].key, "bad");
+  EXPECT_NE(page->unreadable[0].error.find("does not parse"), std::string::npos);
+  EXPECT_TRUE(store_->ListAgents()->empty());
+  EXPECT_EQ(store_->UnreadableRecords(), 1);
 }
 
 }  // namespace

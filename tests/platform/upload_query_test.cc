@@ -124,7 +124,7 @@ TEST_F(UploadQueryTest, BadUploadsFailClearlyAndLeaveNothingListed) {
   }
   CommandResult list = cluster_.Cli({"profiles", "--json"});
   EXPECT_EQ(list.exit_code, 0) << "server keeps serving: " << list.err;
-  EXPECT_EQ(list.out, "{\"profiles\":[],\"next_page_token\":\"\"}\n");
+  EXPECT_EQ(list.out, "{\"profiles\":[],\"next_page_token\":\"\",\"unreadable\":[]}\n");
 }
 
 TEST_F(UploadQueryTest, ServerMetricsCountUploadsByResult) {

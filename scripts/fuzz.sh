@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of fuzz/ with clang (ASan + UBSan) into build-fuzz and runs
+# each for SECONDS, seeded from ../shared/corpus. A crash, leak, timeout (10 s per input) or
+# out-of-memory (2 GiB) fails the run; libFuzzer writes the input to build-fuzz/artifacts/.
+#   scripts/fuzz.sh [SECONDS] [TARGET...]      default: 30 s, every target
+# The corpus each run grows is kept in build-fuzz/corpus/TARGET and seeds the next run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-30}
+shift || true
+targets=("$@")
+if ((${#targets[@]} == 0)); then
+  targets=(kineto_json_fuzzer gzip_fuzzer xspace_fuzzer kineto_ipc_fuzzer dynolog_api_fuzzer)
+fi
+shared=${FLEETPROF_SHARED_DIR:-../shared}
+if [[ ! -d "$shared/corpus" ]]; then
+  echo "fuzz: $shared/corpus is missing (the seeds)" >&2
+  exit 1
+fi
+command -v clang++ >/dev/null || { echo "fuzz: clang++ is missing (apt-get install clang)" >&2; exit 1; }
+
+dir=build-fuzz
+if [[ ! -f "$dir/build.ninja" ]]; then
+  CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLEETPROF_FUZZ=ON >/dev/null
+fi
+cmake --build "$dir" -j "${FLEETPROF_JOBS:-$(nproc)}" --target "${targets[@]}"
+
+# Seeds: the corpus as the readers see it (JSON decompressed, gzip as is), plus small hand-made
+# messages for the IPC and API targets.
+seed() {
+  local target=$1 corpus=$dir/corpus/$1
+  mkdir -p "$corpus"
+  [[ -n "$(ls -A "$corpus")" ]] && return
+  case $target in
+    kineto_json_fuzzer)
+      for f in "$shared"/corpus/kineto/*.json.gz; do
+        zcat "$f" | head -c 65536 >"$corpus/$(basename "$f" .gz)"
+      done ;;
+    gzip_fuzzer) cp "$shared"/corpus/kineto/*.gz "$corpus/" ;;
+    xspace_fuzzer)
+      for f in "$shared"/corpus/xspace/*.pb; do head -c 65536 "$f" >"$corpus/$(basename "$f")"; done ;;
+    kineto_ipc_fuzzer)
+      printf '\x18\0\0\0\0\0\0\0req\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x03\0\0\0\x02\0\0\0\x07\0\0\0\0\0\0\0\x10\0\0\0\x01\0\0\0' >"$corpus/req"
+      printf '\x10\0\0\0\0\0\0\0ctxt\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x10\0\0\0\0\0\0\0\0\0\0\0' >"$corpus/ctxt" ;;
+    dynolog_api_fuzzer)
+      echo '{"fn":"getStatus"}' >"$corpus/status"
+      echo '{"fn":"getVersion"}' >"$corpus/version"
+      echo '{"fn":"setKinetOnDemandRequest","config":"ACTIVITIES_DURATION_MSECS=500\nACTIVITIES_LOG_FILE=/tmp/x.json","job_id":0,"pids":[1,2],"process_limit":3}' >"$corpus/trace" ;;
+  esac
+}
+
+mkdir -p "$dir/artifacts"
+status=0
+for target in "${targets[@]}"; do
+  seed "$target"
+  echo "== $target: ${seconds} s"
+  if ! "$dir/bin/$target" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+       -print_final_stats=1 -artifact_prefix="$dir/artifacts/$target-" "$dir/corpus/$target" \
+       >"$dir/$target.log" 2>&1; then
+    echo "fuzz: $target FAILED; the input is in $dir/artifacts/ (log: $dir/$target.log)" >&2
+    tail -40 "$dir/$target.log" >&2
+    status=1
+  fi
+  grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb|^#[0-9]+.*DONE" "$dir/$target.log" | tr '\n' ' '
+  echo
+done
+exit $status
