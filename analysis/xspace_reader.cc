@@ -98,7 +98,7 @@ class XSpaceReader {
   bool FinishLine(const PendingLine& line, int64_t timestamp_ns);
   // Fails the read when the names or events went past the trace limits.
   bool CheckLimits(uint64_t offset) {
-    if (plane_kept_stats_ > out_->limits.max_trace_stats) {
+    if (plane_kept_stats_ > static_cast<uint64_t>(out_->limits.max_trace_stats)) {
       return in_.FailWith(TraceLimitError(in_.source_name(), "stats kept by one XSpace plane",
                                           out_->limits.max_trace_stats, "max_trace_stats", offset));
     }

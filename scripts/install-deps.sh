@@ -10,8 +10,9 @@ BUILD_PKGS=(
   zlib1g-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev libisal-dev libssl-dev
 )
 # Only the tests need these: real PyTorch traces, a Python gRPC peer, a real Prometheus,
-# a real headless browser for the web app, openssl for the TLS tests' certificates.
-TEST_PKGS=(python3 python3-torch python3-grpcio python3-protobuf prometheus time procps chromium openssl)
+# a real headless browser for the web app, openssl for the TLS tests' certificates, clang for
+# the libFuzzer targets (scripts/fuzz.sh).
+TEST_PKGS=(python3 python3-torch python3-grpcio python3-protobuf prometheus time procps chromium openssl clang)
 
 want=("${BUILD_PKGS[@]}")
 if [[ "${1:-}" != "--build-only" ]]; then want+=("${TEST_PKGS[@]}"); fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds fleetprof and runs every test: the normal build, then the whole suite again under
-# AddressSanitizer + UndefinedBehaviorSanitizer. This is what CI runs.
+# AddressSanitizer + UndefinedBehaviorSanitizer, then each fuzzer for 30 s. This is what CI runs.
 #   scripts/test.sh            both builds
 #   scripts/test.sh --quick    normal build only
 set -euo pipefail
@@ -20,5 +20,7 @@ if [[ "${1:-}" != "--quick" ]]; then
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
      ctest -j2 --output-on-failure --timeout 1200 -LE memory)
+  echo "== fuzzing: each libFuzzer target for 30 s (scripts/fuzz.sh)"
+  bash scripts/fuzz.sh 30
 fi
 echo "== all tests passed"
