@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "rpc/upload_client.h"
@@ -43,9 +44,9 @@ bool CaptureRunner::cancelled() const {
   return stopping_;
 }
 
-void CaptureRunner::Spawn(std::function<void()> work) {
+absl::Status CaptureRunner::Spawn(std::function<void()> work) {
   std::lock_guard lock(mu_);
-  if (stopping_) return;
+  if (stopping_) return absl::UnavailableError("the agent is stopping");
   for (auto it = workers_.begin(); it != workers_.end();) {
     if (it->done->load()) {
       it->thread.join();
@@ -54,16 +55,29 @@ void CaptureRunner::Spawn(std::function<void()> work) {
       ++it;
     }
   }
+  if (workers_.size() >= kMaxWorkers) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the agent already runs ", kMaxWorkers, " captures and trace uploads; try again later"));
+  }
   auto done = std::make_shared<std::atomic<bool>>(false);
-  workers_.push_back(Worker{std::thread([work = std::move(work), done] {
-                              work();
-                              done->store(true);
-                            }),
-                            done});
+  try {
+    workers_.push_back(Worker{std::thread([work = std::move(work), done] {
+                                work();
+                                done->store(true);
+                              }),
+                              done});
+  } catch (const std::system_error& e) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot start a thread for the capture: ", e.what()));
+  }
+  return absl::OkStatus();
 }
 
 void CaptureRunner::Run(const v1::CaptureCommand& command) {
-  Spawn([this, command] { Execute(command); });
+  if (absl::Status s = Spawn([this, command] { Execute(command); }); !s.ok()) {
+    spdlog::warn("capture {} of {} not started: {}", command.capture_id(), TargetLabel(command),
+                 std::string(s.message()));
+    Report(command, v1::CaptureTarget::FAILED, "", std::string(s.message()));
+  }
 }
 
 void CaptureRunner::Report(const v1::CaptureCommand& command, v1::CaptureTarget::State state,
@@ -218,7 +232,7 @@ void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const std::st
     spdlog::warn("not uploading the trace of pid {}: {}", process.pid, std::string(confined.status().message()));
     return;
   }
-  Spawn([this, process, log_file = *confined] {
+  absl::Status started = Spawn([this, process, log_file = *confined] {
     const std::string path = KinetoEndpoint::TracePathFor(log_file, process.pid);
     auto trace = WaitForTraceFile(path, std::chrono::steady_clock::now() + std::chrono::minutes(10),
                                   [this] { return cancelled(); });
@@ -252,6 +266,9 @@ void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const std::st
       spdlog::warn("upload of {} failed: {}", *trace, std::string(response.status().message()));
     }
   });
+  if (!started.ok()) {
+    spdlog::warn("not waiting for the trace of pid {}: {}", process.pid, std::string(started.message()));
+  }
 }
 
 }  // namespace fleetprof

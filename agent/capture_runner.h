@@ -45,7 +45,10 @@ class CaptureRunner {
   absl::StatusOr<CheckedFile> Trigger(const v1::CaptureCommand& command);
   void Report(const v1::CaptureCommand& command, v1::CaptureTarget::State state,
               const std::string& profile_id, const std::string& error);
-  void Spawn(std::function<void()> work);
+  // Runs `work` on a thread of its own; at most kMaxWorkers at once. RESOURCE_EXHAUSTED
+  // when that many are busy or no thread can be started (never an uncaught exception).
+  absl::Status Spawn(std::function<void()> work);
+  static constexpr size_t kMaxWorkers = 32;
   // The uid whose files registered Kineto process `pid` may hand us; empty when unknown.
   std::vector<int64_t> KinetoOwners(int32_t pid) const;
   bool cancelled() const;

@@ -5,12 +5,22 @@
 namespace fleetprof {
 namespace {
 
+// "ipv4:10.0.0.7:51234" -> "ipv4:10.0.0.7", "ipv6:[::1]:5000" -> "ipv6:[::1]": one peer per
+// host, whatever its ports; other forms ("unix:…") stay whole.
+std::string PeerHost(const std::string& peer) {
+  if (!peer.starts_with("ipv4:") && !peer.starts_with("ipv6:")) return peer;
+  const size_t colon = peer.rfind(':');
+  return colon > 4 ? peer.substr(0, colon) : peer;
+}
+
 class GrpcUploadStream final : public UploadStream {
  public:
   GrpcUploadStream(grpc::ServerContext* context, grpc::ServerReader<v1::UploadRequest>* reader)
       : context_(context), reader_(reader) {}
   bool Read(v1::UploadRequest* message) override { return reader_->Read(message); }
   bool Cancelled() override { return context_->IsCancelled(); }
+  std::string Peer() override { return PeerHost(context_->peer()); }
+  void Abort() override { context_->TryCancel(); }
 
  private:
   grpc::ServerContext* context_;

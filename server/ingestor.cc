@@ -132,8 +132,18 @@ absl::StatusOr<v1::UploadState> Ingestor::GetUploadState(const std::string& uplo
 }
 
 absl::StatusOr<v1::UploadResponse> Ingestor::Upload(UploadStream& stream, const Principal& caller) {
+  auto admission = guard_.Admit(stream.Peer());
+  if (!admission.ok()) {
+    metrics_->RecordUpload("busy", 0);
+    return admission.status();
+  }
+  std::unique_ptr<UploadGuard::WatchedStream> watched = guard_.Watch(&stream);
   v1::UploadResponse response;
-  absl::Status s = Receive(stream, caller, &response);
+  absl::Status s = Receive(*watched, caller, &response);
+  if (!s.ok() && watched->timed_out()) {
+    return absl::AbortedError(absl::StrCat("the client sent nothing for ", limits_.uploads.idle_timeout.count() / 1000.0,
+                                           " s (--upload_idle_timeout_s): ", s.message()));
+  }
   if (!s.ok()) return s;
   return response;
 }

@@ -17,6 +17,8 @@
 #include "fleetprof/v1/ingest.pb.h"
 #include "fleetprof/v1/records.pb.h"
 #include "server/server_metrics.h"
+#include "server/upload_guard.h"
+#include "server/upload_stream.h"
 #include "storage/profile_store.h"
 
 namespace fleetprof {
@@ -25,17 +27,9 @@ struct IngestLimits {
   int64_t max_upload_bytes = int64_t{16} << 30;
   int64_t max_chunk_bytes = 1 << 20;
   analysis::TraceLimits trace;  // what one upload's analysis may hold
+  UploadGuard::Limits uploads;  // uploads at once (in all, per peer) and their idle timeout
 };
 
-// What a transport hands the ingestor: the messages of one upload, in order.
-class UploadStream {
- public:
-  virtual ~UploadStream() = default;
-  // The next message; false at the end of the stream (or when it broke).
-  virtual bool Read(v1::UploadRequest* message) = 0;
-  // True once the client went away (an interrupted upload stays resumable).
-  virtual bool Cancelled() = 0;
-};
 
 class Ingestor {
  public:
@@ -49,13 +43,15 @@ class Ingestor {
       : store_(store),
         metrics_(metrics),
         limits_(limits),
+        guard_(limits.uploads),
         before_commit_(std::move(before_commit)),
         after_commit_(std::move(after_commit)) {}
 
   // Stores and indexes one trace. Idempotent on upload_id: the id of a committed upload
   // answers that profile (already_existed). ABORTED when interrupted (resume from
-  // GetUploadState's received_bytes); INVALID_ARGUMENT for bad input and RESOURCE_EXHAUSTED
-  // for a trace over a limit, whose bytes are dropped.
+  // GetUploadState's received_bytes), also after the client sent nothing for the idle
+  // timeout; INVALID_ARGUMENT for bad input and RESOURCE_EXHAUSTED for a trace over a limit,
+  // whose bytes are dropped; UNAVAILABLE when as many uploads run already (retry later).
   // With tokens on, an upload id belongs to the principal that started it, and an agent
   // principal uploads only as its own node (PERMISSION_DENIED otherwise).
   absl::StatusOr<v1::UploadResponse> Upload(UploadStream& stream, const Principal& caller);
@@ -85,6 +81,7 @@ class Ingestor {
   ProfileStore* store_;
   ServerMetrics* metrics_;
   IngestLimits limits_;
+  UploadGuard guard_;
   BeforeCommit before_commit_;
   AfterCommit after_commit_;
   std::function<bool(const std::string&, const std::string&)> capture_target_check_;

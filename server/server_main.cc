@@ -51,6 +51,10 @@ struct ServerFlags {
   std::string log_level = "info";
   int64_t max_upload_mb = 16384;
   int64_t max_open_files = 512;
+  int64_t max_rpc_threads = 2048;
+  int64_t max_concurrent_uploads = 16;
+  int64_t max_uploads_per_peer = 8;
+  int64_t upload_idle_timeout_s = 60;
   analysis::TraceLimits trace_limits;  // --max_trace_mb, --max_trace_events, …
   int64_t heartbeat_ms = 2000;
   int64_t stale_upload_hours = 24;
@@ -238,6 +242,9 @@ int Run(const ServerFlags& flags) {
   IngestLimits limits;
   limits.max_upload_bytes = flags.max_upload_mb << 20;
   limits.trace = flags.trace_limits;
+  limits.uploads.max_uploads = static_cast<int>(flags.max_concurrent_uploads);
+  limits.uploads.max_per_peer = static_cast<int>(flags.max_uploads_per_peer);
+  limits.uploads.idle_timeout = std::chrono::milliseconds(flags.upload_idle_timeout_s * 1000);
   CaptureCoordinator captures(store->get(), &registry, &metrics);
   auto job_metrics = std::make_shared<JobMetrics>(std::chrono::minutes(flags.job_idle_minutes));
   // A captured profile keeps its node's device samples from the capture window.
@@ -290,6 +297,16 @@ int Run(const ServerFlags& flags) {
   builder.AddListeningPort(flags.grpc_addr, GrpcCredentials(*tls_pem), &grpc_port);
   builder.experimental().SetInterceptorCreators(grpc_access.Interceptors());
   builder.SetMaxReceiveMessageSize(4 << 20);  // 1 MiB chunks plus framing
+  // Agents ping every 30 s (rpc/channel.cc); the server pings idle links too, so a vanished
+  // agent's stream and its thread are given back within a minute and a half.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 20'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
+  // The synchronous server takes a thread per call in progress (an agent's stream holds one):
+  // a ceiling makes running out of threads a RESOURCE_EXHAUSTED answer, never a crash.
+  grpc::ResourceQuota quota("fleetprof-server");
+  quota.SetMaxThreads(static_cast<int>(flags.max_rpc_threads));
+  builder.SetResourceQuota(quota);
   // gRPC sets SO_REUSEPORT by default, which would let a second server bind the same port and
   // take part of the agents' connections; refuse to share it, as the HTTP listener does.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -410,6 +427,13 @@ int main(int argc, char** argv) {
   set.AddString("log_level", &flags.log_level, "trace, debug, info, warn or error");
   set.AddInt("max_upload_mb", &flags.max_upload_mb, "largest accepted trace file, MiB");
   flags.trace_limits.AddFlags(&set);
+  set.AddInt("max_concurrent_uploads", &flags.max_concurrent_uploads,
+             "uploads indexed at once (more are refused: RESOURCE_EXHAUSTED, clients retry)");
+  set.AddInt("max_uploads_per_peer", &flags.max_uploads_per_peer, "uploads at once from one client address");
+  set.AddInt("upload_idle_timeout_s", &flags.upload_idle_timeout_s,
+             "an upload whose client sends nothing for this long is broken off (it can resume)");
+  set.AddInt("max_rpc_threads", &flags.max_rpc_threads,
+             "gRPC calls served at once, agent streams included (more: RESOURCE_EXHAUSTED)");
   set.AddInt("max_open_files", &flags.max_open_files,
              "database files kept open at once (at least 20; -1: all, RocksDB's default)");
   set.AddInt("http_threads", &flags.http_threads, "HTTP requests served at once");
@@ -448,6 +472,12 @@ int main(int argc, char** argv) {
   }
   if (!set.positional().empty()) {
     std::cerr << "fleetprof-server: unexpected argument '" << set.positional()[0] << "'\n";
+    return 2;
+  }
+  if (flags.max_concurrent_uploads < 1 || flags.max_uploads_per_peer < 1 || flags.upload_idle_timeout_s < 1 ||
+      flags.max_rpc_threads < 16) {
+    std::cerr << "fleetprof-server: --max_concurrent_uploads, --max_uploads_per_peer and "
+                 "--upload_idle_timeout_s must be at least 1, --max_rpc_threads at least 16\n";
     return 2;
   }
   if (absl::Status s = flags.trace_limits.Validate(); !s.ok()) {

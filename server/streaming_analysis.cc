@@ -1,5 +1,7 @@
 #include "server/streaming_analysis.h"
 
+#include <system_error>
+
 #include "absl/strings/str_cat.h"
 #include "analysis/trace_analyzer.h"
 
@@ -50,9 +52,16 @@ StreamingAnalysis::StreamingAnalysis(std::string file_name, std::string format_n
       limits_(limits),
       queue_(file_name_, kQueueBytes),
       result_(absl::UnknownError("analysis did not finish")) {
-  thread_ = std::thread([this, stored = std::move(already_stored)]() mutable {
-    Run(std::move(stored));
-  });
+  try {
+    thread_ = std::thread([this, stored = std::move(already_stored)]() mutable {
+      Run(std::move(stored));
+    });
+  } catch (const std::system_error& e) {
+    // Out of threads: this upload fails (and stays resumable), the server keeps serving.
+    result_ = absl::UnavailableError(absl::StrCat(file_name_, ": cannot start the analysis thread: ", e.what(),
+                                                  "; retry the upload later"));
+    queue_.StopReading();
+  }
 }
 
 StreamingAnalysis::~StreamingAnalysis() {

@@ -1,7 +1,10 @@
 // An upload that does not become a profile leaves no event blocks behind: truncated or
 // corrupt traces, interrupted uploads, and stores written before a crash (deleted at start).
 
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -45,6 +48,46 @@ class ScriptedStream : public UploadStream {
   bool cancelled_;
 };
 
+// Sends its metadata, then nothing: Read waits until the server Abort()s the stream, as a
+// stalled client's would (gRPC's Read returns false once the call is cancelled).
+class StalledStream : public UploadStream {
+ public:
+  StalledStream(std::string id, std::string peer) : peer_(std::move(peer)) {
+    first_.mutable_metadata()->set_upload_id(std::move(id));
+    first_.mutable_metadata()->set_file_name("stalled.json");
+  }
+  bool Read(v1::UploadRequest* message) override {
+    std::unique_lock lock(mu_);
+    if (!sent_) {
+      sent_ = true;
+      *message = first_;
+      return true;
+    }
+    aborted_cv_.wait(lock, [this] { return aborted_; });
+    return false;
+  }
+  bool Cancelled() override {
+    std::lock_guard lock(mu_);
+    return aborted_;
+  }
+  std::string Peer() override { return peer_; }
+  void Abort() override {
+    {
+      std::lock_guard lock(mu_);
+      aborted_ = true;
+    }
+    aborted_cv_.notify_all();
+  }
+
+ private:
+  v1::UploadRequest first_;
+  std::string peer_;
+  std::mutex mu_;
+  std::condition_variable aborted_cv_;
+  bool sent_ = false;
+  bool aborted_ = false;
+};
+
 class IngestCleanupTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -80,6 +123,63 @@ class IngestCleanupTest : public ::testing::Test {
   std::unique_ptr<ProfileStore> store_;
   std::unique_ptr<Ingestor> ingestor_;
 };
+
+std::string CorpusBytes(const std::string& relative);
+
+int ThreadsOfThisProcess() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// Before: nothing bounded uploads at once, and a client that stopped sending pinned its
+// upload's threads forever (400 stalled uploads: 1,220 server threads). Now at most
+// --max_concurrent_uploads run (--max_uploads_per_peer from one address), the others are told
+// to retry, and a stalled one is broken off after --upload_idle_timeout_s, resumable.
+TEST_F(IngestCleanupTest, UploadsAtOnceAreBoundedAndStalledOnesAreBrokenOff) {
+  IngestLimits limits;
+  limits.uploads.max_uploads = 3;
+  limits.uploads.max_per_peer = 2;
+  limits.uploads.idle_timeout = std::chrono::milliseconds(500);
+  ingestor_ = std::make_unique<Ingestor>(store_.get(), &metrics_, limits, nullptr, nullptr);
+  const int threads_before = ThreadsOfThisProcess();
+
+  std::vector<std::unique_ptr<StalledStream>> stalled;
+  stalled.push_back(std::make_unique<StalledStream>("a1", "ipv4:10.0.0.1"));
+  stalled.push_back(std::make_unique<StalledStream>("a2", "ipv4:10.0.0.1"));
+  stalled.push_back(std::make_unique<StalledStream>("b1", "ipv4:10.0.0.2"));
+  std::vector<absl::StatusOr<v1::UploadResponse>> results(stalled.size(), absl::UnknownError("not run"));
+  std::vector<std::thread> clients;
+  const auto started = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < stalled.size(); ++i) {
+    clients.emplace_back([&, i] { results[i] = ingestor_->Upload(*stalled[i], Principal()); });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // all three admitted and waiting
+
+  StalledStream third_from_a("a3", "ipv4:10.0.0.1");
+  auto refused = ingestor_->Upload(third_from_a, Principal());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  EXPECT_NE(refused.status().message().find("--max_uploads_per_peer"), std::string::npos) << refused.status();
+  StalledStream fourth("c1", "ipv4:10.0.0.3");
+  refused = ingestor_->Upload(fourth, Principal());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  EXPECT_NE(refused.status().message().find("--max_concurrent_uploads"), std::string::npos) << refused.status();
+
+  for (auto& t : clients) t.join();
+  const auto waited = std::chrono::steady_clock::now() - started;
+  EXPECT_LT(waited, std::chrono::seconds(20));  // broken off, not pinned (the limit is 0.5 s)
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(results[i].status().code(), absl::StatusCode::kAborted) << results[i].status();
+    EXPECT_NE(results[i].status().message().find("--upload_idle_timeout_s"), std::string::npos) << results[i].status();
+  }
+  // Nothing of them holds a thread, and the places came back: a whole upload goes through.
+  EXPECT_LE(ThreadsOfThisProcess(), threads_before);
+  const std::string path = fleetprof::testing::CorpusPath("kineto/mi250_rocm62.json.gz");
+  FLEETPROF_REQUIRE_PATH(path);
+  const std::string gz = CorpusBytes("kineto/mi250_rocm62.json.gz");
+  auto good = Upload("good", gz, 4096, static_cast<int64_t>(gz.size()));
+  EXPECT_TRUE(good.ok()) << good.status();
+}
 
 std::string CorpusBytes(const std::string& relative) {
   return fleetprof::testing::ReadSmallFile(fleetprof::testing::CorpusPath(relative));
