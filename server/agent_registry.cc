@@ -1,16 +1,16 @@
 #include "server/agent_registry.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/runtime.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
 namespace {
 constexpr int64_t kHistoryNs = int64_t{3600} * 1'000'000'000;
-constexpr size_t kMaxHistory = 100'000;
 }  // namespace
 
-AgentRegistry::AgentRegistry(ProfileStore* store, ServerMetrics* metrics)
-    : store_(store), metrics_(metrics) {
+AgentRegistry::AgentRegistry(ProfileStore* store, ServerMetrics* metrics, AgentLimits limits)
+    : store_(store), metrics_(metrics), limits_(limits) {
   auto stored = store_->ListAgents();
   if (!stored.ok()) {
     spdlog::warn("could not load known agents: {}", std::string(stored.status().message()));
@@ -29,9 +29,37 @@ void AgentRegistry::Persist(const v1::AgentInfo& info) {
   metrics_->SetConnectedAgents(static_cast<int64_t>(sessions_.size()));
 }
 
-int64_t AgentRegistry::Connected(const v1::AgentHello& hello, Sender sender, std::function<void()> close,
-                                 Principal principal) {
+absl::Status AgentRegistry::CheckMessage(const char* what, size_t bytes, int targets) const {
+  if (static_cast<int64_t>(bytes) > limits_.max_message_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("the agent's ", what, " has ", bytes, " bytes, more than --max_agent_message_kb=",
+                                                     limits_.max_message_bytes >> 10, " KiB allows"));
+  }
+  if (targets > limits_.max_targets_per_agent) {
+    return absl::ResourceExhaustedError(absl::StrCat("the agent's ", what, " lists ", targets,
+                                                     " targets, more than --max_targets_per_agent=",
+                                                     limits_.max_targets_per_agent, " allows"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AgentRegistry::CheckHello(const v1::AgentHello& hello) {
+  if (absl::Status s = CheckMessage("hello", hello.ByteSizeLong(), hello.targets_size()); !s.ok()) return s;
   std::lock_guard lock(mu_);
+  return CheckRoomLocked(hello.node());
+}
+
+absl::Status AgentRegistry::CheckRoomLocked(const std::string& node) const {
+  if (agents_.contains(node) || static_cast<int64_t>(agents_.size()) < limits_.max_agents) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat("the server knows ", agents_.size(),
+                                                   " agents, as many as --max_agents allows (departed ones go "
+                                                   "after --agent_expiry_days)"));
+}
+
+absl::StatusOr<int64_t> AgentRegistry::Connected(const v1::AgentHello& hello, Sender sender,
+                                                 std::function<void()> close, Principal principal) {
+  if (absl::Status s = CheckMessage("hello", hello.ByteSizeLong(), hello.targets_size()); !s.ok()) return s;
+  std::lock_guard lock(mu_);
+  if (absl::Status s = CheckRoomLocked(hello.node()); !s.ok()) return s;
   v1::AgentInfo& info = agents_[hello.node()];
   info.set_node(hello.node());
   info.set_state(v1::AgentInfo::CONNECTED);
@@ -46,10 +74,13 @@ int64_t AgentRegistry::Connected(const v1::AgentHello& hello, Sender sender, std
   return session;
 }
 
-void AgentRegistry::Heartbeat(const std::string& node, const v1::AgentHeartbeat& heartbeat) {
+absl::Status AgentRegistry::Heartbeat(const std::string& node, const v1::AgentHeartbeat& heartbeat) {
+  if (absl::Status s = CheckMessage("heartbeat", heartbeat.ByteSizeLong(), heartbeat.targets_size()); !s.ok()) {
+    return s;
+  }
   std::lock_guard lock(mu_);
   auto it = agents_.find(node);
-  if (it == agents_.end()) return;
+  if (it == agents_.end()) return absl::OkStatus();
   it->second.set_last_seen_ns(UnixNanos());
   *it->second.mutable_targets() = heartbeat.targets();
   // Heartbeats are frequent: keep them in memory; the store gets connect/disconnect.
@@ -57,12 +88,20 @@ void AgentRegistry::Heartbeat(const std::string& node, const v1::AgentHeartbeat&
   if (session != sessions_.end()) {
     session->second.devices.assign(heartbeat.devices().begin(), heartbeat.devices().end());
   }
-  auto& history = history_[node];
-  for (const auto& d : heartbeat.devices()) history.push_back(d);
-  const int64_t keep_from = UnixNanos() - kHistoryNs;
-  while (!history.empty() && (history.front().sampled_at_ns() < keep_from || history.size() > kMaxHistory)) {
-    history.pop_front();
+  // The last hour of samples, within a byte budget per node: memory stays bounded whatever
+  // the agents send (at most --max_agents × --max_node_history_kb).
+  History& history = history_[node];
+  for (const auto& d : heartbeat.devices()) {
+    history.samples.push_back(d);
+    history.bytes += static_cast<int64_t>(d.ByteSizeLong());
   }
+  const int64_t keep_from = UnixNanos() - kHistoryNs;
+  while (!history.samples.empty() &&
+         (history.samples.front().sampled_at_ns() < keep_from || history.bytes > limits_.max_history_bytes)) {
+    history.bytes -= static_cast<int64_t>(history.samples.front().ByteSizeLong());
+    history.samples.pop_front();
+  }
+  return absl::OkStatus();
 }
 
 std::vector<v1::DeviceSample> AgentRegistry::DeviceHistory(const std::string& node, int64_t from_ns,
@@ -71,7 +110,7 @@ std::vector<v1::DeviceSample> AgentRegistry::DeviceHistory(const std::string& no
   std::vector<v1::DeviceSample> out;
   auto it = history_.find(node);
   if (it == history_.end()) return out;
-  for (const auto& d : it->second) {
+  for (const auto& d : it->second.samples) {
     if (d.sampled_at_ns() >= from_ns && d.sampled_at_ns() <= to_ns) out.push_back(d);
   }
   return out;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "auth/scopes.h"
 #include "fleetprof/v1/agent.pb.h"
 #include "server/server_metrics.h"
@@ -17,23 +18,35 @@
 
 namespace fleetprof {
 
+// What agents may make the server hold: every value comes from the network.
+struct AgentLimits {
+  int64_t max_agents = 10'000;             // --max_agents: nodes known, connected or not
+  int64_t max_targets_per_agent = 1'024;   // --max_targets_per_agent
+  int64_t max_message_bytes = 256 << 10;   // --max_agent_message_kb: one hello or heartbeat
+  int64_t max_history_bytes = 1 << 20;     // --max_node_history_kb: device samples kept per node
+};
+
 class AgentRegistry {
  public:
-  AgentRegistry(ProfileStore* store, ServerMetrics* metrics);
+  AgentRegistry(ProfileStore* store, ServerMetrics* metrics, AgentLimits limits = AgentLimits());
 
   // Writes one message down an agent's Connect stream; false once the stream is gone.
   using Sender = std::function<bool(const v1::ServerMessage&)>;
 
   // A Connect stream said hello; `close` ends that stream. Returns a session number for
-  // Disconnected.
-  int64_t Connected(const v1::AgentHello& hello, Sender sender, std::function<void()> close,
-                    Principal principal = AnonymousPrincipal());
+  // Disconnected; RESOURCE_EXHAUSTED, naming the flag, for a hello over a limit or a new node
+  // past --max_agents.
+  // What Connected would refuse `hello` for, checked before the stream is welcomed.
+  absl::Status CheckHello(const v1::AgentHello& hello);
+  absl::StatusOr<int64_t> Connected(const v1::AgentHello& hello, Sender sender, std::function<void()> close,
+                                    Principal principal = AnonymousPrincipal());
   // Ends the streams whose principal `keep` rejects (tokens revoked by a reload); returns
   // how many.
   int CloseSessionsUnless(const std::function<bool(const Principal&)>& keep);
   // Ends every agent stream now (shutdown: agents reconnect to the next server at once).
   void CloseAll();
-  void Heartbeat(const std::string& node, const v1::AgentHeartbeat& heartbeat);
+  // RESOURCE_EXHAUSTED, naming the flag, for a heartbeat over a limit (the stream then ends).
+  absl::Status Heartbeat(const std::string& node, const v1::AgentHeartbeat& heartbeat);
   // The stream of `session` ended (a newer session of the same node stays connected).
   void Disconnected(const std::string& node, int64_t session);
   std::vector<v1::AgentInfo> List();
@@ -51,9 +64,14 @@ class AgentRegistry {
 
  private:
   void Persist(const v1::AgentInfo& info);
+  // The limits a hello's or heartbeat's targets and size break, if any.
+  absl::Status CheckMessage(const char* what, size_t bytes, int targets) const;
+  // RESOURCE_EXHAUSTED when `node` is new and --max_agents are known. REQUIRES: mu_ held.
+  absl::Status CheckRoomLocked(const std::string& node) const;
 
   ProfileStore* store_;
   ServerMetrics* metrics_;
+  const AgentLimits limits_;
   std::mutex mu_;
   std::map<std::string, v1::AgentInfo> agents_;
   struct Session {
@@ -64,7 +82,11 @@ class AgentRegistry {
     Principal principal;
   };
   std::map<std::string, Session> sessions_;  // node -> live session
-  std::map<std::string, std::deque<v1::DeviceSample>> history_;  // node -> recent samples
+  struct History {
+    std::deque<v1::DeviceSample> samples;
+    int64_t bytes = 0;  // their ByteSizeLong, against limits_.max_history_bytes
+  };
+  std::map<std::string, History> history_;  // node -> recent samples
   int64_t next_session_ = 1;
 };
 

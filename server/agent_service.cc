@@ -36,21 +36,26 @@ grpc::Status AgentServiceImpl::Connect(
     std::lock_guard lock(*write_mu);
     return *open && stream->Write(out);
   };
+  // The welcome goes before the session exists, so no capture command can overtake it.
+  if (absl::Status s = registry_->CheckHello(message.hello()); !s.ok()) return ToGrpcStatus(s);
   v1::ServerMessage welcome;
   welcome.mutable_welcome()->set_node(node);
   welcome.mutable_welcome()->set_heartbeat_interval_ms(heartbeat_interval_ms_);
   sender(welcome);
-  const int64_t session =
+  const absl::StatusOr<int64_t> session =
       registry_->Connected(message.hello(), sender, [context] { context->TryCancel(); }, *caller);
-  while (stream->Read(&message)) {
-    if (message.has_heartbeat()) registry_->Heartbeat(node, message.heartbeat());
+  if (!session.ok()) return ToGrpcStatus(session.status());
+  absl::Status ended;
+  while (ended.ok() && stream->Read(&message)) {
+    if (message.has_heartbeat()) ended = registry_->Heartbeat(node, message.heartbeat());
     if (message.has_capture_update() && on_update_) on_update_(node, message.capture_update());
   }
-  registry_->Disconnected(node, session);
+  registry_->Disconnected(node, *session);
   {
     std::lock_guard lock(*write_mu);
     *open = false;
   }
+  if (!ended.ok()) return ToGrpcStatus(ended);
   return context->IsCancelled() ? grpc::Status::CANCELLED : grpc::Status::OK;
 }
 

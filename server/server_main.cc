@@ -52,6 +52,10 @@ struct ServerFlags {
   int64_t max_upload_mb = 16384;
   int64_t max_open_files = 512;
   int64_t max_rpc_threads = 2048;
+  int64_t max_agents = 10'000;
+  int64_t max_targets_per_agent = 1'024;
+  int64_t max_agent_message_kb = 256;
+  int64_t max_node_history_kb = 1'024;
   int64_t max_concurrent_uploads = 16;
   int64_t max_uploads_per_peer = 8;
   int64_t upload_idle_timeout_s = 60;
@@ -238,7 +242,12 @@ int Run(const ServerFlags& flags) {
 
   metrics.SetStoredProfiles((*store)->CountProfiles(), (*store)->DiskBytes(), (*store)->TimelineDiskBytes(),
                             (*store)->RawDiskBytes());
-  AgentRegistry registry(store->get(), &metrics);
+  AgentLimits agent_limits;
+  agent_limits.max_agents = flags.max_agents;
+  agent_limits.max_targets_per_agent = flags.max_targets_per_agent;
+  agent_limits.max_message_bytes = flags.max_agent_message_kb << 10;
+  agent_limits.max_history_bytes = flags.max_node_history_kb << 10;
+  AgentRegistry registry(store->get(), &metrics, agent_limits);
   IngestLimits limits;
   limits.max_upload_bytes = flags.max_upload_mb << 20;
   limits.trace = flags.trace_limits;
@@ -432,6 +441,11 @@ int main(int argc, char** argv) {
   set.AddInt("max_uploads_per_peer", &flags.max_uploads_per_peer, "uploads at once from one client address");
   set.AddInt("upload_idle_timeout_s", &flags.upload_idle_timeout_s,
              "an upload whose client sends nothing for this long is broken off (it can resume)");
+  set.AddInt("max_agents", &flags.max_agents, "nodes the server keeps, connected or not (a new one past it is refused)");
+  set.AddInt("max_targets_per_agent", &flags.max_targets_per_agent, "targets one agent may report");
+  set.AddInt("max_agent_message_kb", &flags.max_agent_message_kb, "largest agent hello or heartbeat, KiB");
+  set.AddInt("max_node_history_kb", &flags.max_node_history_kb,
+             "device samples kept per node (the last hour at most), KiB");
   set.AddInt("max_rpc_threads", &flags.max_rpc_threads,
              "gRPC calls served at once, agent streams included (more: RESOURCE_EXHAUSTED)");
   set.AddInt("max_open_files", &flags.max_open_files,
@@ -475,9 +489,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (flags.max_concurrent_uploads < 1 || flags.max_uploads_per_peer < 1 || flags.upload_idle_timeout_s < 1 ||
-      flags.max_rpc_threads < 16) {
+      flags.max_rpc_threads < 16 || flags.max_agents < 1 || flags.max_targets_per_agent < 1 ||
+      flags.max_agent_message_kb < 1 || flags.max_node_history_kb < 1) {
     std::cerr << "fleetprof-server: --max_concurrent_uploads, --max_uploads_per_peer and "
-                 "--upload_idle_timeout_s must be at least 1, --max_rpc_threads at least 16\n";
+                 "--upload_idle_timeout_s, --max_agents, --max_targets_per_agent, --max_agent_message_kb and "
+                 "--max_node_history_kb must be at least 1, --max_rpc_threads at least 16\n";
     return 2;
   }
   if (absl::Status s = flags.trace_limits.Validate(); !s.ok()) {
