@@ -1,5 +1,7 @@
 #pragma once
-// AgentService: the long-lived stream each node agent dials, plus the agent list.
+// AgentService: the long-lived stream each node agent dials, plus the agent list. On gRPC's
+// callback (reactor) API: an idle agent stream holds no thread, so a server keeps thousands of
+// agents with a few threads; work happens only when a message arrives or leaves.
 
 #include <functional>
 
@@ -9,7 +11,7 @@
 
 namespace fleetprof {
 
-class AgentServiceImpl final : public v1::AgentService::Service {
+class AgentServiceImpl final : public v1::AgentService::CallbackService {
  public:
   using UpdateHandler = std::function<void(const std::string& node, const v1::CaptureUpdate&)>;
 
@@ -20,10 +22,15 @@ class AgentServiceImpl final : public v1::AgentService::Service {
         heartbeat_interval_ms_(heartbeat_interval_ms),
         on_update_(std::move(on_update)) {}
 
-  grpc::Status Connect(grpc::ServerContext* context,
-                       grpc::ServerReaderWriter<v1::ServerMessage, v1::AgentMessage>* stream) override;
-  grpc::Status ListAgents(grpc::ServerContext*, const v1::ListAgentsRequest*,
-                          v1::ListAgentsResponse* response) override;
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::ServerMessage>* Connect(grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* ListAgents(grpc::CallbackServerContext* context, const v1::ListAgentsRequest*,
+                                       v1::ListAgentsResponse* response) override;
+
+  // What one stream needs of the service (agent_service.cc's reactor).
+  AgentRegistry* registry() const { return registry_; }
+  const GrpcAccess* access() const { return access_; }
+  int64_t heartbeat_interval_ms() const { return heartbeat_interval_ms_; }
+  const UpdateHandler& on_update() const { return on_update_; }
 
  private:
   AgentRegistry* registry_;
