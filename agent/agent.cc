@@ -98,6 +98,7 @@ absl::Status Agent::StartMetrics() {
   sampling.nvml_library = config_.nvml_library;
   sampling.proc_root = config_.proc_root;
   sampling.interval = std::chrono::milliseconds(std::max<int64_t>(config_.sample_interval_ms, 100));
+  sampling.max_job_series = static_cast<size_t>(std::max<int64_t>(config_.max_job_series, 1));
   sampler_ = std::make_unique<MetricsSampler>(sampling, registry_);
   if (absl::Status s = sampler_->Start(); !s.ok()) return s;
 

@@ -41,6 +41,7 @@ struct AgentConfig {
   int64_t scan_interval_ms = 1000;
   int64_t settle_ms = 2000;
   int64_t sample_interval_ms = 10000;
+  int64_t max_job_series = 100;  // --max_job_series: job label values per metric family
   int64_t discover_interval_ms = 5000;
   ClientSecurity security;      // token and TLS towards the server
   std::string dynolog_token;    // required in each dynolog API request when set

@@ -52,6 +52,8 @@ int main(int argc, char** argv) {
   set.AddInt("scan_interval_ms", &config.scan_interval_ms, "how often trace folders are scanned");
   set.AddInt("settle_ms", &config.settle_ms, "a trace file counts as finished once unchanged this long");
   set.AddInt("sample_interval_ms", &config.sample_interval_ms, "how often device and host metrics are sampled");
+  set.AddInt("max_job_series", &config.max_job_series,
+             "job label values per metric family; the jobs past it add up under job=\"other\"");
   set.AddInt("discover_interval_ms", &config.discover_interval_ms, "how often /proc is scanned for XLA jobs");
   fleetprof::ClientSecurityFlags security;
   fleetprof::AddClientSecurityFlags(set, &security);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/label_cap.h"
 
 namespace fleetprof {
 namespace {
@@ -41,9 +42,10 @@ prometheus::Gauge& CollectorUpGauge(prometheus::Registry& registry, std::string_
 }
 
 DeviceMetricsExporter::DeviceMetricsExporter(std::shared_ptr<prometheus::Registry> registry,
-                                             std::string node)
+                                             std::string node, size_t max_job_series)
     : registry_(std::move(registry)),
       node_(std::move(node)),
+      max_job_series_(max_job_series),
       device_info_(GaugeFamily(*registry_, "fleetprof_device_info",
                                "Always 1; labels name each accelerator on the node")),
       device_lost_(GaugeFamily(*registry_, "fleetprof_device_lost",
@@ -88,6 +90,11 @@ Labels DeviceMetricsExporter::DeviceLabels(const DeviceSample& device) const {
 
 void DeviceMetricsExporter::ExportDevices(const NvmlSnapshot& snapshot) {
   CollectorUpGauge(*registry_, "nvml").Set(snapshot.up ? 1 : 0);
+  std::map<std::string, double> job_bytes;  // over all devices: which jobs keep their label
+  for (const DeviceSample& device : snapshot.devices) {
+    for (const auto& [job, bytes] : device.job_memory_used_bytes) job_bytes[job] += static_cast<double>(bytes);
+  }
+  kept_device_jobs_ = KeptLabelValues(job_bytes, max_job_series_);
   for (const DeviceSample& device : snapshot.devices) {
     Labels labels = DeviceLabels(device);
     device_lost_.Touch(labels).Set(device.lost ? 1 : 0);
@@ -119,9 +126,12 @@ void DeviceMetricsExporter::ExportDeviceFields(const DeviceSample& device,
   SetIfPresent(clock_, With(labels, "clock", "sm"), device.sm_clock_hertz);
   SetIfPresent(clock_, With(labels, "clock", "memory"), device.memory_clock_hertz);
   if (device.energy_millijoules) ExportEnergy(*device.energy_millijoules, labels);
+  std::map<std::string, double> by_label;  // jobs past the cap add up under "other"
   for (const auto& [job, bytes] : device.job_memory_used_bytes) {
-    Labels job_labels = {{"job", job}, {"node", node_}, {"device", labels.at("device")}};
-    job_device_memory_.Touch(job_labels).Set(static_cast<double>(bytes));
+    by_label[CappedLabelValue(kept_device_jobs_, job)] += static_cast<double>(bytes);
+  }
+  for (const auto& [job, bytes] : by_label) {
+    job_device_memory_.Touch({{"job", job}, {"node", node_}, {"device", labels.at("device")}}).Set(bytes);
   }
 }
 
@@ -141,12 +151,23 @@ void DeviceMetricsExporter::ExportHost(const HostSample& sample) {
   SetIfPresent(host_cpu_utilization_, node, sample.cpu_utilization_ratio);
   SetIfPresent(host_memory_used_, node, sample.memory_used_bytes);
   SetIfPresent(host_memory_total_, node, sample.memory_total_bytes);
+  // Jobs past --max_job_series add up under "other" (the largest CPU users keep their own).
+  std::map<std::string, double> cpu_by_job;
+  for (const auto& [job, usage] : sample.jobs) cpu_by_job[job] = usage.cpu_seconds_total;
+  const std::set<std::string> kept = KeptLabelValues(cpu_by_job, max_job_series_);
+  std::map<std::string, std::pair<double, double>> by_label;  // cpu seconds, resident bytes
   for (const auto& [job, usage] : sample.jobs) {
+    auto& sums = by_label[CappedLabelValue(kept, job)];
+    sums.first += usage.cpu_seconds_total;
+    sums.second += static_cast<double>(usage.resident_bytes);
+  }
+  for (const auto& [job, sums] : by_label) {
     const Labels labels = {{"job", job}, {"node", node_}};
-    // The collector keeps the job's total monotonic; the counter follows it.
+    // The collector keeps the job's total monotonic; the counter follows it. (An "other" made
+    // of changing jobs may fall back: the counter then waits until it passes its value again.)
     Counter& cpu = job_cpu_seconds_.Touch(labels);
-    if (usage.cpu_seconds_total > cpu.Value()) cpu.Increment(usage.cpu_seconds_total - cpu.Value());
-    job_resident_memory_.Touch(labels).Set(static_cast<double>(usage.resident_bytes));
+    if (sums.first > cpu.Value()) cpu.Increment(sums.first - cpu.Value());
+    job_resident_memory_.Touch(labels).Set(sums.second);
   }
   for (SeriesSet<Gauge>* series :
        {&host_cpu_utilization_, &host_memory_used_, &host_memory_total_, &job_resident_memory_}) {

@@ -62,7 +62,9 @@ class SeriesSet {
 class DeviceMetricsExporter {
  public:
   // Registers the families in `registry`. `node` is the value of every series' node label.
-  DeviceMetricsExporter(std::shared_ptr<prometheus::Registry> registry, std::string node);
+  // At most `max_job_series` job label values per family (the rest: job="other").
+  DeviceMetricsExporter(std::shared_ptr<prometheus::Registry> registry, std::string node,
+                        size_t max_job_series = 100);
 
   // Publishes one NVML round: sets collector_up{collector="nvml"}, every device field that
   // is present, per-job device memory and fleetprof_device_lost; removes all other device
@@ -78,7 +80,9 @@ class DeviceMetricsExporter {
   void ExportEnergy(uint64_t millijoules, const prometheus::Labels& labels);
 
   std::shared_ptr<prometheus::Registry> registry_;
+  std::set<std::string> kept_device_jobs_;  // this round's job label values of device memory
   std::string node_;
+  size_t max_job_series_;
 
   SeriesSet<prometheus::Gauge> device_info_;
   SeriesSet<prometheus::Gauge> device_lost_;

@@ -36,6 +36,7 @@ class MetricsSampler {
     std::string nvml_library = "libnvidia-ml.so.1";  // empty: no device metrics
     std::string proc_root = "/proc";
     std::chrono::milliseconds interval{10000};
+    size_t max_job_series = 100;  // job label values per family; the rest: job="other"
   };
 
   // Registers the metric families in `registry`; starts nothing yet.

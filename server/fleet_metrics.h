@@ -13,11 +13,14 @@ namespace fleetprof {
 
 class FleetMetrics : public prometheus::Collectable {
  public:
-  explicit FleetMetrics(AgentRegistry* registry) : registry_(registry) {}
+  // At most `max_job_series` job label values in the per-job family (the rest: job="other").
+  explicit FleetMetrics(AgentRegistry* registry, size_t max_job_series = 1000)
+      : registry_(registry), max_job_series_(max_job_series) {}
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
   AgentRegistry* registry_;
+  size_t max_job_series_;
 };
 
 }  // namespace fleetprof

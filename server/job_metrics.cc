@@ -14,6 +14,11 @@ void JobMetrics::Observe(const std::string& job, const v1::ProfileSummary& summa
   }
   for (const auto& m : summary.memory()) peak = std::max(peak, m.peak_bytes());
   std::lock_guard lock(mu_);
+  if (!jobs_.contains(job) && jobs_.size() >= max_jobs_ && max_jobs_ > 0) {
+    auto oldest = std::min_element(jobs_.begin(), jobs_.end(),
+                                   [](const auto& a, const auto& b) { return a.second.at < b.second.at; });
+    jobs_.erase(oldest);
+  }
   Latest& latest = jobs_[job];
   latest.busy_ratio = span > 0 ? static_cast<double>(busy) / static_cast<double>(span) : 0;
   latest.has_memory = summary.memory_size() > 0;

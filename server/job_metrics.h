@@ -17,7 +17,10 @@ namespace fleetprof {
 
 class JobMetrics : public prometheus::Collectable {
  public:
-  explicit JobMetrics(std::chrono::seconds idle_after) : idle_after_(idle_after) {}
+  // At most `max_jobs` jobs have series: a new one past it replaces the least recently
+  // profiled (ratios and peaks do not add up into an "other").
+  explicit JobMetrics(std::chrono::seconds idle_after, size_t max_jobs = 1000)
+      : idle_after_(idle_after), max_jobs_(max_jobs) {}
 
   // Records the summary of a newly stored profile of `job`.
   void Observe(const std::string& job, const v1::ProfileSummary& summary);
@@ -31,6 +34,7 @@ class JobMetrics : public prometheus::Collectable {
     std::chrono::steady_clock::time_point at;
   };
   const std::chrono::seconds idle_after_;
+  const size_t max_jobs_;
   mutable std::mutex mu_;
   mutable std::map<std::string, Latest> jobs_;
 };

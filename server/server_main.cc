@@ -53,6 +53,7 @@ struct ServerFlags {
   int64_t max_open_files = 512;
   int64_t max_rpc_threads = 2048;
   int64_t max_agents = 10'000;
+  int64_t max_job_series = 1'000;
   int64_t max_targets_per_agent = 1'024;
   int64_t max_agent_message_kb = 256;
   int64_t max_node_history_kb = 1'024;
@@ -255,7 +256,8 @@ int Run(const ServerFlags& flags) {
   limits.uploads.max_per_peer = static_cast<int>(flags.max_uploads_per_peer);
   limits.uploads.idle_timeout = std::chrono::milliseconds(flags.upload_idle_timeout_s * 1000);
   CaptureCoordinator captures(store->get(), &registry, &metrics);
-  auto job_metrics = std::make_shared<JobMetrics>(std::chrono::minutes(flags.job_idle_minutes));
+  auto job_metrics = std::make_shared<JobMetrics>(std::chrono::minutes(flags.job_idle_minutes),
+                                                  static_cast<size_t>(flags.max_job_series));
   // A captured profile keeps its node's device samples from the capture window.
   auto attach_device_samples = [&](v1::ProfileInfo& info, v1::ProfileSummary& summary) {
     auto label = info.labels().find("capture_id");
@@ -331,7 +333,7 @@ int Run(const ServerFlags& flags) {
   }
   // Everything /metrics shows, collected at scrape time: self-metrics, the fleet view of every
   // connected agent's devices, and the per-job profile gauges.
-  auto fleet = std::make_shared<FleetMetrics>(&registry);
+  auto fleet = std::make_shared<FleetMetrics>(&registry, static_cast<size_t>(flags.max_job_series));
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables = {metrics.registry(), fleet,
                                                                          job_metrics};
   std::atomic<bool> serving{false};
@@ -441,6 +443,9 @@ int main(int argc, char** argv) {
   set.AddInt("max_uploads_per_peer", &flags.max_uploads_per_peer, "uploads at once from one client address");
   set.AddInt("upload_idle_timeout_s", &flags.upload_idle_timeout_s,
              "an upload whose client sends nothing for this long is broken off (it can resume)");
+  set.AddInt("max_job_series", &flags.max_job_series,
+             "job label values per metric family; past it, jobs add up under job=\"other\" (device memory) "
+             "or the least recently profiled goes (profile gauges)");
   set.AddInt("max_agents", &flags.max_agents, "nodes the server keeps, connected or not (a new one past it is refused)");
   set.AddInt("max_targets_per_agent", &flags.max_targets_per_agent, "targets one agent may report");
   set.AddInt("max_agent_message_kb", &flags.max_agent_message_kb, "largest agent hello or heartbeat, KiB");
@@ -489,7 +494,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (flags.max_concurrent_uploads < 1 || flags.max_uploads_per_peer < 1 || flags.upload_idle_timeout_s < 1 ||
-      flags.max_rpc_threads < 16 || flags.max_agents < 1 || flags.max_targets_per_agent < 1 ||
+      flags.max_rpc_threads < 16 || flags.max_agents < 1 || flags.max_job_series < 1 || flags.max_targets_per_agent < 1 ||
       flags.max_agent_message_kb < 1 || flags.max_node_history_kb < 1) {
     std::cerr << "fleetprof-server: --max_concurrent_uploads, --max_uploads_per_peer and "
                  "--upload_idle_timeout_s, --max_agents, --max_targets_per_agent, --max_agent_message_kb and "

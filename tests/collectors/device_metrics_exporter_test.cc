@@ -61,6 +61,42 @@ TEST_F(DeviceMetricsExporterTest, RemovesEverySeriesOfDeviceThatDisappeared) {
   EXPECT_EQ(FindSeries(after, "fleetprof_device_info").size(), 1u);
 }
 
+// Before: every FLEETPROF_JOB value a process carried became a series, without limit. Now at
+// most max_job_series job values per family: the largest keep theirs, the rest add up to
+// job="other", so the total is unchanged.
+TEST(DeviceMetricsExporterCap, JobsPastTheCapAddUpUnderOther) {
+  auto registry = std::make_shared<prometheus::Registry>();
+  DeviceMetricsExporter exporter(registry, "node-a", /*max_job_series=*/10);
+  DeviceSample device = Device(0);
+  device.job_memory_used_bytes.clear();
+  double total = 0;
+  for (int job = 0; job < 500; ++job) {
+    const uint64_t bytes = (job + 1) * 1000;
+    device.job_memory_used_bytes["job-" + std::to_string(job)] = bytes;
+    total += static_cast<double>(bytes);
+  }
+  exporter.ExportDevices({true, {device}});
+  const auto series = FindSeries(ParseExposition(SerializeRegistry(*registry)), "fleetprof_job_device_memory_used_bytes");
+  ASSERT_EQ(series.size(), 10u);
+  double sum = 0;
+  bool other = false;
+  for (const auto& s : series) {
+    sum += s.value;
+    other |= s.labels.at("job") == "other";
+    if (s.labels.at("job") != "other") EXPECT_GE(s.labels.at("job"), "job-491");  // the 9 largest: job-491..job-499
+  }
+  EXPECT_TRUE(other);
+  EXPECT_DOUBLE_EQ(sum, total);
+
+  HostSample host;
+  host.up = true;
+  for (int job = 0; job < 300; ++job) host.jobs["job-" + std::to_string(job)] = JobHostSample{static_cast<double>(job), 1024};
+  exporter.ExportHost(host);
+  const auto exposed = ParseExposition(SerializeRegistry(*registry));
+  EXPECT_EQ(FindSeries(exposed, "fleetprof_job_resident_memory_bytes").size(), 10u);
+  EXPECT_EQ(FindSeries(exposed, "fleetprof_job_cpu_seconds_total").size(), 10u);
+}
+
 TEST_F(DeviceMetricsExporterTest, RemovesJobSeriesWhenJobLeavesDevice) {
   DeviceSample device = Device(0);
   device.job_memory_used_bytes = {{"train", 10}, {"eval", 20}};
