@@ -39,6 +39,10 @@ grpc::Status SendOnce(v1::IngestService::Stub& stub, const UploadOptions& option
   if (!file) return grpc::Status(grpc::StatusCode::NOT_FOUND, "cannot open " + options.path);
   file.seekg(offset);
   grpc::ClientContext context;
+  // Every call has a deadline: 5 minutes plus a second per MiB to send (a 1 GiB trace: 22
+  // minutes), so a server that stopped reading cannot hold an agent's uploader for good.
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(5) +
+                       std::chrono::seconds((size - offset) >> 20));
   auto writer = stub.Upload(&context, response);
   v1::UploadRequest request;
   v1::UploadMetadata* metadata = request.mutable_metadata();

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "common/text_checks.h"
 #include "server/grpc_status.h"
 
 namespace fleetprof {
@@ -112,8 +113,14 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::S
   grpc::Status Hello() {
     if (!in_.has_hello()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first message must be a hello");
     const std::string& node = in_.hello().node();
-    if (node.empty() || node.size() > 253) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "hello.node must be 1-253 characters");
+    if (!IsPrintableUtf8(node, 253)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "hello.node must be 1-253 bytes of printable UTF-8 (no control characters)");
+    }
+    for (const v1::Target& target : in_.hello().targets()) {
+      if (!target.job().empty() && !IsPrintableUtf8(target.job(), 253)) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a target's job must be printable UTF-8 of at most 253 bytes");
+      }
     }
     // Node identity: an agent's credential names the one node it may be, so nobody else can
     // take over a node's stream and receive its capture commands.

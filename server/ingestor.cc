@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/runtime.h"
+#include "common/text_checks.h"
 #include "proto/summary_codec.h"
 #include "server/streaming_analysis.h"
 #include "timeline/timeline_builder.h"
@@ -69,6 +70,27 @@ class TimelineCleanup {
   std::string id_;
   bool armed_ = true;
 };
+
+// Job, node, labels and file name end up in keys, labels of metrics, tables and logs: printable
+// UTF-8 of sane length, or the upload is refused before any byte is stored.
+absl::Status CheckUploadTexts(const v1::UploadMetadata& metadata) {
+  auto bad = [](const char* what, const std::string& text, size_t max) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " must be 1-", max,
+                                                    " bytes of printable UTF-8 (no control characters), got ",
+                                                    text.size(), " bytes"));
+  };
+  if (!IsPrintableUtf8(metadata.job(), 253)) return bad("job", metadata.job(), 253);
+  if (!metadata.node().empty() && !IsPrintableUtf8(metadata.node(), 253)) return bad("node", metadata.node(), 253);
+  if (!metadata.file_name().empty() && !IsPrintableUtf8(metadata.file_name(), 1024)) {
+    return bad("file_name", metadata.file_name(), 1024);
+  }
+  if (metadata.labels_size() > 64) return absl::InvalidArgumentError("at most 64 labels per upload");
+  for (const auto& [key, value] : metadata.labels()) {
+    if (!IsPrintableUtf8(key, 128)) return bad("a label key", key, 128);
+    if (!value.empty() && !IsPrintableUtf8(value, 1024)) return bad(absl::StrCat("label ", key).c_str(), value, 1024);
+  }
+  return absl::OkStatus();
+}
 
 class UploadIdClaim {
  public:
@@ -161,6 +183,10 @@ absl::Status Ingestor::Receive(UploadStream& stream, const Principal& caller, v1
     return absl::InvalidArgumentError("upload_id must be 1-128 characters of [A-Za-z0-9._:-]");
   }
   if (metadata.job().empty()) metadata.set_job("unassigned");
+  if (absl::Status s = CheckUploadTexts(metadata); !s.ok()) {
+    metrics_->RecordUpload("invalid", 0);
+    return s;
+  }
   if (!caller.node().empty()) {
     if (metadata.node().empty()) metadata.set_node(std::string(caller.node()));
     if (metadata.node() != caller.node()) {
