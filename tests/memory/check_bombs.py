@@ -27,21 +27,15 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from protobuf_wire import encode_length_delimited  # noqa: E402
+
 MAX_RSS = 512 << 20
 SKIP = 77
 
 
-def varint(v):
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
 def length_delimited(field, payload):
-    return varint(field << 3 | 2) + varint(len(payload)) + payload
+    return encode_length_delimited(field, len(payload)) + payload
 
 
 def write_xspace_events(path, events):
@@ -49,10 +43,10 @@ def write_xspace_events(path, events):
     line_head = length_delimited(2, b"Stream #1")
     body_len = len(line_head) + 2 * events
     plane_head = length_delimited(2, b"/device:GPU:0")
-    line_tag = varint(3 << 3 | 2) + varint(body_len)
+    line_tag = encode_length_delimited(3, body_len)
     plane_len = len(plane_head) + len(line_tag) + body_len
     with gzip.open(path, "wb", compresslevel=9) as f:
-        f.write(varint(1 << 3 | 2) + varint(plane_len) + plane_head + line_tag + line_head)
+        f.write(encode_length_delimited(1, plane_len) + plane_head + line_tag + line_head)
         block = b"\x22\x00" * 1_000_000
         for _ in range(events // 1_000_000):
             f.write(block)
