@@ -1,15 +1,7 @@
 // The streaming XSpace (protobuf) reader, the XLA op view, allocator memory and breakdowns.
-#include <cstdint>
-#include <string>
-
-#include "analysis/byte_source.h"
-#include "analysis/trace_analyzer.h"
 #include "fuzz/fuzz_limits.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace fleetprof;
-  std::unique_ptr<analysis::ByteSource> source = analysis::OpenStringSource(
-      "fuzz.xplane.pb", std::string(reinterpret_cast<const char*>(data), size), fuzz::ChunkFor(data, size));
-  (void)analysis::AnalyzeTrace(*source, analysis::TraceFormat::kXSpace, nullptr, fuzz::FuzzTraceLimits());
+  fleetprof::fuzz::AnalyzeFuzzInput(data, size, "fuzz.xplane.pb", fleetprof::analysis::TraceFormat::kXSpace);
   return 0;
 }

@@ -8,10 +8,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
+all_targets=(kineto_json_fuzzer gzip_fuzzer xspace_fuzzer kineto_ipc_fuzzer dynolog_api_fuzzer)
 targets=("$@")
-if ((${#targets[@]} == 0)); then
-  targets=(kineto_json_fuzzer gzip_fuzzer xspace_fuzzer kineto_ipc_fuzzer dynolog_api_fuzzer)
-fi
+if ((${#targets[@]} == 0)); then targets=("${all_targets[@]}"); fi
+# Target names become paths under build-fuzz/: only the known ones.
+for target in "${targets[@]}"; do
+  [[ " ${all_targets[*]} " == *" $target "* ]] || { echo "fuzz: unknown target '$target' (one of: ${all_targets[*]})" >&2; exit 2; }
+done
+[[ "$seconds" =~ ^[0-9]+$ ]] || { echo "fuzz: SECONDS must be a whole number, got '$seconds'" >&2; exit 2; }
 shared=${FLEETPROF_SHARED_DIR:-../shared}
 if [[ ! -d "$shared/corpus" ]]; then
   echo "fuzz: $shared/corpus is missing (the seeds)" >&2
