@@ -377,7 +377,7 @@ int Run(const ServerFlags& flags) {
   // Resume succeeds); every fifth, the storage gauges.
   std::thread gauges([&] {
     for (int64_t tick = 0; !stopping.load(); ++tick) {
-      const bool healthy = (*store)->Health().serving || (*store)->TryResume();
+      const bool healthy = (*store)->TryResume();  // true at once while writes work
       if (healthy != storage_serving.exchange(healthy)) {
         if (healthy) {
           spdlog::info("storage takes writes again: serving");
