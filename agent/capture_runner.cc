@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "rpc/upload_client.h"
@@ -11,6 +10,7 @@
 #include "common/runtime.h"
 #include "common/safe_paths.h"
 #include "common/text_checks.h"
+#include "common/threads.h"
 #include "absl/strings/escaping.h"
 #include "spdlog/spdlog.h"
 
@@ -60,15 +60,12 @@ absl::Status CaptureRunner::Spawn(std::function<void()> work) {
         absl::StrCat("the agent already runs ", kMaxWorkers, " captures and trace uploads; try again later"));
   }
   auto done = std::make_shared<std::atomic<bool>>(false);
-  try {
-    workers_.push_back(Worker{std::thread([work = std::move(work), done] {
-                                work();
-                                done->store(true);
-                              }),
-                              done});
-  } catch (const std::system_error& e) {
-    return absl::ResourceExhaustedError(absl::StrCat("cannot start a thread for the capture: ", e.what()));
-  }
+  auto thread = StartThread("a capture thread", [work = std::move(work), done] {
+    work();
+    done->store(true);
+  });
+  if (!thread.ok()) return thread.status();
+  workers_.push_back(Worker{*std::move(thread), done});
   return absl::OkStatus();
 }
 

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/threads.h"
 
 namespace fleetprof::analysis {
 namespace {
@@ -102,13 +102,13 @@ GunzipSource::GunzipSource(std::unique_ptr<ByteSource> inner, std::string prefix
     out_buffers_.push_back(std::make_unique<char[]>(kOutBufferBytes));
     free_.push_back(out_buffers_.back().get());
   }
-  try {
-    worker_ = std::thread([this] { RunInflate(); });
-  } catch (const std::system_error& e) {
+  auto worker = StartThread(absl::StrCat("the inflate thread of ", name_), [this] { RunInflate(); });
+  if (!worker.ok()) {
     finished_ = true;
-    end_status_ = absl::ResourceExhaustedError(
-        absl::StrCat(name_, ": cannot start the inflate thread: ", e.what()));
+    end_status_ = worker.status();  // UNAVAILABLE: a retry may find a thread
+    return;
   }
+  worker_ = *std::move(worker);
 }
 
 GunzipSource::~GunzipSource() {

@@ -1,6 +1,9 @@
 #include "server/ingest_service.h"
 
+#include <mutex>
+
 #include "server/grpc_status.h"
+#include "server/upload_session.h"
 
 namespace fleetprof {
 namespace {
@@ -13,36 +16,110 @@ std::string PeerHost(const std::string& peer) {
   return colon > 4 ? peer.substr(0, colon) : peer;
 }
 
-class GrpcUploadStream final : public UploadStream {
+// One Upload call. gRPC calls OnReadDone when a message came (or the stream ended); the
+// reactor hands it to a worker, which feeds the session and then asks for the next message.
+// So at most one step of an upload runs at a time, and between steps it holds no thread.
+// A client quiet for the idle timeout is answered by a worker too (BreakOff), with the read
+// still pending: gRPC fails that read once the call is finished.
+class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
  public:
-  GrpcUploadStream(grpc::ServerContext* context, grpc::ServerReader<v1::UploadRequest>* reader)
-      : context_(context), reader_(reader) {}
-  bool Read(v1::UploadRequest* message) override { return reader_->Read(message); }
-  bool Cancelled() override { return context_->IsCancelled(); }
-  std::string Peer() override { return PeerHost(context_->peer()); }
-  void Abort() override { context_->TryCancel(); }
+  UploadReactor(Ingestor* ingestor, const GrpcAccess* access, WorkerPool* workers,
+                grpc::CallbackServerContext* context, v1::UploadResponse* response)
+      : workers_(workers), context_(context), response_(response) {
+    auto caller = access->Caller(context);
+    if (!caller.ok()) {
+      Finish(ToGrpcStatus(caller.status()));
+      return;
+    }
+    auto session = ingestor->Admit(*caller, PeerHost(context->peer()), [this] { return BreakOff(); });
+    if (!session.ok()) {
+      Finish(ToGrpcStatus(session.status()));  // refused at once: no thread, no bytes read
+      return;
+    }
+    session_ = *std::move(session);
+    ReadNext();
+  }
+
+  void OnReadDone(bool ok) override {
+    {
+      std::lock_guard lock(mu_);
+      read_pending_ = false;
+      if (answered_) return;  // broken off while this read waited: a worker answers
+    }
+    session_->ClientSent();
+    if (!ok) {
+      // The end of the stream: clean when the client closed it, broken when cancelled.
+      workers_->Post([this] { Answer(session_->Finish(/*broken=*/context_->IsCancelled())); });
+      return;
+    }
+    workers_->Post([this] {
+      absl::StatusOr<bool> more = session_->Feed(std::move(message_));
+      if (!more.ok()) return Answer(more.status());
+      if (!*more) return Answer(session_->Finish(/*broken=*/false));
+      ReadNext();
+    });
+  }
+
+  void OnDone() override { delete this; }
 
  private:
-  grpc::ServerContext* context_;
-  grpc::ServerReader<v1::UploadRequest>* reader_;
+  void ReadNext() {
+    session_->WaitingForClient();
+    // Under the lock, so that BreakOff sees either no read or one started. gRPC never runs
+    // OnReadDone inside StartRead.
+    std::lock_guard lock(mu_);
+    read_pending_ = true;
+    StartRead(&message_);
+  }
+
+  // From the idle watchdog (server/upload_guard.h): the client sent nothing for too long.
+  bool BreakOff() {
+    std::lock_guard lock(mu_);
+    if (!read_pending_ || answered_) return false;  // a message came meanwhile: it is being handled
+    answered_ = true;
+    // No step of this upload runs (its read is pending), so this is the only one.
+    workers_->Post([this] { Answer(session_->Finish(/*broken=*/true)); });
+    return true;
+  }
+
+  // The upload's answer; nothing of this reactor is touched after Finish.
+  void Answer(absl::StatusOr<v1::UploadResponse> result) {
+    {
+      std::lock_guard lock(mu_);
+      answered_ = true;
+    }
+    session_.reset();  // stops what is left of the analysis here, on the worker, not on gRPC's threads
+    Finish(Reply(std::move(result), response_));
+  }
+
+  WorkerPool* workers_;
+  grpc::CallbackServerContext* context_;
+  v1::UploadResponse* response_;
+  std::unique_ptr<UploadSession> session_;
+  v1::UploadRequest message_;
+  std::mutex mu_;
+  bool read_pending_ = false;  // guarded by mu_
+  bool answered_ = false;      // guarded by mu_: no more steps, Finish is (being) called
 };
 
 }  // namespace
 
-grpc::Status IngestServiceImpl::Upload(grpc::ServerContext* context,
-                                       grpc::ServerReader<v1::UploadRequest>* reader,
-                                       v1::UploadResponse* response) {
-  auto caller = access_->Caller(context);
-  if (!caller.ok()) return ToGrpcStatus(caller.status());
-  GrpcUploadStream stream(context, reader);
-  return Reply(ingestor_->Upload(stream, *caller), response);
+grpc::ServerReadReactor<v1::UploadRequest>* IngestServiceImpl::Upload(grpc::CallbackServerContext* context,
+                                                                      v1::UploadResponse* response) {
+  return new UploadReactor(ingestor_, access_, workers_, context, response);
 }
 
-grpc::Status IngestServiceImpl::GetUploadState(grpc::ServerContext* context, const v1::GetUploadStateRequest* request,
-                                               v1::UploadState* response) {
+grpc::ServerUnaryReactor* IngestServiceImpl::GetUploadState(grpc::CallbackServerContext* context,
+                                                            const v1::GetUploadStateRequest* request,
+                                                            v1::UploadState* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   auto caller = access_->Caller(context);
-  if (!caller.ok()) return ToGrpcStatus(caller.status());
-  return Reply(ingestor_->GetUploadState(request->upload_id(), *caller), response);
+  if (!caller.ok()) {
+    reactor->Finish(ToGrpcStatus(caller.status()));
+    return reactor;
+  }
+  reactor->Finish(Reply(ingestor_->GetUploadState(request->upload_id(), *caller), response));
+  return reactor;
 }
 
 }  // namespace fleetprof

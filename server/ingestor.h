@@ -1,8 +1,9 @@
 #pragma once
 // Ingest, free of any transport: receives a trace file as a stream of UploadRequests (metadata
 // first, then chunks), stores the original bytes, analyses them while they stream in, and
-// commits the profile with its summary atomically. The gRPC IngestService
-// (server/ingest_service.h) adapts its stream to UploadStream; tests can drive it directly.
+// commits the profile with its summary atomically. One upload is an UploadSession
+// (server/upload_session.h) that the transport feeds message by message: the gRPC
+// IngestService (server/ingest_service.h) from its reactor, tests through UploadStream.
 
 #include <chrono>
 #include <functional>
@@ -31,6 +32,8 @@ struct IngestLimits {
 };
 
 
+class UploadSession;
+
 class Ingestor {
  public:
   // Runs just before a profile is committed and may add to it (device series of captures).
@@ -47,13 +50,14 @@ class Ingestor {
         before_commit_(std::move(before_commit)),
         after_commit_(std::move(after_commit)) {}
 
-  // Stores and indexes one trace. Idempotent on upload_id: the id of a committed upload
-  // answers that profile (already_existed). ABORTED when interrupted (resume from
-  // GetUploadState's received_bytes), also after the client sent nothing for the idle
-  // timeout; INVALID_ARGUMENT for bad input and RESOURCE_EXHAUSTED for a trace over a limit,
-  // whose bytes are dropped; UNAVAILABLE when as many uploads run already (retry later).
-  // With tokens on, an upload id belongs to the principal that started it, and an agent
-  // principal uploads only as its own node (PERMISSION_DENIED otherwise).
+  // Starts one upload from `peer` (an address without its port; uploads at once are limited
+  // per peer): UNAVAILABLE when as many run already (retry later). The transport then feeds
+  // the session the client's messages (server/upload_session.h). `abort` breaks the
+  // transport's wait for the client off, from another thread, when the client sent nothing
+  // for the idle timeout; false when a message came meanwhile (UploadGuard::Admission).
+  absl::StatusOr<std::unique_ptr<UploadSession>> Admit(const Principal& caller, const std::string& peer,
+                                                       std::function<bool()> abort);
+  // The same for a transport that reads its messages with a blocking call (tests, tools).
   absl::StatusOr<v1::UploadResponse> Upload(UploadStream& stream, const Principal& caller);
   // Where an upload stands, so an interrupted one can resume.
   absl::StatusOr<v1::UploadState> GetUploadState(const std::string& upload_id, const Principal& caller);
@@ -65,9 +69,8 @@ class Ingestor {
   }
 
  private:
-  absl::Status Receive(UploadStream& stream, const Principal& caller, v1::UploadResponse* response);
-  // Receives the chunks after the metadata; commits or explains why not.
-  absl::Status ReceiveAndCommit(UploadStream& stream, v1::UploadRecord record, v1::UploadResponse* response);
+  friend class UploadSession;
+
   // Stores the profile and its summary; fills the response.
   absl::Status Commit(const v1::UploadRecord& record, const std::string& file_name,
                       const std::string& profile_id, const analysis::TraceSummary& summary, std::chrono::steady_clock::time_point started,
@@ -88,6 +91,11 @@ class Ingestor {
   std::mutex active_mu_;
   std::set<std::string> active_uploads_;
 };
+
+// An upload id started by one principal cannot be resumed, read or taken over by another
+// (PERMISSION_DENIED). Uploads from before tokens were turned on (no owner) stay open to any
+// ingest principal.
+absl::Status CheckUploadOwner(const v1::UploadRecord& record, const Principal& caller);
 
 // True when `id` is 1..128 characters of [A-Za-z0-9._:-].
 bool IsValidUploadId(const std::string& id);

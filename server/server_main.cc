@@ -60,6 +60,7 @@ struct ServerFlags {
   int64_t max_concurrent_uploads = 16;
   int64_t max_uploads_per_peer = 8;
   int64_t upload_idle_timeout_s = 60;
+  int64_t upload_workers = 4;
   analysis::TraceLimits trace_limits;  // --max_trace_mb, --max_trace_events, …
   int64_t heartbeat_ms = 2000;
   int64_t stale_upload_hours = 24;
@@ -281,7 +282,13 @@ int Run(const ServerFlags& flags) {
       });
   ingestor.set_capture_target_check(
       [&captures](const std::string& capture_id, const std::string& node) { return captures.HasTarget(capture_id, node); });
-  IngestServiceImpl ingest(&ingestor, &grpc_access);
+  // Declared after the ingestor, so destroyed before it (once the gRPC server is done).
+  auto upload_workers = WorkerPool::Start("the upload workers", static_cast<int>(flags.upload_workers));
+  if (!upload_workers.ok()) {
+    spdlog::error("{}", std::string(upload_workers.status().message()));
+    return 1;
+  }
+  IngestServiceImpl ingest(&ingestor, &grpc_access, upload_workers->get());
   QueryServiceImpl query(&query_api, &grpc_access);
   CaptureServiceImpl capture_service(&captures, &grpc_access);
   CaptureScheduler scheduler(store->get(), &captures, &metrics);
@@ -313,8 +320,9 @@ int Run(const ServerFlags& flags) {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 20'000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
-  // The synchronous server takes a thread per call in progress (an agent's stream holds one):
-  // a ceiling makes running out of threads a RESOURCE_EXHAUSTED answer, never a crash.
+  // Agent streams and uploads are on the callback API and hold no thread while they wait; the
+  // synchronous services (queries, captures, schedules) take one per call in progress, and a
+  // ceiling makes running out of threads a RESOURCE_EXHAUSTED answer, never a crash.
   grpc::ResourceQuota quota("fleetprof-server");
   quota.SetMaxThreads(static_cast<int>(flags.max_rpc_threads));
   builder.SetResourceQuota(quota);
@@ -439,10 +447,13 @@ int main(int argc, char** argv) {
   set.AddInt("max_upload_mb", &flags.max_upload_mb, "largest accepted trace file, MiB");
   flags.trace_limits.AddFlags(&set);
   set.AddInt("max_concurrent_uploads", &flags.max_concurrent_uploads,
-             "uploads indexed at once (more are refused: RESOURCE_EXHAUSTED, clients retry)");
+             "uploads indexed at once (more are refused as UNAVAILABLE: clients retry with backoff)");
   set.AddInt("max_uploads_per_peer", &flags.max_uploads_per_peer, "uploads at once from one client address");
   set.AddInt("upload_idle_timeout_s", &flags.upload_idle_timeout_s,
              "an upload whose client sends nothing for this long is broken off (it can resume)");
+  set.AddInt("upload_workers", &flags.upload_workers,
+             "threads that store uploads' chunks, hand them to the analysis and commit (an upload waiting "
+             "for its client holds none)");
   set.AddInt("max_job_series", &flags.max_job_series,
              "job label values per metric family; past it, jobs add up under job=\"other\" (device memory) "
              "or the least recently profiled goes (profile gauges)");
@@ -499,6 +510,10 @@ int main(int argc, char** argv) {
     std::cerr << "fleetprof-server: --max_concurrent_uploads, --max_uploads_per_peer and "
                  "--upload_idle_timeout_s, --max_agents, --max_targets_per_agent, --max_agent_message_kb and "
                  "--max_node_history_kb must be at least 1, --max_rpc_threads at least 16\n";
+    return 2;
+  }
+  if (flags.upload_workers < 1 || flags.upload_workers > 256) {
+    std::cerr << "fleetprof-server: --upload_workers=" << flags.upload_workers << " must be between 1 and 256\n";
     return 2;
   }
   if (absl::Status s = flags.trace_limits.Validate(); !s.ok()) {

@@ -1,9 +1,9 @@
 #include "server/streaming_analysis.h"
 
-#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "analysis/trace_analyzer.h"
+#include "common/threads.h"
 
 namespace fleetprof {
 namespace {
@@ -52,16 +52,15 @@ StreamingAnalysis::StreamingAnalysis(std::string file_name, std::string format_n
       limits_(limits),
       queue_(file_name_, kQueueBytes),
       result_(absl::UnknownError("analysis did not finish")) {
-  try {
-    thread_ = std::thread([this, stored = std::move(already_stored)]() mutable {
-      Run(std::move(stored));
-    });
-  } catch (const std::system_error& e) {
-    // Out of threads: this upload fails (and stays resumable), the server keeps serving.
-    result_ = absl::UnavailableError(absl::StrCat(file_name_, ": cannot start the analysis thread: ", e.what(),
-                                                  "; retry the upload later"));
+  auto thread = StartThread(absl::StrCat("the analysis thread of ", file_name_),
+                            [this, stored = std::move(already_stored)]() mutable { Run(std::move(stored)); });
+  if (!thread.ok()) {
+    // This upload fails (UNAVAILABLE: it stays resumable); the server keeps serving.
+    result_ = thread.status();
     queue_.StopReading();
+    return;
   }
+  thread_ = *std::move(thread);
 }
 
 StreamingAnalysis::~StreamingAnalysis() {

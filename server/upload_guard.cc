@@ -28,7 +28,8 @@ UploadGuard::~UploadGuard() {
   watchdog_.join();
 }
 
-absl::StatusOr<std::unique_ptr<UploadGuard::Admission>> UploadGuard::Admit(const std::string& peer) {
+absl::StatusOr<std::unique_ptr<UploadGuard::Admission>> UploadGuard::Admit(const std::string& peer,
+                                                                           std::function<bool()> abort) {
   std::lock_guard lock(mu_);
   auto found = per_peer_.find(peer);
   const int from_peer = found == per_peer_.end() ? 0 : found->second;
@@ -45,34 +46,22 @@ absl::StatusOr<std::unique_ptr<UploadGuard::Admission>> UploadGuard::Admit(const
   }
   ++running_;
   ++per_peer_[peer];  // entries exist only while a peer has uploads: the map stays bounded
-  return std::unique_ptr<Admission>(new Admission(this, peer));
+  std::unique_ptr<Admission> admission(new Admission(this, peer, std::move(abort)));
+  admitted_.insert(admission.get());
+  return admission;
 }
 
 UploadGuard::Admission::~Admission() {
   std::lock_guard lock(guard_->mu_);
+  guard_->admitted_.erase(this);
   --guard_->running_;
   auto it = guard_->per_peer_.find(peer_);
   if (--it->second == 0) guard_->per_peer_.erase(it);
 }
 
-std::unique_ptr<UploadGuard::WatchedStream> UploadGuard::Watch(UploadStream* stream) {
-  std::unique_ptr<WatchedStream> watched(new WatchedStream(this, stream));
-  std::lock_guard lock(mu_);
-  watched_.insert(watched.get());
-  return watched;
-}
+void UploadGuard::Admission::WaitingForClient() { waiting_since_ns_.store(SteadyNanos()); }
 
-UploadGuard::WatchedStream::~WatchedStream() {
-  std::lock_guard lock(guard_->mu_);
-  guard_->watched_.erase(this);
-}
-
-bool UploadGuard::WatchedStream::Read(v1::UploadRequest* message) {
-  reading_since_ns_.store(SteadyNanos());
-  const bool ok = inner_->Read(message);
-  reading_since_ns_.store(0);
-  return ok && !timed_out_.load();
-}
+void UploadGuard::Admission::ClientSent() { waiting_since_ns_.store(0); }
 
 void UploadGuard::WatchdogLoop() {
   const auto tick = std::clamp(limits_.idle_timeout / 4, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
@@ -80,13 +69,16 @@ void UploadGuard::WatchdogLoop() {
   while (!stop_cv_.wait_for(lock, tick, [this] { return stopping_; })) {
     const int64_t now = SteadyNanos();
     const int64_t limit = std::chrono::duration_cast<std::chrono::nanoseconds>(limits_.idle_timeout).count();
-    for (WatchedStream* s : watched_) {
-      const int64_t since = s->reading_since_ns_.load();
-      if (since == 0 || now - since < limit || s->timed_out_.load()) continue;
-      s->timed_out_.store(true);
+    for (Admission* a : admitted_) {
+      const int64_t since = a->waiting_since_ns_.load();
+      if (since == 0 || now - since < limit || a->timed_out_.load()) continue;
+      a->timed_out_.store(true);  // before abort_: the transport's answer reads it
+      if (!a->abort_()) {  // under mu_: the admission cannot go away meanwhile
+        a->timed_out_.store(false);  // the message came just now
+        continue;
+      }
       spdlog::warn("upload from {} sent nothing for {} ms: broken off (--upload_idle_timeout_s); it can resume",
-                   s->Peer().empty() ? "a client" : s->Peer(), limits_.idle_timeout.count());
-      s->Abort();  // under mu_: the stream cannot go away meanwhile
+                   a->peer_.empty() ? "a client" : a->peer_, limits_.idle_timeout.count());
     }
   }
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "analysis/byte_source.h"
 #include "analysis/trace_analyzer.h"
+#include "common/threads.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/analysis/analysis_test_util.h"
@@ -125,6 +126,19 @@ TEST(MaybeGunzip, StopsCleanlyWhenTheReaderLeavesEarly) {
     ASSERT_TRUE(source->Read(buf, sizeof(buf)).ok());
     // Destroying the source mid-stream must join the worker, not hang or crash.
   }
+}
+
+// Before: the inflate thread's failed start was RESOURCE_EXHAUSTED, which ingest takes for a
+// trace over a limit and drops the upload. Out of threads is transient: UNAVAILABLE.
+TEST(MaybeGunzip, AThreadThatCannotStartIsUnavailableNotOverALimit) {
+  FailThreadStartsForTesting(1);
+  std::unique_ptr<ByteSource> source = MaybeGunzip(OpenStringSource("t.gz", Gzip(SampleText(1 << 16))));
+  absl::StatusOr<std::string> read = ReadAll(*source);
+  FailThreadStartsForTesting(0);
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kUnavailable) << read.status();
+  EXPECT_THAT(read.status().message(), HasSubstr("cannot start the inflate thread of t.gz"));
+  // The next one finds its thread.
+  EXPECT_EQ(Gunzip(Gzip("again")).value_or("failed"), "again");
 }
 
 TEST(MaybeGunzip, KeepsTheInnerName) {

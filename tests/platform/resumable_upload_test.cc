@@ -1,8 +1,10 @@
 // An upload that breaks off keeps what arrived; the client resumes at the offset the server
 // reports, and the stored profile equals a one-shot upload.
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "fleetprof/v1/ingest.grpc.pb.h"
 #include "fleetprof/v1/query.grpc.pb.h"
@@ -133,6 +135,77 @@ TEST(ResumableUploadTest, EmptyChunksDoNotEndTheStream) {
   grpc::Status status = writer->Finish();
   EXPECT_TRUE(status.ok()) << status.error_message();
   EXPECT_FALSE(response.profile_id().empty());
+}
+
+int ThreadsOf(pid_t pid) {
+  int n = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/task", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    ++n;
+  }
+  return n;
+}
+
+// Before: every upload stream held a server thread for as long as its client kept it open, and
+// stalled ones pinned three each (400 of them: 1,220 threads). Now an upload waits for its
+// client on gRPC's callback API, holding no thread, until the idle timeout breaks it off.
+TEST(ResumableUploadTest, StalledUploadsHoldNoServerThread) {
+  const std::string trace = CorpusPath("kineto/mi250_rocm62.json.gz");
+  FLEETPROF_REQUIRE_PATH(trace);
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer("127.0.0.1:0", {"--upload_idle_timeout_s=3", "--max_concurrent_uploads=64",
+                                                  "--max_uploads_per_peer=64"}));
+  auto channel = grpc::CreateChannel(cluster.grpc_addr(), grpc::InsecureChannelCredentials());
+  auto ingest = v1::IngestService::NewStub(channel);
+  {  // One whole upload first, so that every pool the server has is started.
+    grpc::ClientContext context;
+    v1::UploadResponse response;
+    const std::string bytes = ReadAll(trace);
+    auto writer = ingest->Upload(&context, &response);
+    ASSERT_TRUE(writer->Write(Metadata("warm-up", 0, static_cast<int64_t>(bytes.size()))));
+    v1::UploadRequest request;
+    request.set_chunk(bytes);
+    ASSERT_TRUE(writer->Write(request));
+    writer->WritesDone();
+    ASSERT_TRUE(writer->Finish().ok());
+  }
+  const int idle_threads = ThreadsOf(cluster.server_pid());
+
+  constexpr int kStalled = 48;
+  struct Stalled {
+    grpc::ClientContext context;
+    v1::UploadResponse response;
+    std::unique_ptr<grpc::ClientWriter<v1::UploadRequest>> writer;
+  };
+  std::vector<std::unique_ptr<Stalled>> stalled;
+  const auto started = std::chrono::steady_clock::now();
+  for (int i = 0; i < kStalled; ++i) {
+    auto s = std::make_unique<Stalled>();
+    s->writer = ingest->Upload(&s->context, &s->response);
+    // The metadata promises bytes that never come.
+    ASSERT_TRUE(s->writer->Write(Metadata("stalled-" + std::to_string(i), 0, 1 << 20)));
+    stalled.push_back(std::move(s));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // all are waiting on the server
+  const int stalled_threads = ThreadsOf(cluster.server_pid());
+  EXPECT_LE(stalled_threads, idle_threads + 4) << kStalled << " stalled uploads; " << idle_threads
+                                               << " threads before";
+  for (auto& s : stalled) {
+    grpc::Status status = s->writer->Finish();  // ends when the server breaks the upload off
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::ABORTED) << status.error_message();
+    EXPECT_NE(status.error_message().find("--upload_idle_timeout_s"), std::string::npos) << status.error_message();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(60));
+  // Each stays resumable: its metadata is kept, no byte of it came.
+  grpc::ClientContext state_context;
+  v1::GetUploadStateRequest state_request;
+  state_request.set_upload_id("stalled-0");
+  v1::UploadState state;
+  ASSERT_TRUE(ingest->GetUploadState(&state_context, state_request, &state).ok());
+  EXPECT_EQ(state.state(), v1::UploadState::PARTIAL);
+  EXPECT_EQ(state.received_bytes(), 0);
+  EXPECT_LE(ThreadsOf(cluster.server_pid()), idle_threads + 4);
 }
 
 }  // namespace

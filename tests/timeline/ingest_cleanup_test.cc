@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/trace_analyzer.h"
+#include "common/threads.h"
 #include "gtest/gtest.h"
 #include "server/ingestor.h"
 #include "server/server_metrics.h"
@@ -179,6 +180,43 @@ TEST_F(IngestCleanupTest, UploadsAtOnceAreBoundedAndStalledOnesAreBrokenOff) {
   const std::string gz = CorpusBytes("kineto/mi250_rocm62.json.gz");
   auto good = Upload("good", gz, 4096, static_cast<int64_t>(gz.size()));
   EXPECT_TRUE(good.ok()) << good.status();
+}
+
+// Before: an analysis thread that could not start threw std::system_error out of the upload
+// and ended the server. Now the upload answers UNAVAILABLE, keeps its bytes and resumes.
+TEST_F(IngestCleanupTest, AnUploadWhoseThreadCannotStartStaysResumable) {
+  const std::string path = fleetprof::testing::CorpusPath("kineto/mi250_rocm62.json.gz");
+  FLEETPROF_REQUIRE_PATH(path);
+  const std::string gz = CorpusBytes("kineto/mi250_rocm62.json.gz");
+  const int64_t total = static_cast<int64_t>(gz.size());
+  FailThreadStartsForTesting(1);
+  auto failed = Upload("no-thread", gz, 4096, total);
+  FailThreadStartsForTesting(0);
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable) << failed.status();
+  EXPECT_NE(failed.status().message().find("cannot start the analysis thread"), std::string::npos) << failed.status();
+  EXPECT_EQ(store_->CountTimelineKeys(), 0);
+  auto state = ingestor_->GetUploadState("no-thread", Principal());
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->state(), v1::UploadState::PARTIAL);
+  const int64_t kept = state->received_bytes();
+  EXPECT_EQ(kept, 4096);  // the chunk that came before the analysis failed is kept
+
+  // Resumed where it stopped: the stored bytes and the rest make the profile.
+  v1::UploadMetadata metadata;
+  metadata.set_upload_id("no-thread");
+  metadata.set_job("j");
+  metadata.set_file_name("no-thread.json.gz");
+  metadata.set_total_bytes(total);
+  metadata.set_resume_offset(kept);
+  std::vector<std::string> rest;
+  for (size_t at = static_cast<size_t>(kept); at < gz.size(); at += 4096) rest.push_back(gz.substr(at, 4096));
+  ScriptedStream resume(metadata, rest);
+  auto resumed = ingestor_->Upload(resume, Principal());
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  auto fresh = Upload("one-go", gz, 4096, total);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_EQ(resumed->profile().events(), fresh->profile().events());
+  EXPECT_GT(resumed->profile().events(), 0);
 }
 
 std::string CorpusBytes(const std::string& relative) {

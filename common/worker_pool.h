@@ -1,0 +1,44 @@
+#pragma once
+// A fixed number of threads running posted tasks in the order they were posted. For work that
+// must not run on gRPC's callback threads (it writes to the store or waits for an analysis)
+// but needs no thread of its own while it waits for a client.
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace fleetprof {
+
+class WorkerPool {
+ public:
+  // UNAVAILABLE when the threads cannot be started.
+  static absl::StatusOr<std::unique_ptr<WorkerPool>> Start(const std::string& name, int threads);
+  // Runs the tasks already posted, then joins the threads.
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  // Queues `task`; a free thread runs it. The caller bounds how many are queued.
+  void Post(std::function<void()> task);
+  size_t size() const { return threads_.size(); }
+
+ private:
+  WorkerPool() = default;
+  void Run();
+  void Stop();
+
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<std::function<void()>> tasks_;  // guarded by mu_
+  bool stopping_ = false;                    // guarded by mu_
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace fleetprof

@@ -1,0 +1,141 @@
+// The agent's capture threads (agent/capture_runner.h): before, each capture command and each
+// adopted trace started a thread of its own, unbounded, and a failed start threw
+// std::system_error out of the agent. Now at most 32 run at once, and a capture that cannot
+// have a thread is reported FAILED with the reason.
+
+#include "agent/capture_runner.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "common/runtime.h"
+#include "common/threads.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
+
+namespace fleetprof {
+namespace {
+
+// A TCP port that accepts connections (the kernel's backlog) and never answers: a profiler
+// server that hangs, so a capture of it stays busy until it is cancelled.
+class SilentPort {
+ public:
+  SilentPort() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd_, 128) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      port_ = -1;
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+  }
+  ~SilentPort() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = -1;
+};
+
+// What the runner reported, per target: the last state and its error.
+class Reports {
+ public:
+  void Add(const v1::AgentMessage& message) {
+    std::lock_guard lock(mu_);
+    const v1::CaptureUpdate& update = message.capture_update();
+    last_[update.target()] = update;
+    changed_.notify_all();
+  }
+  // Waits until `n` targets reported `state`.
+  bool WaitFor(v1::CaptureTarget::State state, size_t n) {
+    std::unique_lock lock(mu_);
+    return changed_.wait_for(lock, std::chrono::seconds(30), [&] {
+      size_t have = 0;
+      for (const auto& [target, update] : last_) have += update.state() == state;
+      return have >= n;
+    });
+  }
+  v1::CaptureUpdate Of(const std::string& target) {
+    std::lock_guard lock(mu_);
+    return last_[target];
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<std::string, v1::CaptureUpdate> last_;
+};
+
+v1::CaptureCommand HangingCapture(int port, int i) {
+  v1::CaptureCommand command;
+  command.set_capture_id("cap" + std::to_string(i));
+  command.set_target_name("t" + std::to_string(i));
+  command.mutable_target()->set_kind(v1::Target::xprof);
+  command.mutable_target()->set_address("127.0.0.1:" + std::to_string(port));
+  command.set_duration_ms(60'000);
+  command.set_deadline_unix_ns(UnixNanos() + 120'000'000'000);
+  return command;
+}
+
+CaptureRunner::Options RunnerOptions() {
+  CaptureRunner::Options options;
+  options.node = "n1";
+  options.xprof_dir = ::testing::TempDir();
+  options.kineto_dir = ::testing::TempDir();
+  return options;
+}
+
+TEST(CaptureRunnerTest, AtMost32CapturesRunAtOnce) {
+  SilentPort silent;
+  ASSERT_GT(silent.port(), 0);
+  Reports reports;
+  const auto started = std::chrono::steady_clock::now();
+  {
+    CaptureRunner runner(RunnerOptions(), grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()),
+                         nullptr, [&](const v1::AgentMessage& m) { reports.Add(m); });
+    for (int i = 0; i < 40; ++i) runner.Run(HangingCapture(silent.port(), i));
+    ASSERT_TRUE(reports.WaitFor(v1::CaptureTarget::RUNNING, 32));
+    ASSERT_TRUE(reports.WaitFor(v1::CaptureTarget::FAILED, 8));
+    for (int i = 32; i < 40; ++i) {
+      const v1::CaptureUpdate update = reports.Of("t" + std::to_string(i));
+      EXPECT_EQ(update.state(), v1::CaptureTarget::FAILED) << i;
+      EXPECT_NE(update.error().find("already runs 32 captures"), std::string::npos) << update.error();
+    }
+    EXPECT_EQ(reports.Of("t0").state(), v1::CaptureTarget::RUNNING);
+  }  // the runner cancels the 32 hanging captures and joins them
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30));
+}
+
+TEST(CaptureRunnerTest, ACaptureWithoutAThreadIsReportedFailed) {
+  SilentPort silent;
+  ASSERT_GT(silent.port(), 0);
+  Reports reports;
+  CaptureRunner runner(RunnerOptions(), grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()),
+                       nullptr, [&](const v1::AgentMessage& m) { reports.Add(m); });
+  FailThreadStartsForTesting(1);
+  runner.Run(HangingCapture(silent.port(), 0));
+  FailThreadStartsForTesting(0);
+  const v1::CaptureUpdate update = reports.Of("t0");
+  EXPECT_EQ(update.state(), v1::CaptureTarget::FAILED);
+  EXPECT_NE(update.error().find("cannot start a capture thread"), std::string::npos) << update.error();
+  // The next command gets its thread.
+  runner.Run(HangingCapture(silent.port(), 1));
+  EXPECT_TRUE(reports.WaitFor(v1::CaptureTarget::RUNNING, 1));
+}
+
+}  // namespace
+}  // namespace fleetprof
