@@ -128,24 +128,30 @@ absl::StatusOr<TraceSummary> AnalyzeTrace(ByteSource& source, TraceFormat format
   return Summarize(events);
 }
 
-absl::StatusOr<TraceSummary> AnalyzeTraceFile(const std::string& path, TraceEventsSink* sink,
-                                              const TraceLimits& limits) {
-  absl::StatusOr<std::unique_ptr<ByteSource>> file = OpenFileSource(path);
-  if (!file.ok()) return file.status();
-  std::unique_ptr<ByteSource> source = MaybeGunzip(*std::move(file));
+absl::StatusOr<TraceSummary> AnalyzeTraceStream(std::unique_ptr<ByteSource> raw, TraceFormat format,
+                                                TraceEventsSink* sink, const TraceLimits& limits) {
+  std::unique_ptr<ByteSource> plain = MaybeGunzip(std::move(raw));
   // Sniff the first bytes after gunzip, then hand them back to the reader.
   std::string head(64, '\0');
   size_t filled = 0;
   while (filled < head.size()) {
-    absl::StatusOr<size_t> got = source->Read(head.data() + filled, head.size() - filled);
+    absl::StatusOr<size_t> got = plain->Read(head.data() + filled, head.size() - filled);
     if (!got.ok()) return got.status();
     if (*got == 0) break;
     filled += *got;
   }
   head.resize(filled);
-  TraceFormat format = DetectTraceFormat(path, head);
-  source = std::make_unique<PrefixedSource>(std::move(head), std::move(source));
-  return AnalyzeTrace(*source, format, sink, limits);
+  if (filled == 0) return absl::InvalidArgumentError(absl::StrCat(plain->name(), ": empty trace (no bytes)"));
+  if (format == TraceFormat::kUnknown) format = DetectTraceFormat(plain->name(), head);
+  PrefixedSource source(std::move(head), std::move(plain));
+  return AnalyzeTrace(source, format, sink, limits);  // names the formats it knows when it is neither
+}
+
+absl::StatusOr<TraceSummary> AnalyzeTraceFile(const std::string& path, TraceEventsSink* sink,
+                                              const TraceLimits& limits) {
+  absl::StatusOr<std::unique_ptr<ByteSource>> file = OpenFileSource(path);
+  if (!file.ok()) return file.status();
+  return AnalyzeTraceStream(*std::move(file), TraceFormat::kUnknown, sink, limits);
 }
 
 }  // namespace fleetprof::analysis

@@ -34,7 +34,14 @@ absl::StatusOr<TraceSummary> AnalyzeTrace(ByteSource& source, TraceFormat format
                                           TraceEventsSink* sink = nullptr,
                                           const TraceLimits& limits = TraceLimits());
 
-// Convenience for the CLI and tests: opens, gunzips when needed, detects and analyses.
+// The one way a file or an upload becomes a summary: gunzips `raw` when it is gzip, then reads
+// it as a trace of `format`, or for kUnknown of the format its first bytes (else `raw`'s
+// name) show. INVALID_ARGUMENT, naming the source, for an empty or unrecognised stream.
+absl::StatusOr<TraceSummary> AnalyzeTraceStream(std::unique_ptr<ByteSource> raw, TraceFormat format,
+                                                TraceEventsSink* sink = nullptr,
+                                                const TraceLimits& limits = TraceLimits());
+
+// For the CLI and tests: opens `path` and analyses it (AnalyzeTraceStream).
 absl::StatusOr<TraceSummary> AnalyzeTraceFile(const std::string& path,
                                               TraceEventsSink* sink = nullptr,
                                               const TraceLimits& limits = TraceLimits());

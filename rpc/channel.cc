@@ -119,7 +119,8 @@ absl::StatusOr<ClientSecurity> LoadClientSecurity(const ClientSecurityFlags& fla
   return security;
 }
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const ClientSecurity& security) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const ClientSecurity& security,
+                                           const Keepalive& keepalive) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetMaxSendMessageSize(8 << 20);
@@ -128,11 +129,9 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const Cli
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 250);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 250);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
-  // The agent's command stream lives for days: pings find a link that died without a FIN (a
-  // rebooted server, a dropped NAT entry) within 40 s instead of never. The server permits
-  // one ping per 20 s (server_main.cc).
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+  // The agent's command stream lives for days: pings find a dead link within 40 s.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive.time_ms);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive.timeout_ms);
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
   if (!security.ca_pem.empty()) {
     grpc::SslCredentialsOptions tls;

@@ -40,8 +40,18 @@ absl::StatusOr<ClientSecurity> LoadClientSecurity(const ClientSecurityFlags& fla
 // is not on loopback (no --tls_ca), unless --insecure.
 absl::Status CheckTokenStaysPrivate(const std::string& address, const ClientSecurity& security);
 
-// A channel to `address` with fleetprof's message-size limits and reconnect backoff; TLS
-// when `security` has a CA, and `authorization: Bearer TOKEN` on every call when it has a token.
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const ClientSecurity& security = {});
+// Keepalive pings on a channel's calls: a link that died without a FIN (a rebooted server, a
+// dropped NAT entry) fails its calls within time + timeout instead of never. The server permits
+// one ping per 20 s (server_main.cc).
+struct Keepalive {
+  int time_ms = 30'000;     // a ping after this long without data
+  int timeout_ms = 10'000;  // the link is dead when its ack does not come within this
+};
+
+// A channel to `address` with fleetprof's message-size limits, reconnect backoff and
+// keepalive; TLS when `security` has a CA, and `authorization: Bearer TOKEN` on every call
+// when it has a token.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const ClientSecurity& security = {},
+                                           const Keepalive& keepalive = {});
 
 }  // namespace fleetprof

@@ -67,14 +67,4 @@ absl::StatusOr<size_t> ConcatSource::Read(char* buf, size_t n) {
   return second_->Read(buf, n);
 }
 
-absl::StatusOr<size_t> PrefixedSource::Read(char* buf, size_t n) {
-  if (pos_ < prefix_.size()) {
-    size_t take = std::min(n, prefix_.size() - pos_);
-    std::memcpy(buf, prefix_.data() + pos_, take);
-    pos_ += take;
-    return take;
-  }
-  return inner_->Read(buf, n);
-}
-
 }  // namespace fleetprof

@@ -1,7 +1,7 @@
 #pragma once
-// A bounded hand-off of byte chunks from a gRPC handler (producer) to an analysis thread
-// (consumer, through the ByteSource interface). Bounded so that a fast client cannot make
-// the server hold more than `capacity_bytes` of a trace in memory.
+// A bounded hand-off of byte chunks from an upload (producer: the worker storing its chunks)
+// to its analysis thread (consumer, through the ByteSource interface). Bounded so that a fast
+// client cannot make the server hold more than `capacity_bytes` of a trace in memory.
 
 #include <condition_variable>
 #include <deque>
@@ -54,20 +54,6 @@ class ConcatSource : public analysis::ByteSource {
  private:
   std::unique_ptr<analysis::ByteSource> first_;
   analysis::ByteSource* second_;
-};
-
-// Replays `prefix` (bytes already read for format detection), then reads `inner`.
-class PrefixedSource : public analysis::ByteSource {
- public:
-  PrefixedSource(std::string prefix, analysis::ByteSource* inner)
-      : prefix_(std::move(prefix)), inner_(inner) {}
-  absl::StatusOr<size_t> Read(char* buf, size_t n) override;
-  const std::string& name() const override { return inner_->name(); }
-
- private:
-  std::string prefix_;
-  size_t pos_ = 0;
-  analysis::ByteSource* inner_;
 };
 
 }  // namespace fleetprof

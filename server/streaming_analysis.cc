@@ -1,6 +1,5 @@
 #include "server/streaming_analysis.h"
 
-
 #include "absl/strings/str_cat.h"
 #include "analysis/trace_analyzer.h"
 #include "common/threads.h"
@@ -9,36 +8,6 @@ namespace fleetprof {
 namespace {
 
 constexpr size_t kQueueBytes = 4 << 20;
-constexpr size_t kSniffBytes = 64;
-
-// Detection needs the first decompressed bytes; they are replayed to the reader after.
-absl::StatusOr<analysis::TraceSummary> AnalyzeStream(const std::string& file_name,
-                                                     const std::string& format_name,
-                                                     std::unique_ptr<analysis::ByteSource> raw,
-                                                     analysis::TraceEventsSink* sink,
-                                                     const analysis::TraceLimits& limits) {
-  std::unique_ptr<analysis::ByteSource> plain = analysis::MaybeGunzip(std::move(raw));
-  std::string head(kSniffBytes, '\0');
-  size_t have = 0;
-  while (have < kSniffBytes) {
-    auto got = plain->Read(head.data() + have, kSniffBytes - have);
-    if (!got.ok()) return got.status();
-    if (*got == 0) break;
-    have += *got;
-  }
-  head.resize(have);
-  if (have == 0) return absl::InvalidArgumentError(absl::StrCat(file_name, ": empty upload"));
-  analysis::TraceFormat format = analysis::TraceFormatFromName(format_name);
-  if (format == analysis::TraceFormat::kUnknown) {
-    format = analysis::DetectTraceFormat(file_name, head);
-  }
-  if (format == analysis::TraceFormat::kUnknown) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        file_name, ": not a Kineto JSON trace or an XSpace (.xplane.pb); name the format"));
-  }
-  PrefixedSource source(std::move(head), plain.get());
-  return analysis::AnalyzeTrace(source, format, sink, limits);
-}
 
 }  // namespace
 
@@ -81,7 +50,7 @@ void StreamingAnalysis::Run(std::unique_ptr<analysis::ByteSource> already_stored
     };
     raw = std::make_unique<QueueView>(&queue_);
   }
-  result_ = AnalyzeStream(file_name_, format_name_, std::move(raw), sink_, limits_);
+  result_ = analysis::AnalyzeTraceStream(std::move(raw), analysis::TraceFormatFromName(format_name_), sink_, limits_);
   // Whatever the outcome, the producer must not block on a queue nobody reads.
   queue_.StopReading();
 }
