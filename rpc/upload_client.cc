@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/runtime.h"
+#include "common/server_busy.h"
 #include "grpcpp/grpcpp.h"
 
 namespace fleetprof {
@@ -14,7 +15,7 @@ namespace {
 
 absl::Status FromGrpc(const grpc::Status& s, absl::string_view what) {
   std::string message = s.error_message();
-  if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE && !message.starts_with(kServerBusy)) {
     message = absl::StrCat("server unreachable (", message, ")");
   }
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()),

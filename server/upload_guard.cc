@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/server_busy.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
@@ -34,14 +35,14 @@ absl::StatusOr<std::unique_ptr<UploadGuard::Admission>> UploadGuard::Admit(const
   auto found = per_peer_.find(peer);
   const int from_peer = found == per_peer_.end() ? 0 : found->second;
   if (from_peer >= limits_.max_per_peer) {
-    return absl::UnavailableError(absl::StrCat("the server is busy: ", from_peer, " uploads from ",
+    return absl::UnavailableError(absl::StrCat(kServerBusy, ": ", from_peer, " uploads from ",
                                                peer.empty() ? "this client" : peer,
                                                " are in progress, as many as --max_uploads_per_peer allows; "
                                                "retry later"));
   }
   if (running_ >= limits_.max_uploads) {
     return absl::UnavailableError(absl::StrCat(
-        "the server is busy: ", running_, " uploads are in progress, as many as --max_concurrent_uploads "
+        kServerBusy, ": ", running_, " uploads are in progress, as many as --max_concurrent_uploads "
         "allows; retry later"));
   }
   ++running_;

@@ -10,6 +10,7 @@
 #include "fleetprof/v1/query.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "rpc/upload_client.h"
 #include "tests/platform/reference_compare.h"
 #include "tests/platform/test_cluster.h"
 #include "tests/test_support.h"
@@ -206,6 +207,43 @@ TEST(ResumableUploadTest, StalledUploadsHoldNoServerThread) {
   EXPECT_EQ(state.state(), v1::UploadState::PARTIAL);
   EXPECT_EQ(state.received_bytes(), 0);
   EXPECT_LE(ThreadsOf(cluster.server_pid()), idle_threads + 4);
+}
+
+// A busy server is up: the upload client says it is busy and retries, instead of calling it
+// unreachable (before, every UNAVAILABLE read "server unreachable").
+TEST(ResumableUploadTest, ABusyServerIsToldApartFromAnUnreachableOne) {
+  const std::string trace = CorpusPath("kineto/mi250_rocm62.json.gz");
+  FLEETPROF_REQUIRE_PATH(trace);
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer("127.0.0.1:0", {"--max_concurrent_uploads=1"}));
+  auto channel = grpc::CreateChannel(cluster.grpc_addr(), grpc::InsecureChannelCredentials());
+  auto ingest = v1::IngestService::NewStub(channel);
+  grpc::ClientContext holding_context;
+  v1::UploadResponse holding_response;
+  auto holding = ingest->Upload(&holding_context, &holding_response);
+  ASSERT_TRUE(holding->Write(Metadata("holding", 0, 1 << 20)));  // takes the one place
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  UploadOptions options;
+  options.path = trace;
+  options.job = "busy";
+  options.max_attempts = 1;
+  auto refused = UploadFile(channel, options);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  EXPECT_NE(refused.status().message().find("the server is busy"), std::string::npos) << refused.status();
+  EXPECT_NE(refused.status().message().find("--max_concurrent_uploads"), std::string::npos) << refused.status();
+  EXPECT_EQ(refused.status().message().find("unreachable"), std::string::npos) << refused.status();
+
+  holding_context.TryCancel();  // the place comes back
+  (void)holding->Finish();
+  options.max_attempts = 5;
+  auto accepted = UploadFile(channel, options);
+  EXPECT_TRUE(accepted.ok()) << accepted.status();
+
+  // A server that is not there is still called unreachable.
+  options.max_attempts = 1;
+  auto nobody = UploadFile(grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()), options);
+  EXPECT_NE(nobody.status().message().find("server unreachable"), std::string::npos) << nobody.status();
 }
 
 }  // namespace
