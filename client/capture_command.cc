@@ -85,6 +85,12 @@ int RunCapture(const CliOptions& options) {
     ProgressPrinter progress;
     progress.Show(capture);
     grpc::ClientContext context;
+    // The server fails a capture's targets soon after its deadline; a watch that outlives
+    // that by a minute is talking to a server that stopped answering.
+    if (capture.deadline_unix_ns() > 0) {
+      context.set_deadline(std::chrono::system_clock::time_point(std::chrono::nanoseconds(capture.deadline_unix_ns())) +
+                           std::chrono::minutes(1));
+    }
     v1::GetCaptureRequest watch;
     watch.set_capture_id(capture.capture_id());
     auto reader = stub->WatchCapture(&context, watch);
