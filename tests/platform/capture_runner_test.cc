@@ -5,8 +5,6 @@
 
 #include "agent/capture_runner.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -20,6 +18,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
+#include "tests/platform/loopback_socket.h"
 
 namespace fleetprof {
 namespace {
@@ -28,19 +27,7 @@ namespace {
 // server that hangs, so a capture of it stays busy until it is cancelled.
 class SilentPort {
  public:
-  SilentPort() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd_, 128) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      port_ = -1;
-      return;
-    }
-    port_ = ntohs(addr.sin_port);
-  }
+  SilentPort() { fd_ = testing::ListenOnLoopback(&port_); }
   ~SilentPort() {
     if (fd_ >= 0) ::close(fd_);
   }

@@ -2,7 +2,6 @@
 // link that died without a FIN (a server that froze, a dropped NAT entry) waited forever: the
 // agent never noticed its server was gone. A relay that stops passing bytes plays such a link.
 
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -17,9 +16,13 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "rpc/channel.h"
+#include "tests/platform/loopback_socket.h"
 
 namespace fleetprof {
 namespace {
+
+using testing::ConnectToLoopback;
+using testing::ListenOnLoopback;
 
 // WatchCapture sends one update, then holds the stream open until the call ends.
 class HoldingCaptureService final : public v1::CaptureService::Service {
@@ -33,30 +36,6 @@ class HoldingCaptureService final : public v1::CaptureService::Service {
     return grpc::Status::CANCELLED;
   }
 };
-
-int ListenOnLoopback(int* port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 16) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    return -1;
-  }
-  *port = ntohs(addr.sin_port);
-  return fd;
-}
-
-int ConnectToLoopback(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return -1;
-  return fd;
-}
 
 // Passes bytes between its clients and `target_port` until Freeze(); from then on it holds
 // every connection open and passes nothing, as a dead link does.

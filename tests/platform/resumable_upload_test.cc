@@ -36,6 +36,17 @@ v1::UploadRequest Metadata(const std::string& id, int64_t offset, int64_t total)
   return request;
 }
 
+// Where the server stands on upload `id` (GetUploadState).
+v1::UploadState UploadStateOf(v1::IngestService::Stub& ingest, const std::string& id) {
+  grpc::ClientContext context;
+  v1::GetUploadStateRequest request;
+  request.set_upload_id(id);
+  v1::UploadState state;
+  grpc::Status status = ingest.GetUploadState(&context, request, &state);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return state;
+}
+
 TEST(ResumableUploadTest, InterruptedUploadResumesFromServerOffset) {
   const std::string trace = CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz");
   FLEETPROF_REQUIRE_PATH(trace);
@@ -61,11 +72,7 @@ TEST(ResumableUploadTest, InterruptedUploadResumesFromServerOffset) {
     grpc::Status status = writer->Finish();
     EXPECT_EQ(status.error_code(), grpc::StatusCode::ABORTED) << status.error_message();
   }
-  grpc::ClientContext state_context;
-  v1::GetUploadStateRequest state_request;
-  state_request.set_upload_id("resume-1");
-  v1::UploadState state;
-  ASSERT_TRUE(ingest->GetUploadState(&state_context, state_request, &state).ok());
+  const v1::UploadState state = UploadStateOf(*ingest, "resume-1");
   EXPECT_EQ(state.state(), v1::UploadState::PARTIAL);
   const int64_t offset = state.received_bytes();
   EXPECT_GT(offset, 0);
@@ -199,11 +206,7 @@ TEST(ResumableUploadTest, StalledUploadsHoldNoServerThread) {
   }
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(60));
   // Each stays resumable: its metadata is kept, no byte of it came.
-  grpc::ClientContext state_context;
-  v1::GetUploadStateRequest state_request;
-  state_request.set_upload_id("stalled-0");
-  v1::UploadState state;
-  ASSERT_TRUE(ingest->GetUploadState(&state_context, state_request, &state).ok());
+  const v1::UploadState state = UploadStateOf(*ingest, "stalled-0");
   EXPECT_EQ(state.state(), v1::UploadState::PARTIAL);
   EXPECT_EQ(state.received_bytes(), 0);
   EXPECT_LE(ThreadsOf(cluster.server_pid()), idle_threads + 4);
