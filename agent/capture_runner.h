@@ -46,7 +46,7 @@ class CaptureRunner {
   void Report(const v1::CaptureCommand& command, v1::CaptureTarget::State state,
               const std::string& profile_id, const std::string& error);
   // Runs `work` on a thread of its own; at most kMaxWorkers at once. RESOURCE_EXHAUSTED
-  // when that many are busy or no thread can be started (never an uncaught exception).
+  // when that many are busy, UNAVAILABLE when no thread can be started (never an exception).
   absl::Status Spawn(std::function<void()> work);
   static constexpr size_t kMaxWorkers = 32;
   // The uid whose files registered Kineto process `pid` may hand us; empty when unknown.

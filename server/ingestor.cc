@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <functional>
-#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/runtime.h"

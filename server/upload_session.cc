@@ -102,9 +102,10 @@ absl::StatusOr<bool> UploadSession::Feed(v1::UploadRequest message) {
     if (!more.ok()) finished_ = true;
     return more;
   }
-  absl::Status s = Receive(std::move(message));
-  if (!s.ok()) finished_ = true;
-  if (!s.ok()) return s;
+  if (absl::Status s = Receive(std::move(message)); !s.ok()) {
+    finished_ = true;
+    return s;
+  }
   return true;
 }
 

@@ -37,7 +37,13 @@ class UploadSession {
   // An error is the upload's answer: read no more.
   absl::StatusOr<bool> Feed(v1::UploadRequest message);
   // The stream ended; `broken` when it did not end cleanly (the client went away, the call was
-  // cancelled or timed out): the upload stays resumable. The upload's answer.
+  // cancelled or timed out). The upload's answer:
+  // - the profile; for an upload id committed before, that profile (already_existed);
+  // - ABORTED when interrupted, also after the idle timeout: the bytes stay, and the client
+  //   resumes from GetUploadState's received_bytes;
+  // - INVALID_ARGUMENT for bad input and RESOURCE_EXHAUSTED for a trace over a limit, whose
+  //   bytes are dropped; PERMISSION_DENIED (from Feed) for an upload id of another principal,
+  //   or an agent uploading as another node; other errors (storage, threads) keep the bytes.
   absl::StatusOr<v1::UploadResponse> Finish(bool broken);
 
  private:
