@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "auth/access_guard.h"
-#include "auth/access_policy.h"
+#include "api/access_policy.h"
 #include "auth/token_hash.h"
 
 namespace {

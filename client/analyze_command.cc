@@ -5,13 +5,14 @@
 
 #include "analysis/trace_analyzer.h"
 #include "client/cli.h"
+#include "client/commands.h"
 #include "proto/proto_json.h"
 #include "proto/summary_codec.h"
 
 namespace fleetprof::cli {
 
 int RunAnalyze(const CliOptions& options) {
-  if (options.args.size() != 1) return Fail("usage: fleetprof analyze FILE [--json]");
+  if (options.args.size() != 1) return FailUsage("analyze");
   auto analysed = analysis::AnalyzeTraceFile(options.args[0], nullptr, options.trace_limits);
   if (!analysed.ok()) return Fail(std::string(analysed.status().message()));
   const v1::ProfileSummary summary = SummaryToProto(*analysed);

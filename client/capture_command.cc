@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "proto/proto_json.h"
 #include "client/cli.h"
+#include "client/commands.h"
 #include "client/rpc_helpers.h"
 #include "client/table_printer.h"
 #include "rpc/upload_client.h"
@@ -58,7 +59,7 @@ class ProgressPrinter {
 
 int RunCapture(const CliOptions& options) {
   if (options.job.empty() && options.node.empty() && options.target.empty()) {
-    return Fail("usage: fleetprof capture --job J [--node N] [--target T] [--duration_ms MS] [--wait]");
+    return FailUsage("capture");
   }
   auto stub = v1::CaptureService::NewStub(MakeChannel(options.server, options.security));
   v1::StartCaptureRequest request;

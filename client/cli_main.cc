@@ -5,83 +5,10 @@
 #include <iostream>
 
 #include "client/cli.h"
+#include "client/commands.h"
 #include "common/flags.h"
 
 namespace fleetprof::cli {
-namespace {
-
-constexpr char kUsage[] =
-    "fleetprof: query and feed a fleetprof-server, or analyse a trace offline.\n"
-    "\n"
-    "Usage: fleetprof COMMAND [ARGS] [--server HOST:PORT] [--json]\n"
-    "\n"
-    "Commands:\n"
-    "  analyze FILE                       analyse a trace file locally (no server)\n"
-    "  upload FILE --job J [--node N] [--label k=v]...\n"
-    "                                     store a trace on the server; prints its profile id\n"
-    "  profiles [--job J] [--label k=v]   list stored profiles, newest first\n"
-    "  profile PROFILE                    everything stored about one profile (steps, memory,\n"
-    "                                     device samples of a capture window)\n"
-    "  ops PROFILE                        op breakdown (the key_averages() view)\n"
-    "  kernels PROFILE                    kernel breakdown, merged across devices\n"
-    "  breakdown PROFILE                  per-device busy/idle/compute/communication/memory time\n"
-    "  agents                             node agents and the targets they see\n"
-    "  capture --job J [--node N] [--target T] [--duration_ms MS | --iterations N] [--wait]\n"
-    "                                     capture running jobs now; --wait follows progress\n"
-    "                                     (stderr) and exits 0 when all indexed, 3 if partial\n"
-    "  captures [--job J]                 recent captures, newest first\n"
-    "  delete PROFILE                     remove a profile and all stored for it (admin)\n"
-    "  trace PROFILE [--start_ns N --end_ns N] [--resolution_ns N] [--track ID]... [--search S] [--args]\n"
-    "                                     the events of a time window (default: all of it), exact\n"
-    "                                     down to the resolution, shorter ones counted in blocks\n"
-    "  export PROFILE -o FILE [--format original|chrome_json] [--start_ns N --end_ns N]\n"
-    "                                     the profile as a file: the trace exactly as uploaded, or\n"
-    "                                     its events (a window of them) as Chrome-trace JSON for\n"
-    "                                     Perfetto / chrome://tracing\n"
-    "  diff BASE PROFILE [PROFILE...] [--by op|kernel|scope]\n"
-    "                                     profiles side by side against BASE; --by scope pairs work\n"
-    "                                     by its enclosing record_function / user annotation\n"
-    "  job-ops JOB [--label k=v] [--since_ns A] [--until_ns B]\n"
-    "                                     ops and kernels of every matching profile added up\n"
-    "  job-series JOB [...same filters]   per profile: rank, step time, busy ratio, peak memory\n"
-    "  diagnose PROFILE | --job J [--threshold RULE=VALUE]...\n"
-    "                                     named rules (idle device, tiny kernels, syncs, compiles,\n"
-    "                                     memory, stragglers...) with evidence and suggestions\n"
-    "  schedule --job J --every DURATION [--duration_ms MS] [--node N]\n"
-    "                                     capture the job every DURATION (30m, 2h, 45s), kept by the\n"
-    "                                     server across restarts; a run while a capture of the job\n"
-    "                                     is still running, or a missed one, is skipped\n"
-    "  schedules [--job J]                the schedules, next run and last outcome\n"
-    "  unschedule SCHEDULE_ID             stop a schedule\n"
-    "\n"
-    "Traces: PyTorch/Kineto JSON (.json, .json.gz) and XSpace (.xplane.pb).\n"
-    "The server address can also come from $FLEETPROF_SERVER, the token from $FLEETPROF_TOKEN.";
-
-int Dispatch(const std::string& command, const CliOptions& options) {
-  if (command == "analyze") return RunAnalyze(options);
-  if (command == "upload") return RunUpload(options);
-  if (command == "profiles") return RunProfiles(options);
-  if (command == "ops") return RunOps(options);
-  if (command == "kernels") return RunKernels(options);
-  if (command == "breakdown") return RunBreakdown(options);
-  if (command == "agents") return RunAgents(options);
-  if (command == "capture") return RunCapture(options);
-  if (command == "captures") return RunCaptures(options);
-  if (command == "profile") return RunProfile(options);
-  if (command == "export") return RunExport(options);
-  if (command == "trace") return RunTrace(options);
-  if (command == "delete") return RunDelete(options);
-  if (command == "diff") return RunDiff(options);
-  if (command == "job-ops") return RunJobOps(options);
-  if (command == "job-series") return RunJobSeries(options);
-  if (command == "diagnose") return RunDiagnose(options);
-  if (command == "schedule") return RunSchedule(options);
-  if (command == "schedules") return RunSchedules(options);
-  if (command == "unschedule") return RunUnschedule(options);
-  return Fail("unknown command '" + command + "' (see fleetprof --help)");
-}
-
-}  // namespace
 
 int Fail(const std::string& message) {
   std::cerr << "fleetprof: " << message << "\n";
@@ -109,7 +36,7 @@ int main(int argc, char** argv) {
   if (const char* env = std::getenv("FLEETPROF_SERVER"); env != nullptr && *env != '\0') {
     options.server = env;
   }
-  fleetprof::FlagSet flags(fleetprof::cli::kUsage);
+  fleetprof::FlagSet flags(fleetprof::cli::CommandsHelp());
   flags.AddString("server", &options.server, "fleetprof-server gRPC address");
   flags.AddBool("json", &options.json, "print one JSON object instead of a table");
   flags.AddString("job", &options.job, "job name (upload: the profile's job; profiles: filter)");
@@ -166,5 +93,5 @@ int main(int argc, char** argv) {
     return fleetprof::cli::Fail(std::string(s.message()));
   }
   options.args.assign(flags.positional().begin() + 1, flags.positional().end());
-  return fleetprof::cli::Dispatch(command, options);
+  return fleetprof::cli::RunCommand(command, options);
 }

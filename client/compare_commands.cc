@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli.h"
+#include "client/commands.h"
 #include "client/rpc_helpers.h"
 #include "client/table_printer.h"
 #include "fleetprof/v1/query.grpc.pb.h"
@@ -68,7 +69,7 @@ bool FillJobRequest(const CliOptions& options, const std::string& job, v1::JobRe
 
 int RunDiff(const CliOptions& options) {
   if (options.args.size() < 2) {
-    return Fail("usage: fleetprof diff BASE PROFILE [PROFILE...] [--by op|kernel|scope] [--json]");
+    return FailUsage("diff");
   }
   v1::DiffRequest request;
   for (const std::string& id : options.args) request.add_profile_ids(id);
@@ -83,7 +84,7 @@ int RunDiff(const CliOptions& options) {
 
 int RunJobOps(const CliOptions& options) {
   if (options.args.size() != 1) {
-    return Fail("usage: fleetprof job-ops JOB [--label k=v] [--since_ns A] [--until_ns B] [--json]");
+    return FailUsage("job-ops");
   }
   v1::JobRequest request;
   if (std::string error; !FillJobRequest(options, options.args[0], &request, &error)) return Fail(error);
@@ -103,7 +104,7 @@ int RunJobOps(const CliOptions& options) {
 
 int RunJobSeries(const CliOptions& options) {
   if (options.args.size() != 1) {
-    return Fail("usage: fleetprof job-series JOB [--label k=v] [--since_ns A] [--until_ns B] [--json]");
+    return FailUsage("job-series");
   }
   v1::JobRequest request;
   if (std::string error; !FillJobRequest(options, options.args[0], &request, &error)) return Fail(error);
@@ -139,7 +140,7 @@ int RunDiagnose(const CliOptions& options) {
   } else if (options.args.size() == 1) {
     request.set_profile_id(options.args[0]);
   } else {
-    return Fail("usage: fleetprof diagnose PROFILE | --job J [--threshold RULE=VALUE]... [--json]");
+    return FailUsage("diagnose");
   }
   for (const std::string& t : options.thresholds) {
     const size_t eq = t.find('=');

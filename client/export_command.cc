@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/cli.h"
+#include "client/commands.h"
 #include "client/rpc_helpers.h"
 #include "fleetprof/v1/query.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -21,8 +22,7 @@ namespace fleetprof::cli {
 
 int RunExport(const CliOptions& options) {
   if (options.args.size() != 1 || options.output.empty()) {
-    return Fail("usage: fleetprof export PROFILE_ID [--format original|chrome_json] [--start_ns N --end_ns N] "
-                "-o FILE [--json]");
+    return FailUsage("export");
   }
   const std::string format = options.format.empty() ? "original" : options.format;
   auto stub = v1::QueryService::NewStub(MakeChannel(options.server, options.security));

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/cli.h"
+#include "client/commands.h"
 #include "client/rpc_helpers.h"
 #include "client/table_printer.h"
 #include "rpc/upload_client.h"
@@ -17,7 +18,7 @@
 namespace fleetprof::cli {
 
 int RunProfile(const CliOptions& options) {
-  if (options.args.size() != 1) return Fail("usage: fleetprof profile PROFILE_ID [--json]");
+  if (options.args.size() != 1) return FailUsage("profile");
   auto stub = v1::QueryService::NewStub(MakeChannel(options.server, options.security));
   grpc::ClientContext context;
   SetDeadline(&context, options);
@@ -45,7 +46,7 @@ int RunProfile(const CliOptions& options) {
 // `fleetprof delete PROFILE`: removes the profile and everything stored for it (needs the
 // admin scope when tokens are on).
 int RunDelete(const CliOptions& options) {
-  if (options.args.size() != 1) return Fail("usage: fleetprof delete PROFILE_ID [--json]");
+  if (options.args.size() != 1) return FailUsage("delete");
   auto stub = v1::QueryService::NewStub(MakeChannel(options.server, options.security));
   grpc::ClientContext context;
   SetDeadline(&context, options);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/cli.h"
+#include "client/commands.h"
 #include "client/rpc_helpers.h"
 #include "client/table_printer.h"
 #include "rpc/upload_client.h"
@@ -28,7 +29,7 @@ std::string LabelsText(const google::protobuf::Map<std::string, std::string>& la
 
 std::string RequireProfileId(const CliOptions& options, const char* command) {
   if (options.args.size() != 1) {
-    Fail(absl::StrCat("usage: fleetprof ", command, " PROFILE_ID [--json] [--limit N]"));
+    FailUsage(command);
     return "";
   }
   return options.args[0];
@@ -38,7 +39,7 @@ std::string RequireProfileId(const CliOptions& options, const char* command) {
 
 int RunUpload(const CliOptions& options) {
   if (options.args.size() != 1) {
-    return Fail("usage: fleetprof upload FILE --job J [--node N] [--label k=v] [--format F]");
+    return FailUsage("upload");
   }
   UploadOptions upload;
   upload.path = options.args[0];

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "client/cli.h"
+#include "client/commands.h"
 #include "client/rpc_helpers.h"
 #include "client/table_printer.h"
 #include "fleetprof/v1/schedule.grpc.pb.h"
@@ -36,7 +37,7 @@ std::string ScheduleTable(const v1::ListSchedulesResponse& response) {
 
 int RunSchedule(const CliOptions& options) {
   if (options.job.empty() || options.every.empty() || !options.args.empty()) {
-    return Fail("usage: fleetprof schedule --job J --every DURATION (e.g. 30m, 2h, 45s) [--duration_ms MS] [--node N]");
+    return FailUsage("schedule");
   }
   absl::Duration every;
   if (!absl::ParseDuration(options.every, &every) || every <= absl::ZeroDuration()) {
@@ -73,7 +74,7 @@ int RunSchedules(const CliOptions& options) {
 }
 
 int RunUnschedule(const CliOptions& options) {
-  if (options.args.size() != 1) return Fail("usage: fleetprof unschedule SCHEDULE_ID");
+  if (options.args.size() != 1) return FailUsage("unschedule");
   v1::DeleteScheduleRequest request;
   request.set_schedule_id(options.args[0]);
   grpc::ClientContext context;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/cli.h"
+#include "client/commands.h"
 #include "client/rpc_helpers.h"
 #include "client/table_printer.h"
 #include "fleetprof/v1/query.grpc.pb.h"
@@ -47,8 +48,7 @@ std::string TraceTable(const v1::TraceWindow& window) {
 
 int RunTrace(const CliOptions& options) {
   if (options.args.size() != 1) {
-    return Fail("usage: fleetprof trace PROFILE_ID [--start_ns N --end_ns N] [--resolution_ns N] [--track ID]... "
-                "[--search S] [--args] [--json]");
+    return FailUsage("trace");
   }
   auto stub = v1::QueryService::NewStub(MakeChannel(options.server, options.security));
   grpc::ClientContext context;

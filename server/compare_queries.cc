@@ -15,7 +15,11 @@ absl::StatusOr<v1::DiffResponse> QueryApi::Diff(const v1::DiffRequest& request) 
   QueryTimer timer(metrics_, "Diff");
   auto by = compare::ParseDiffBy(request.by());
   if (!by.ok()) return by.status();
-  const int n = request.profile_ids_size();
+  // The baseline given apart goes first (the HTTP API's ?base=).
+  std::vector<std::string> ids;
+  if (!request.base_profile_id().empty()) ids.push_back(request.base_profile_id());
+  ids.insert(ids.end(), request.profile_ids().begin(), request.profile_ids().end());
+  const int n = static_cast<int>(ids.size());
   if (n < compare::kMinDiffProfiles || n > compare::kMaxDiffProfiles) {
     return absl::InvalidArgumentError(absl::StrCat("a diff takes ", compare::kMinDiffProfiles, " to ",
                                                    compare::kMaxDiffProfiles,
@@ -24,7 +28,7 @@ absl::StatusOr<v1::DiffResponse> QueryApi::Diff(const v1::DiffRequest& request) 
   std::vector<std::shared_ptr<const v1::ProfileSummary>> summaries;  // keep the inputs alive
   std::vector<compare::DiffInput> inputs;
   for (int i = 0; i < n; ++i) {
-    const std::string& id = request.profile_ids(i);
+    const std::string& id = ids[i];
     if (id.empty()) return absl::InvalidArgumentError("a profile id of the diff is empty");
     auto summary = summaries_.Get(id);
     if (!summary.ok()) return summary.status();

@@ -1,7 +1,7 @@
 #include "server/grpc_access.h"
 
 #include "absl/strings/match.h"
-#include "auth/access_policy.h"
+#include "api/access_policy.h"
 
 namespace fleetprof {
 namespace {

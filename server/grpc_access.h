@@ -1,7 +1,7 @@
 #pragma once
 // The gRPC edge of the access check. A server interceptor sees every call's method name and
 // metadata before the handler runs, asks the AccessGuard with the method's rule
-// (auth/access_policy.h), and keeps the answer for the call's lifetime; each handler starts
+// (api/access_policy.h), and keeps the answer for the call's lifetime; each handler starts
 // with Caller(context) and returns its status when refused. Services that cannot ask (gRPC's
 // own reflection) are cancelled by the interceptor instead.
 

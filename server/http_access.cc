@@ -1,8 +1,8 @@
 #include "server/http_access.h"
 
-#include "auth/access_policy.h"
+#include "api/access_policy.h"
 #include "httplib.h"
-#include "server/http_status.h"
+#include "api/http_status.h"
 
 namespace fleetprof {
 

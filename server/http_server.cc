@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "httplib.h"
 #include "proto/proto_json.h"
-#include "server/http_status.h"
+#include "api/http_status.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "analysis/trace_limits.h"
+#include "api/api_catalog.h"
 #include "common/flags.h"
 #include "common/runtime.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -29,11 +30,13 @@
 #include "server/fleet_metrics.h"
 #include "server/grpc_access.h"
 #include "server/http_access.h"
+#include "server/fleet_operations.h"
 #include "server/http_api.h"
 #include "server/http_server.h"
 #include "server/job_metrics.h"
 #include "server/ingest_service.h"
 #include "server/query_api.h"
+#include "server/query_operations.h"
 #include "server/query_service.h"
 #include "server/server_metrics.h"
 #include "server/web_ui.h"
@@ -346,11 +349,18 @@ int Run(const ServerFlags& flags) {
                                                                          job_metrics};
   std::atomic<bool> serving{false};
   HttpServer http(*http_options);
+  // Every operation, once, for the HTTP binder (and whatever edge serves from the table).
+  Operations operations;
+  AddQueryOperations(&query_api, &operations);
+  AddFleetOperations(&captures, &scheduler, &registry, &operations);
+  if (!operations.status().ok()) {
+    spdlog::error("{}", operations.status().ToString());
+    server->Shutdown();
+    return 1;
+  }
+  const HttpBinder api_binder(&ApiCatalog::Get(), &operations);
   HttpApiBackends backends;
-  backends.query = &query_api;
-  backends.captures = &captures;
-  backends.schedules = &scheduler;
-  backends.agents = &registry;
+  backends.api = &api_binder;
   std::atomic<bool> storage_serving{true};
   backends.not_serving = [&serving, &storage_serving, &store]() -> std::string {
     if (!serving.load()) return "draining";

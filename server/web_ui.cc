@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "httplib.h"
-#include "server/http_status.h"
+#include "api/http_status.h"
 #include "server/web_assets.h"
 
 namespace fleetprof {

@@ -199,5 +199,26 @@ TEST(CliTest, HelpListsEveryCommand) {
   }
 }
 
+// The usage a wrong call prints is the line --help shows for that command (one table row).
+TEST(CliTest, AWrongCallPrintsTheUsageTheHelpShows) {
+  const std::string help = RunCommand({BinDir() + "/fleetprof", "--help"}).out;
+  for (const char* command : {"diff", "unschedule", "trace", "ops"}) {
+    SCOPED_TRACE(command);
+    CommandResult r = RunCommand({BinDir() + "/fleetprof", command, "--server", "127.0.0.1:1"});
+    EXPECT_EQ(r.exit_code, 1);
+    const std::string prefix = "fleetprof: usage: fleetprof ";
+    ASSERT_EQ(r.err.rfind(prefix, 0), 0u) << r.err;
+    std::string usage = r.err.substr(prefix.size());
+    usage = usage.substr(0, usage.find(" [--json]"));
+    const size_t at = help.find("  " + usage);
+    ASSERT_NE(at, std::string::npos) << usage;
+    const char after = help[at + 2 + usage.size()];
+    EXPECT_TRUE(after == ' ' || after == '\n') << usage;
+  }
+  CommandResult unknown = RunCommand({BinDir() + "/fleetprof", "profilez"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("unknown command 'profilez' (see fleetprof --help)"), std::string::npos) << unknown.err;
+}
+
 }  // namespace
 }  // namespace fleetprof::testing

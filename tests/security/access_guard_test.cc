@@ -4,7 +4,7 @@
 #include <fstream>
 
 #include "auth/access_guard.h"
-#include "auth/access_policy.h"
+#include "api/access_policy.h"
 #include "auth/exposure.h"
 #include "auth/token_hash.h"
 #include "gtest/gtest.h"

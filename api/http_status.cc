@@ -1,4 +1,4 @@
-#include "server/http_status.h"
+#include "api/http_status.h"
 
 #include "proto/proto_json.h"
 

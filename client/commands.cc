@@ -1,0 +1,96 @@
+#include "client/commands.h"
+
+#include <algorithm>
+
+namespace fleetprof::cli {
+namespace {
+
+constexpr size_t kUsageColumn = 37;  // where the descriptions start in --help
+
+}  // namespace
+
+const std::vector<Command>& Commands() {
+  static const auto* commands = new std::vector<Command>{
+      {"analyze", "FILE", "analyse a trace file locally (no server)", RunAnalyze},
+      {"upload", "FILE --job J [--node N] [--label k=v]... [--format F]",
+       "store a trace on the server; prints its profile id", RunUpload},
+      {"profiles", "[--job J] [--label k=v]", "list stored profiles, newest first", RunProfiles},
+      {"profile", "PROFILE_ID", "everything stored about one profile (steps, memory,\ndevice samples of a capture window)",
+       RunProfile},
+      {"ops", "PROFILE_ID [--limit N]", "op breakdown (the key_averages() view)", RunOps},
+      {"kernels", "PROFILE_ID [--limit N]", "kernel breakdown, merged across devices", RunKernels},
+      {"breakdown", "PROFILE_ID", "per-device busy/idle/compute/communication/memory time", RunBreakdown},
+      {"agents", "", "node agents and the targets they see", RunAgents},
+      {"capture", "--job J [--node N] [--target T] [--duration_ms MS | --iterations N] [--wait]",
+       "capture running jobs now; --wait follows progress\n(stderr) and exits 0 when all indexed, 3 if partial",
+       RunCapture},
+      {"captures", "[--job J]", "recent captures, newest first", RunCaptures},
+      {"delete", "PROFILE_ID", "remove a profile and all stored for it (admin)", RunDelete},
+      {"trace", "PROFILE_ID [--start_ns N --end_ns N] [--resolution_ns N] [--track ID]... [--search S] [--args]",
+       "the events of a time window (default: all of it), exact\ndown to the resolution, shorter ones counted in "
+       "blocks",
+       RunTrace},
+      {"export", "PROFILE_ID -o FILE [--format original|chrome_json] [--start_ns N --end_ns N]",
+       "the profile as a file: the trace exactly as uploaded, or\nits events (a window of them) as Chrome-trace JSON "
+       "for\nPerfetto / chrome://tracing",
+       RunExport},
+      {"diff", "BASE PROFILE [PROFILE...] [--by op|kernel|scope]",
+       "profiles side by side against BASE; --by scope pairs work\nby its enclosing record_function / user annotation",
+       RunDiff},
+      {"job-ops", "JOB [--label k=v] [--since_ns A] [--until_ns B]",
+       "ops and kernels of every matching profile added up", RunJobOps},
+      {"job-series", "JOB [--label k=v] [--since_ns A] [--until_ns B]",
+       "per profile: rank, step time, busy ratio, peak memory", RunJobSeries},
+      {"diagnose", "PROFILE | --job J [--threshold RULE=VALUE]...",
+       "named rules (idle device, tiny kernels, syncs, compiles,\nmemory, stragglers...) with evidence and suggestions",
+       RunDiagnose},
+      {"schedule", "--job J --every DURATION [--duration_ms MS] [--node N]",
+       "capture the job every DURATION (30m, 2h, 45s), kept by the\nserver across restarts; a run while a capture of "
+       "the job\nis still running, or a missed one, is skipped",
+       RunSchedule},
+      {"schedules", "[--job J]", "the schedules, next run and last outcome", RunSchedules},
+      {"unschedule", "SCHEDULE_ID", "stop a schedule", RunUnschedule},
+  };
+  return *commands;
+}
+
+std::string CommandsHelp() {
+  std::string help =
+      "fleetprof: query and feed a fleetprof-server, or analyse a trace offline.\n"
+      "\n"
+      "Usage: fleetprof COMMAND [ARGS] [--server HOST:PORT] [--json]\n"
+      "\n"
+      "Commands:\n";
+  const std::string indent(kUsageColumn, ' ');
+  for (const Command& command : Commands()) {
+    std::string head = "  " + std::string(command.name) + (*command.usage != '\0' ? " " : "") + command.usage;
+    // A long synopsis takes its own line; the description starts below it.
+    head += head.size() + 1 <= kUsageColumn ? std::string(kUsageColumn - head.size(), ' ') : "\n" + indent;
+    help += head;
+    for (const char* c = command.what; *c != '\0'; ++c) help += *c == '\n' ? "\n" + indent : std::string(1, *c);
+    help += "\n";
+  }
+  help +=
+      "\n"
+      "Traces: PyTorch/Kineto JSON (.json, .json.gz) and XSpace (.xplane.pb).\n"
+      "The server address can also come from $FLEETPROF_SERVER, the token from $FLEETPROF_TOKEN.";
+  return help;
+}
+
+int FailUsage(const std::string& name) {
+  for (const Command& command : Commands()) {
+    if (name == command.name) {
+      return Fail("usage: fleetprof " + name + (*command.usage != '\0' ? " " : "") + command.usage + " [--json]");
+    }
+  }
+  return Fail("usage: fleetprof " + name);
+}
+
+int RunCommand(const std::string& name, const CliOptions& options) {
+  const auto& commands = Commands();
+  auto it = std::find_if(commands.begin(), commands.end(), [&](const Command& c) { return name == c.name; });
+  if (it == commands.end()) return Fail("unknown command '" + name + "' (see fleetprof --help)");
+  return it->run(options);
+}
+
+}  // namespace fleetprof::cli
