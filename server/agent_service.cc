@@ -176,17 +176,4 @@ grpc::ServerBidiReactor<v1::AgentMessage, v1::ServerMessage>* AgentServiceImpl::
   return new AgentStream(this, context);
 }
 
-grpc::ServerUnaryReactor* AgentServiceImpl::ListAgents(grpc::CallbackServerContext* context,
-                                                       const v1::ListAgentsRequest*,
-                                                       v1::ListAgentsResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (auto caller = access_->Caller(context); !caller.ok()) {
-    reactor->Finish(ToGrpcStatus(caller.status()));
-    return reactor;
-  }
-  *response = registry_->ListAgents();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
-}
-
 }  // namespace fleetprof

@@ -1,5 +1,6 @@
 #pragma once
-// AgentService: the long-lived stream each node agent dials, plus the agent list. On gRPC's
+// AgentService: the long-lived stream each node agent dials (the agent list is served from the
+// operation table by GrpcOperations, server/grpc_operations.h). On gRPC's
 // callback (reactor) API: an idle agent stream holds no thread, so a server keeps thousands of
 // agents with a few threads; work happens only when a message arrives or leaves.
 
@@ -8,6 +9,7 @@
 #include "fleetprof/v1/agent.grpc.pb.h"
 #include "server/agent_registry.h"
 #include "server/grpc_access.h"
+#include "server/grpc_operations.h"
 
 namespace fleetprof {
 
@@ -16,15 +18,15 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   using UpdateHandler = std::function<void(const std::string& node, const v1::CaptureUpdate&)>;
 
   AgentServiceImpl(AgentRegistry* registry, const GrpcAccess* access, int64_t heartbeat_interval_ms,
-                   UpdateHandler on_update)
+                   UpdateHandler on_update, const Operations& operations)
       : registry_(registry),
         access_(access),
         heartbeat_interval_ms_(heartbeat_interval_ms),
-        on_update_(std::move(on_update)) {}
+        on_update_(std::move(on_update)) {
+    ServeFromTable(v1::AgentService::service_full_name(), operations, [this](int i) { MarkMethodGeneric(i); });
+  }
 
   grpc::ServerBidiReactor<v1::AgentMessage, v1::ServerMessage>* Connect(grpc::CallbackServerContext* context) override;
-  grpc::ServerUnaryReactor* ListAgents(grpc::CallbackServerContext* context, const v1::ListAgentsRequest*,
-                                       v1::ListAgentsResponse* response) override;
 
   // What one stream needs of the service (agent_service.cc's reactor).
   AgentRegistry* registry() const { return registry_; }

@@ -4,27 +4,6 @@
 
 namespace fleetprof {
 
-grpc::Status CaptureServiceImpl::StartCapture(grpc::ServerContext* context,
-                                              const v1::StartCaptureRequest* request,
-                                              v1::Capture* response) {
-  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
-  return Reply(coordinator_->Start(*request), response);
-}
-
-grpc::Status CaptureServiceImpl::GetCapture(grpc::ServerContext* context,
-                                            const v1::GetCaptureRequest* request,
-                                            v1::Capture* response) {
-  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
-  return Reply(coordinator_->Get(request->capture_id()), response);
-}
-
-grpc::Status CaptureServiceImpl::ListCaptures(grpc::ServerContext* context,
-                                              const v1::ListCapturesRequest* request,
-                                              v1::ListCapturesResponse* response) {
-  if (auto caller = access_->Caller(context); !caller.ok()) return ToGrpcStatus(caller.status());
-  return Reply(coordinator_->List(*request), response);
-}
-
 grpc::Status CaptureServiceImpl::WatchCapture(grpc::ServerContext* context,
                                               const v1::GetCaptureRequest* request,
                                               grpc::ServerWriter<v1::Capture>* writer) {

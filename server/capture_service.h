@@ -1,23 +1,21 @@
 #pragma once
-// CaptureService: the gRPC face of the CaptureCoordinator.
+// CaptureService over gRPC: the watch stream. Starting, getting and listing captures are
+// served from the operation table by GrpcOperations (server/grpc_operations.h).
 
 #include "fleetprof/v1/capture.grpc.pb.h"
 #include "server/capture_coordinator.h"
 #include "server/grpc_access.h"
+#include "server/grpc_operations.h"
 
 namespace fleetprof {
 
 class CaptureServiceImpl final : public v1::CaptureService::Service {
  public:
-  CaptureServiceImpl(CaptureCoordinator* coordinator, const GrpcAccess* access)
-      : coordinator_(coordinator), access_(access) {}
+  CaptureServiceImpl(CaptureCoordinator* coordinator, const GrpcAccess* access, const Operations& operations)
+      : coordinator_(coordinator), access_(access) {
+    ServeFromTable(v1::CaptureService::service_full_name(), operations, [this](int i) { MarkMethodGeneric(i); });
+  }
 
-  grpc::Status StartCapture(grpc::ServerContext*, const v1::StartCaptureRequest* request,
-                            v1::Capture* response) override;
-  grpc::Status GetCapture(grpc::ServerContext*, const v1::GetCaptureRequest* request,
-                          v1::Capture* response) override;
-  grpc::Status ListCaptures(grpc::ServerContext*, const v1::ListCapturesRequest* request,
-                            v1::ListCapturesResponse* response) override;
   grpc::Status WatchCapture(grpc::ServerContext* context, const v1::GetCaptureRequest* request,
                             grpc::ServerWriter<v1::Capture>* writer) override;
 

@@ -26,7 +26,8 @@
 #include "server/capture_service.h"
 #include "server/retention.h"
 #include "absl/strings/numbers.h"
-#include "server/schedule_service.h"
+#include "fleetprof/v1/schedule.grpc.pb.h"
+#include "server/grpc_operations.h"
 #include "server/fleet_metrics.h"
 #include "server/grpc_access.h"
 #include "server/http_access.h"
@@ -64,6 +65,7 @@ struct ServerFlags {
   int64_t max_uploads_per_peer = 8;
   int64_t upload_idle_timeout_s = 60;
   int64_t upload_workers = 4;
+  int64_t query_workers = 8;
   analysis::TraceLimits trace_limits;  // --max_trace_mb, --max_trace_events, …
   int64_t heartbeat_ms = 2000;
   int64_t stale_upload_hours = 24;
@@ -292,9 +294,24 @@ int Run(const ServerFlags& flags) {
     return 1;
   }
   IngestServiceImpl ingest(&ingestor, &grpc_access, upload_workers->get());
-  QueryServiceImpl query(&query_api, &grpc_access);
-  CaptureServiceImpl capture_service(&captures, &grpc_access);
   CaptureScheduler scheduler(store->get(), &captures, &metrics);
+  // Every operation, once: the HTTP binder and gRPC's generic service both serve from here.
+  Operations operations;
+  AddQueryOperations(&query_api, &operations);
+  AddFleetOperations(&captures, &scheduler, &registry, &operations);
+  if (!operations.status().ok()) {
+    spdlog::error("{}", operations.status().ToString());
+    return 1;
+  }
+  auto query_workers = WorkerPool::Start("the query workers", static_cast<int>(flags.query_workers));
+  if (!query_workers.ok()) {
+    spdlog::error("{}", std::string(query_workers.status().message()));
+    return 1;
+  }
+  GrpcOperations grpc_operations(&operations, &grpc_access, query_workers->get(),
+                                 static_cast<int>(flags.max_rpc_threads));
+  QueryServiceImpl query(&query_api, &grpc_access, operations);
+  CaptureServiceImpl capture_service(&captures, &grpc_access, operations);
   retention = std::make_unique<Retention>(
       *retention_policy, store->get(), &registry,
       [&query_api](const std::string& id) {
@@ -303,11 +320,13 @@ int Run(const ServerFlags& flags) {
         return query_api.DeleteProfile(request).status();
       },
       metrics.registry().get());
-  ScheduleServiceImpl schedule_service(&scheduler, &grpc_access);
+  TableServedService<v1::ScheduleService::Service> schedule_service(v1::ScheduleService::service_full_name(),
+                                                                    operations);
   AgentServiceImpl agents(&registry, &grpc_access, flags.heartbeat_ms,
                           [&captures](const std::string& node, const v1::CaptureUpdate& update) {
                             captures.OnUpdate(node, update);
-                          });
+                          },
+                          operations);
 
   grpc::EnableDefaultHealthCheckService(true);
   // Reflection serves the API's schema to any caller it cannot ask for a token; with tokens
@@ -337,6 +356,7 @@ int Run(const ServerFlags& flags) {
   builder.RegisterService(&agents);
   builder.RegisterService(&capture_service);
   builder.RegisterService(&schedule_service);
+  builder.RegisterCallbackGenericService(&grpc_operations);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || grpc_port == 0) {
     spdlog::error("cannot listen for gRPC on {}", flags.grpc_addr);
@@ -349,15 +369,6 @@ int Run(const ServerFlags& flags) {
                                                                          job_metrics};
   std::atomic<bool> serving{false};
   HttpServer http(*http_options);
-  // Every operation, once, for the HTTP binder (and whatever edge serves from the table).
-  Operations operations;
-  AddQueryOperations(&query_api, &operations);
-  AddFleetOperations(&captures, &scheduler, &registry, &operations);
-  if (!operations.status().ok()) {
-    spdlog::error("{}", operations.status().ToString());
-    server->Shutdown();
-    return 1;
-  }
   const HttpBinder api_binder(&ApiCatalog::Get(), &operations);
   HttpApiBackends backends;
   backends.api = &api_binder;
@@ -464,6 +475,9 @@ int main(int argc, char** argv) {
   set.AddInt("upload_workers", &flags.upload_workers,
              "threads that store uploads' chunks, hand them to the analysis and commit (an upload waiting "
              "for its client holds none)");
+  set.AddInt("query_workers", &flags.query_workers,
+             "threads that answer gRPC queries (the operation table's unary methods); more calls wait, up to "
+             "--max_rpc_threads in all, then RESOURCE_EXHAUSTED");
   set.AddInt("max_job_series", &flags.max_job_series,
              "job label values per metric family; past it, jobs add up under job=\"other\" (device memory) "
              "or the least recently profiled goes (profile gauges)");
@@ -524,6 +538,10 @@ int main(int argc, char** argv) {
   }
   if (flags.upload_workers < 1 || flags.upload_workers > 256) {
     std::cerr << "fleetprof-server: --upload_workers=" << flags.upload_workers << " must be between 1 and 256\n";
+    return 2;
+  }
+  if (flags.query_workers < 1 || flags.query_workers > 256) {
+    std::cerr << "fleetprof-server: --query_workers=" << flags.query_workers << " must be between 1 and 256\n";
     return 2;
   }
   if (absl::Status s = flags.trace_limits.Validate(); !s.ok()) {
