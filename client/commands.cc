@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "client/declared_call.h"
+
 namespace fleetprof::cli {
 namespace {
 
@@ -15,6 +17,8 @@ const std::vector<Command>& Commands() {
       {"upload", "FILE --job J [--node N] [--label k=v]... [--format F]",
        "store a trace on the server; prints its profile id", RunUpload},
       {"profiles", "[--job J] [--label k=v]", "list stored profiles, newest first", RunProfiles},
+      {"jobs", "[--label k=v]", "jobs with stored profiles, most recently profiled first", nullptr,
+       "fleetprof.v1.QueryService.ListJobs"},
       {"profile", "PROFILE_ID", "everything stored about one profile (steps, memory,\ndevice samples of a capture window)",
        RunProfile},
       {"ops", "PROFILE_ID [--limit N]", "op breakdown (the key_averages() view)", RunOps},
@@ -90,7 +94,7 @@ int RunCommand(const std::string& name, const CliOptions& options) {
   const auto& commands = Commands();
   auto it = std::find_if(commands.begin(), commands.end(), [&](const Command& c) { return name == c.name; });
   if (it == commands.end()) return Fail("unknown command '" + name + "' (see fleetprof --help)");
-  return it->run(options);
+  return it->run != nullptr ? it->run(options) : RunDeclaredCall(it->name, it->method, options);
 }
 
 }  // namespace fleetprof::cli

@@ -1,7 +1,8 @@
 #pragma once
 // The CLI's commands in one table: name, arguments, what it does, and the function that runs
 // it. `fleetprof --help` prints the table, a wrong call prints its row's usage, and the
-// dispatch looks the name up in it, so a new command is one row (and its Run function).
+// dispatch looks the name up in it, so a new command is one row: with a Run function of its
+// own, or just the method it calls, whose request is filled from the flags of its fields' names.
 
 #include <string>
 #include <vector>
@@ -14,7 +15,8 @@ struct Command {
   const char* name;   // "diff"
   const char* usage;  // "BASE PROFILE [PROFILE...] [--by op|kernel|scope]"
   const char* what;   // one sentence; '\n' starts another line of it in the help
-  int (*run)(const CliOptions& options);
+  int (*run)(const CliOptions& options);  // null: call `method` (client/declared_call.h)
+  const char* method = nullptr;           // "fleetprof.v1.QueryService.ListJobs"
 };
 
 const std::vector<Command>& Commands();

@@ -1,6 +1,8 @@
 #include "server/query_api.h"
 
 #include <algorithm>
+#include <map>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/query_timer.h"
@@ -39,6 +41,41 @@ absl::StatusOr<v1::ListProfilesResponse> QueryApi::ListProfiles(const v1::ListPr
     out->set_profile_id(bad.key);
     out->set_error(bad.error);
   }
+  return response;
+}
+
+absl::StatusOr<v1::ListJobsResponse> QueryApi::ListJobs(const v1::ListJobsRequest& request) {
+  QueryTimer timer(metrics_, "ListJobs");
+  v1::ListProfilesRequest list;
+  *list.mutable_labels() = request.labels();
+  list.set_page_size(1000);
+  std::map<std::string, v1::JobSummary> jobs;
+  int64_t seen = 0;
+  do {
+    auto page = store_->ListProfiles(list);
+    if (!page.ok()) return page.status();
+    for (const v1::ProfileInfo& info : page->profiles) {
+      if (++seen > kMaxListedProfiles) {
+        return absl::ResourceExhaustedError(absl::StrCat("more than ", kMaxListedProfiles,
+                                                         " profiles to count; narrow the job list with a label"));
+      }
+      v1::JobSummary& job = jobs[info.job()];
+      job.set_job(info.job());
+      job.set_profiles(job.profiles() + 1);
+      if (job.last_profile_id().empty() || info.ingested_at_ns() > job.last_ingested_at_ns()) {
+        job.set_last_ingested_at_ns(info.ingested_at_ns());
+        job.set_last_profile_id(info.profile_id());
+      }
+    }
+    list.set_page_token(page->next_page_token);
+  } while (!list.page_token().empty());
+  std::vector<v1::JobSummary> sorted;
+  for (auto& [name, job] : jobs) sorted.push_back(std::move(job));
+  std::stable_sort(sorted.begin(), sorted.end(), [](const v1::JobSummary& a, const v1::JobSummary& b) {
+    return a.last_ingested_at_ns() > b.last_ingested_at_ns();  // ties keep the names' order
+  });
+  v1::ListJobsResponse response;
+  for (auto& job : sorted) *response.add_jobs() = std::move(job);
   return response;
 }
 

@@ -27,6 +27,10 @@ class QueryApi {
   // Profiles matching the request, newest ingest first. INVALID_ARGUMENT for a page_size
   // outside 0..1000, a negative time bound or a page_token of another query.
   absl::StatusOr<v1::ListProfilesResponse> ListProfiles(const v1::ListProfilesRequest& request);
+  // Every job with a profile matching the labels, with its profile count and newest profile,
+  // most recently ingested first. RESOURCE_EXHAUSTED past kMaxListedProfiles profiles.
+  absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request);
+  static constexpr int kMaxListedProfiles = 100000;
   // The profile's record and whole summary; NOT_FOUND naming the id when unknown.
   absl::StatusOr<v1::GetProfileResponse> GetProfile(const std::string& profile_id);
 

@@ -31,6 +31,7 @@ void AddQueryOperations(QueryApi* api, Operations* ops) {
   using namespace v1;  // NOLINT: the message names read as in query.proto
   ops->AddUnary<ListProfilesRequest, ListProfilesResponse>(Method("ListProfiles"),
                                                            [api](const auto& r) { return api->ListProfiles(r); });
+  ops->AddUnary<ListJobsRequest, ListJobsResponse>(Method("ListJobs"), [api](const auto& r) { return api->ListJobs(r); });
   ops->AddUnary<GetProfileRequest, GetProfileResponse>(
       Method("GetProfile"), [api](const auto& r) { return api->GetProfile(r.profile_id()); });
   ops->AddUnary<BreakdownRequest, OpBreakdownResponse>(Method("OpBreakdown"),

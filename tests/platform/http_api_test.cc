@@ -297,6 +297,7 @@ TEST_F(HttpApiTest, ListsEqualTheCli) {
   EXPECT_EQ(Get("/api/v1/profiles?job=nobody"), "{\"profiles\":[],\"next_page_token\":\"\",\"unreadable\":[]}");
   EXPECT_EQ(Get("/api/v1/agents"), CliJson({"agents"}));
   EXPECT_EQ(Get("/api/v1/captures"), CliJson({"captures"}));
+  EXPECT_EQ(Get("/api/v1/jobs"), CliJson({"jobs"}));
 }
 
 TEST_F(HttpApiTest, ErrorsNameWhatIsWrongWithMappedStatus) {

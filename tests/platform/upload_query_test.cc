@@ -81,6 +81,28 @@ TEST_F(UploadQueryTest, ProfilesListFiltersByJobAndLabel) {
   EXPECT_NE(all.out.find(b), std::string::npos);
 }
 
+// The job list (ListJobs: one .proto method, one query-layer function, one CLI row).
+TEST_F(UploadQueryTest, JobsListCountsProfilesNewestJobFirst) {
+  const std::string trace = CorpusPath("kineto/mi250_rocm62.json.gz");
+  FLEETPROF_REQUIRE_PATH(trace);
+  const std::string a = Upload(trace, {"--job", "train", "--label", "rank=0"});
+  const std::string b = Upload(trace, {"--job", "train", "--label", "rank=1"});
+  const std::string c = Upload(trace, {"--job", "serve"});
+  ASSERT_FALSE(a.empty() || b.empty() || c.empty());
+  CommandResult all = cluster_.Cli({"jobs", "--json"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  // serve was profiled last, so it comes first; train has two profiles, the newest b.
+  EXPECT_EQ(all.out.find("{\"jobs\":[{\"job\":\"serve\",\"profiles\":1,"), 0u) << all.out;
+  EXPECT_NE(all.out.find("{\"job\":\"train\",\"profiles\":2,"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("\"last_profile_id\":\"" + b + "\""), std::string::npos) << all.out;
+  CommandResult rank0 = cluster_.Cli({"jobs", "--label", "rank=0", "--json"});
+  EXPECT_NE(rank0.out.find("\"last_profile_id\":\"" + a + "\""), std::string::npos) << rank0.out;
+  EXPECT_EQ(rank0.out.find("serve"), std::string::npos) << rank0.out;
+  CommandResult table = cluster_.Cli({"jobs"});
+  EXPECT_EQ(table.out.rfind("JOB", 0), 0u) << table.out;
+  EXPECT_NE(table.out.find("train"), std::string::npos) << table.out;
+}
+
 TEST_F(UploadQueryTest, SameUploadIdStoresTheFileOnce) {
   const std::string trace = CorpusPath("kineto/mi250_rocm62.json.gz");
   FLEETPROF_REQUIRE_PATH(trace);
