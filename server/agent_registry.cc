@@ -1,7 +1,6 @@
 #include "server/agent_registry.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/runtime.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
@@ -9,24 +8,25 @@ namespace {
 constexpr int64_t kHistoryNs = int64_t{3600} * 1'000'000'000;
 }  // namespace
 
-AgentRegistry::AgentRegistry(ProfileStore* store, ServerMetrics* metrics, AgentLimits limits)
-    : store_(store), metrics_(metrics), limits_(limits) {
+AgentRegistry::AgentRegistry(ProfileStore* store, ServerMetrics* metrics, AgentLimits limits, Clock* clock)
+    : store_(store), metrics_(metrics), limits_(limits), clock_(clock) {
   auto stored = store_->ListAgents();
   if (!stored.ok()) {
     spdlog::warn("could not load known agents: {}", std::string(stored.status().message()));
     return;
   }
+  absl::MutexLock lock(&mu_);
   for (auto& agent : *stored) {
     agent.set_state(v1::AgentInfo::DISCONNECTED);  // nobody is connected to a server that just started
     agents_[agent.node()] = std::move(agent);
   }
 }
 
-void AgentRegistry::Persist(const v1::AgentInfo& info) {
+void AgentRegistry::Persist(const v1::AgentInfo& info, int64_t connected) {
   if (absl::Status s = store_->PutAgent(info); !s.ok()) {
     spdlog::warn("could not store agent node={}: {}", info.node(), std::string(s.message()));
   }
-  metrics_->SetConnectedAgents(static_cast<int64_t>(sessions_.size()));
+  metrics_->SetConnectedAgents(connected);
 }
 
 absl::Status AgentRegistry::CheckMessage(const char* what, size_t bytes, int targets) const {
@@ -44,7 +44,7 @@ absl::Status AgentRegistry::CheckMessage(const char* what, size_t bytes, int tar
 
 absl::Status AgentRegistry::CheckHello(const v1::AgentHello& hello) {
   if (absl::Status s = CheckMessage("hello", hello.ByteSizeLong(), hello.targets_size()); !s.ok()) return s;
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return CheckRoomLocked(hello.node());
 }
 
@@ -58,17 +58,25 @@ absl::Status AgentRegistry::CheckRoomLocked(const std::string& node) const {
 absl::StatusOr<int64_t> AgentRegistry::Connected(const v1::AgentHello& hello, Sender sender,
                                                  std::function<void()> close, Principal principal) {
   if (absl::Status s = CheckMessage("hello", hello.ByteSizeLong(), hello.targets_size()); !s.ok()) return s;
-  std::lock_guard lock(mu_);
-  if (absl::Status s = CheckRoomLocked(hello.node()); !s.ok()) return s;
-  v1::AgentInfo& info = agents_[hello.node()];
-  info.set_node(hello.node());
-  info.set_state(v1::AgentInfo::CONNECTED);
-  info.set_version(hello.version());
-  info.set_last_seen_ns(UnixNanos());
-  *info.mutable_targets() = hello.targets();
-  int64_t session = next_session_++;
-  sessions_[hello.node()] = Session{session, std::move(sender), std::move(close), {}, std::move(principal)};
-  Persist(info);
+  absl::MutexLock writing(&write_mu_);
+  v1::AgentInfo record;
+  int64_t session = 0;
+  int64_t connected = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = CheckRoomLocked(hello.node()); !s.ok()) return s;
+    v1::AgentInfo& info = agents_[hello.node()];
+    info.set_node(hello.node());
+    info.set_state(v1::AgentInfo::CONNECTED);
+    info.set_version(hello.version());
+    info.set_last_seen_ns(clock_->Now());
+    *info.mutable_targets() = hello.targets();
+    session = next_session_++;
+    sessions_[hello.node()] = Session{session, std::move(sender), std::move(close), {}, std::move(principal)};
+    record = info;
+    connected = static_cast<int64_t>(sessions_.size());
+  }
+  Persist(record, connected);
   spdlog::info("agent connected node={} version={} targets={}", hello.node(), hello.version(),
                hello.targets_size());
   return session;
@@ -78,10 +86,11 @@ absl::Status AgentRegistry::Heartbeat(const std::string& node, const v1::AgentHe
   if (absl::Status s = CheckMessage("heartbeat", heartbeat.ByteSizeLong(), heartbeat.targets_size()); !s.ok()) {
     return s;
   }
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = agents_.find(node);
   if (it == agents_.end()) return absl::OkStatus();
-  it->second.set_last_seen_ns(UnixNanos());
+  const int64_t now = clock_->Now();
+  it->second.set_last_seen_ns(now);
   *it->second.mutable_targets() = heartbeat.targets();
   // Heartbeats are frequent: keep them in memory; the store gets connect/disconnect.
   auto session = sessions_.find(node);
@@ -95,7 +104,7 @@ absl::Status AgentRegistry::Heartbeat(const std::string& node, const v1::AgentHe
     history.samples.push_back(d);
     history.bytes += static_cast<int64_t>(d.ByteSizeLong());
   }
-  const int64_t keep_from = UnixNanos() - kHistoryNs;
+  const int64_t keep_from = now - kHistoryNs;
   while (!history.samples.empty() &&
          (history.samples.front().sampled_at_ns() < keep_from || history.bytes > limits_.max_history_bytes)) {
     history.bytes -= static_cast<int64_t>(history.samples.front().ByteSizeLong());
@@ -106,7 +115,7 @@ absl::Status AgentRegistry::Heartbeat(const std::string& node, const v1::AgentHe
 
 std::vector<v1::DeviceSample> AgentRegistry::DeviceHistory(const std::string& node, int64_t from_ns,
                                                             int64_t to_ns) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<v1::DeviceSample> out;
   auto it = history_.find(node);
   if (it == history_.end()) return out;
@@ -117,26 +126,32 @@ std::vector<v1::DeviceSample> AgentRegistry::DeviceHistory(const std::string& no
 }
 
 int AgentRegistry::CloseSessionsUnless(const std::function<bool(const Principal&)>& keep) {
-  std::lock_guard lock(mu_);
-  int closed = 0;
-  for (auto& [node, session] : sessions_) {
-    if (keep(session.principal)) continue;
-    spdlog::info("agent node={}: its token was revoked; closing its stream", node);
-    session.close();
-    ++closed;
+  std::vector<std::function<void()>> closers;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [node, session] : sessions_) {
+      if (keep(session.principal)) continue;
+      spdlog::info("agent node={}: its token was revoked; closing its stream", node);
+      closers.push_back(session.close);
+    }
   }
-  return closed;
+  for (const auto& close : closers) close();  // outside the lock: a stream operation
+  return static_cast<int>(closers.size());
 }
 
 void AgentRegistry::CloseAll() {
-  std::lock_guard lock(mu_);
-  for (auto& [node, session] : sessions_) session.close();
+  std::vector<std::function<void()>> closers;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [node, session] : sessions_) closers.push_back(session.close);
+  }
+  for (const auto& close : closers) close();
 }
 
 bool AgentRegistry::Send(const std::string& node, const v1::ServerMessage& message) {
   Sender sender;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = sessions_.find(node);
     if (it == sessions_.end()) return false;
     sender = it->second.sender;
@@ -145,32 +160,39 @@ bool AgentRegistry::Send(const std::string& node, const v1::ServerMessage& messa
 }
 
 std::map<std::string, std::vector<v1::DeviceSample>> AgentRegistry::DeviceSamples() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::map<std::string, std::vector<v1::DeviceSample>> out;
   for (const auto& [node, session] : sessions_) out[node] = session.devices;
   return out;
 }
 
 void AgentRegistry::Disconnected(const std::string& node, int64_t session) {
-  std::lock_guard lock(mu_);
-  auto live = sessions_.find(node);
-  if (live == sessions_.end() || live->second.number != session) return;
-  sessions_.erase(live);
-  v1::AgentInfo& info = agents_[node];
-  info.set_state(v1::AgentInfo::DISCONNECTED);
-  Persist(info);
+  absl::MutexLock writing(&write_mu_);
+  v1::AgentInfo record;
+  int64_t connected = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto live = sessions_.find(node);
+    if (live == sessions_.end() || live->second.number != session) return;
+    sessions_.erase(live);
+    v1::AgentInfo& info = agents_[node];
+    info.set_state(v1::AgentInfo::DISCONNECTED);
+    record = info;
+    connected = static_cast<int64_t>(sessions_.size());
+  }
+  Persist(record, connected);
   spdlog::info("agent disconnected node={}", node);
 }
 
 std::vector<v1::AgentInfo> AgentRegistry::List() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<v1::AgentInfo> out;
   for (const auto& [node, info] : agents_) out.push_back(info);
   return out;
 }
 
 v1::ListAgentsResponse AgentRegistry::ListAgents() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   v1::ListAgentsResponse response;
   for (const auto& [node, info] : agents_) {
     v1::AgentInfo* agent = response.add_agents();
@@ -183,9 +205,10 @@ v1::ListAgentsResponse AgentRegistry::ListAgents() {
 }
 
 int AgentRegistry::ForgetDeparted(int64_t before_ns) {
+  absl::MutexLock writing(&write_mu_);
   std::vector<std::string> gone;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (auto it = agents_.begin(); it != agents_.end();) {
       const v1::AgentInfo& a = it->second;
       if (a.state() == v1::AgentInfo::CONNECTED || sessions_.count(a.node()) || a.last_seen_ns() >= before_ns) {

@@ -2,15 +2,24 @@
 // Which agents exist, which are connected now, and what targets they see. Connected state
 // lives in memory; every change is also written to the store so `fleetprof agents` lists
 // disconnected nodes after a server restart too.
+//
+// Locks: mu_ guards what is in memory and is never held across a store write or a stream
+// operation (a message sent, a stream closed), so listing agents never waits on either.
+// write_mu_ orders the writers of agent records (connect, disconnect, forget), so the store
+// receives a node's records in the order they were made. Order: write_mu_, then mu_. Callers
+// (CaptureCoordinator, the agent streams) take it with no lock of theirs that the registry
+// could want: the registry calls nobody back under its locks.
 
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "auth/scopes.h"
 #include "fleetprof/v1/agent.pb.h"
 #include "server/server_metrics.h"
@@ -28,7 +37,8 @@ struct AgentLimits {
 
 class AgentRegistry {
  public:
-  AgentRegistry(ProfileStore* store, ServerMetrics* metrics, AgentLimits limits = AgentLimits());
+  AgentRegistry(ProfileStore* store, ServerMetrics* metrics, AgentLimits limits = AgentLimits(),
+                Clock* clock = RealClock());
 
   // Writes one message down an agent's Connect stream; false once the stream is gone.
   using Sender = std::function<bool(const v1::ServerMessage&)>;
@@ -63,17 +73,19 @@ class AgentRegistry {
   int ForgetDeparted(int64_t before_ns);
 
  private:
-  void Persist(const v1::AgentInfo& info);
+  void Persist(const v1::AgentInfo& info, int64_t connected) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // The limits a hello's or heartbeat's targets and size break, if any.
   absl::Status CheckMessage(const char* what, size_t bytes, int targets) const;
-  // RESOURCE_EXHAUSTED when `node` is new and --max_agents are known. REQUIRES: mu_ held.
-  absl::Status CheckRoomLocked(const std::string& node) const;
+  // RESOURCE_EXHAUSTED when `node` is new and --max_agents are known.
+  absl::Status CheckRoomLocked(const std::string& node) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   ProfileStore* store_;
   ServerMetrics* metrics_;
   const AgentLimits limits_;
-  std::mutex mu_;
-  std::map<std::string, v1::AgentInfo> agents_;
+  Clock* clock_;
+  absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  absl::Mutex mu_;
+  std::map<std::string, v1::AgentInfo> agents_ ABSL_GUARDED_BY(mu_);
   struct Session {
     int64_t number = 0;
     Sender sender;
@@ -81,13 +93,13 @@ class AgentRegistry {
     std::vector<v1::DeviceSample> devices;
     Principal principal;
   };
-  std::map<std::string, Session> sessions_;  // node -> live session
+  std::map<std::string, Session> sessions_ ABSL_GUARDED_BY(mu_);  // node -> live session
   struct History {
     std::deque<v1::DeviceSample> samples;
     int64_t bytes = 0;  // their ByteSizeLong, against limits_.max_history_bytes
   };
-  std::map<std::string, History> history_;  // node -> recent samples
-  int64_t next_session_ = 1;
+  std::map<std::string, History> history_ ABSL_GUARDED_BY(mu_);  // node -> recent samples
+  int64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace fleetprof

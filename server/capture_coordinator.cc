@@ -77,31 +77,36 @@ v1::Capture::State CaptureStateOf(const v1::Capture& capture) {
   return indexed > 0 ? v1::Capture::PARTIAL : v1::Capture::FAILED;
 }
 
-CaptureCoordinator::CaptureCoordinator(ProfileStore* store, AgentRegistry* registry,
-                                       ServerMetrics* metrics)
-    : store_(store), registry_(registry), metrics_(metrics) {
+CaptureCoordinator::CaptureCoordinator(ProfileStore* store, AgentRegistry* registry, ServerMetrics* metrics,
+                                       Clock* clock)
+    : store_(store), registry_(registry), metrics_(metrics), clock_(clock) {
   // Captures that were running when the server stopped go on: agents resend their updates
   // after reconnecting, and the expirer fails whatever is left at the deadline.
   auto stored = store_->ListCaptures("", 1000);
   if (stored.ok()) {
+    absl::MutexLock lock(&mu_);
     for (auto& capture : *stored) {
       if (capture.state() == v1::Capture::RUNNING) active_[capture.capture_id()].capture = std::move(capture);
     }
   }
-  expirer_ = std::thread([this] { ExpireLoop(); });
+  auto loop = PeriodicLoop::Start("the capture deadline loop", clock_, [this](int64_t now) { return ExpireOverdue(now); });
+  if (loop.ok()) {
+    expirer_ = *std::move(loop);
+  } else {
+    spdlog::error("captures past their deadline will not be failed: {}", std::string(loop.status().message()));
+  }
 }
 
 CaptureCoordinator::~CaptureCoordinator() {
   {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;  // watchers return
   }
-  changed_.notify_all();
-  expirer_.join();
+  expirer_.reset();
 }
 
 std::string CaptureCoordinator::RunningCaptureOf(const std::string& job) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& [id, active] : active_) {
     if (active.capture.state() == v1::Capture::RUNNING && active.capture.request().job() == job) return id;
   }
@@ -110,7 +115,7 @@ std::string CaptureCoordinator::RunningCaptureOf(const std::string& job) {
 
 v1::Capture CaptureCoordinator::RecordSkipped(const v1::StartCaptureRequest& request,
                                               const std::string& schedule_id, const std::string& reason) {
-  const int64_t now = UnixNanos();
+  const int64_t now = clock_->Now();
   v1::Capture capture;
   capture.set_capture_id(absl::StrCat("c", absl::Hex(now, absl::kZeroPad16), RandomHex(8)));
   capture.set_created_at_ns(now);
@@ -144,7 +149,7 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
     return absl::InvalidArgumentError("name a job, a node or a target to capture");
   }
 
-  const int64_t now = UnixNanos();
+  const int64_t now = clock_->Now();
   v1::Capture capture;
   capture.set_capture_id(absl::StrCat("c", absl::Hex(now, absl::kZeroPad16), RandomHex(8)));
   capture.set_created_at_ns(now);
@@ -176,35 +181,51 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
         "`fleetprof agents`)"));
   }
 
-  std::lock_guard lock(mu_);
-  Active& active = active_[capture.capture_id()];
-  active.capture = capture;
-  for (int i = 0; i < active.capture.targets_size(); ++i) {
-    v1::CaptureTarget& t = *active.capture.mutable_targets(i);
-    if (!registry_->Send(t.node(), CommandFor(capture, matched[i].second))) {
+  absl::MutexLock writing(&write_mu_);
+  {
+    // Listed (and able to take updates) before any agent hears of it.
+    absl::MutexLock lock(&mu_);
+    active_[capture.capture_id()].capture = capture;
+  }
+  // The commands go out with no lock of ours held: a slow agent stream delays only this start.
+  std::vector<int> unsent;
+  for (int i = 0; i < capture.targets_size(); ++i) {
+    if (!registry_->Send(capture.targets(i).node(), CommandFor(capture, matched[i].second))) unsent.push_back(i);
+  }
+  v1::Capture started;
+  {
+    absl::MutexLock lock(&mu_);
+    Active& active = active_[capture.capture_id()];
+    for (int i : unsent) {
+      v1::CaptureTarget& t = *active.capture.mutable_targets(i);
+      if (IsFinal(t.state())) continue;
       t.set_state(v1::CaptureTarget::FAILED);
       t.set_error(absl::StrCat("agent on node ", t.node(), " disconnected before the capture started"));
     }
+    started = Changed(active);
   }
   spdlog::info("capture started capture_id={} job={} targets={}", capture.capture_id(),
                request.job(), capture.targets_size());
-  Changed(active);
-  return active.capture;
+  Store(started);
+  return started;
 }
 
-void CaptureCoordinator::Changed(Active& active) {
+v1::Capture CaptureCoordinator::Changed(Active& active) {
   const v1::Capture::State before = active.capture.state();
   active.capture.set_state(CaptureStateOf(active.capture));
-  ++active.version;
-  if (absl::Status s = store_->PutCapture(active.capture); !s.ok()) {
-    spdlog::warn("could not store capture {}: {}", active.capture.capture_id(), std::string(s.message()));
-  }
+  ++active.version;  // watchers waiting in WaitForChange see it when mu_ is released
   if (before != active.capture.state() && active.capture.state() != v1::Capture::RUNNING) {
     const std::string& state = v1::Capture::State_Name(active.capture.state());
     metrics_->RecordCapture(state);
     spdlog::info("capture finished capture_id={} state={}", active.capture.capture_id(), state);
   }
-  changed_.notify_all();
+  return active.capture;
+}
+
+void CaptureCoordinator::Store(const v1::Capture& capture) {
+  if (absl::Status s = store_->PutCapture(capture); !s.ok()) {
+    spdlog::warn("could not store capture {}: {}", capture.capture_id(), std::string(s.message()));
+  }
 }
 
 bool CaptureCoordinator::HasTarget(const std::string& capture_id, const std::string& node) {
@@ -232,25 +253,33 @@ void CaptureCoordinator::OnUpdate(const std::string& node, const v1::CaptureUpda
       return;
     }
   }
-  std::lock_guard lock(mu_);
-  auto it = active_.find(update.capture_id());
-  if (it == active_.end()) return;
-  for (auto& t : *it->second.capture.mutable_targets()) {
-    if (t.node() != node || t.target() != update.target()) continue;
-    if (IsFinal(t.state()) || Rank(update.state()) < Rank(t.state())) return;
-    t.set_state(update.state());
-    if (!update.profile_id().empty()) t.set_profile_id(update.profile_id());
-    if (!update.error().empty()) t.set_error(update.error());
-    if (IsFinal(t.state())) metrics_->RecordCaptureTarget(v1::CaptureTarget::State_Name(t.state()));
-    Changed(it->second);
-    return;
+  absl::MutexLock writing(&write_mu_);
+  v1::Capture changed;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = active_.find(update.capture_id());
+    if (it == active_.end()) return;
+    bool found = false;
+    for (auto& t : *it->second.capture.mutable_targets()) {
+      if (t.node() != node || t.target() != update.target()) continue;
+      if (IsFinal(t.state()) || Rank(update.state()) < Rank(t.state())) return;
+      t.set_state(update.state());
+      if (!update.profile_id().empty()) t.set_profile_id(update.profile_id());
+      if (!update.error().empty()) t.set_error(update.error());
+      if (IsFinal(t.state())) metrics_->RecordCaptureTarget(v1::CaptureTarget::State_Name(t.state()));
+      found = true;
+      break;
+    }
+    if (!found) return;
+    changed = Changed(it->second);
   }
+  Store(changed);
 }
 
 absl::StatusOr<v1::Capture> CaptureCoordinator::Get(const std::string& capture_id) {
   if (capture_id.empty()) return absl::InvalidArgumentError("capture_id is required");
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = active_.find(capture_id);
     if (it != active_.end()) return it->second.capture;
   }
@@ -270,34 +299,37 @@ absl::StatusOr<v1::ListCapturesResponse> CaptureCoordinator::List(const v1::List
 
 bool CaptureCoordinator::WaitForChange(const std::string& capture_id, int64_t* version,
                                        std::chrono::milliseconds timeout, v1::Capture* out) {
-  std::unique_lock lock(mu_);
-  auto it = active_.find(capture_id);
-  if (it == active_.end()) {
-    lock.unlock();
-    auto stored = store_->GetCapture(capture_id);
-    if (!stored.ok()) return false;
-    *out = *stored;
-    *version = INT64_MAX;
-    return true;
+  {
+    absl::MutexLock lock(&mu_);
+    if (active_.count(capture_id)) {
+      const auto changed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        auto now = active_.find(capture_id);
+        return stopping_ || now == active_.end() || now->second.version > *version;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&changed), absl::Milliseconds(timeout.count()));
+      auto now = active_.find(capture_id);
+      if (now == active_.end()) return false;
+      *out = now->second.capture;
+      *version = now->second.version;
+      return true;
+    }
   }
-  changed_.wait_for(lock, timeout, [&] {
-    auto now = active_.find(capture_id);
-    return stopping_ || now == active_.end() || now->second.version > *version;
-  });
-  auto now = active_.find(capture_id);
-  if (now == active_.end()) return false;
-  *out = now->second.capture;
-  *version = now->second.version;
+  auto stored = store_->GetCapture(capture_id);
+  if (!stored.ok()) return false;
+  *out = *stored;
+  *version = INT64_MAX;
   return true;
 }
 
-void CaptureCoordinator::ExpireLoop() {
-  std::unique_lock lock(mu_);
-  while (!stopping_) {
-    changed_.wait_for(lock, std::chrono::milliseconds(500));
-    const int64_t now = UnixNanos();
+int64_t CaptureCoordinator::ExpireOverdue(int64_t now) {
+  constexpr int64_t kLookEveryNs = 500 * kNanosPerMs;
+  absl::MutexLock writing(&write_mu_);
+  std::vector<v1::Capture> changed;
+  {
+    absl::MutexLock lock(&mu_);
     for (auto it = active_.begin(); it != active_.end();) {
       Active& active = it->second;
+      bool failed_now = false;
       // Agents enforce the deadline themselves and report why; the grace lets that reason
       // arrive before this generic one.
       if (active.capture.state() == v1::Capture::RUNNING && now > active.capture.deadline_unix_ns() + kGraceNs) {
@@ -309,16 +341,21 @@ void CaptureCoordinator::ExpireLoop() {
           t.set_state(v1::CaptureTarget::FAILED);
           metrics_->RecordCaptureTarget(v1::CaptureTarget::State_Name(v1::CaptureTarget::FAILED));
         }
-        Changed(active);
+        changed.push_back(Changed(active));
+        failed_now = true;
       }
-      // Finished captures stay in memory a minute for watchers, then live in the store only.
-      if (active.capture.state() != v1::Capture::RUNNING && now - active.capture.deadline_unix_ns() > 60'000 * kNanosPerMs) {
+      // Finished captures stay in memory a minute for watchers, then live in the store only
+      // (one just failed stays until the next pass, after its final version is stored).
+      if (!failed_now && active.capture.state() != v1::Capture::RUNNING &&
+          now - active.capture.deadline_unix_ns() > 60'000 * kNanosPerMs) {
         it = active_.erase(it);
       } else {
         ++it;
       }
     }
   }
+  for (const v1::Capture& capture : changed) Store(capture);
+  return now + kLookEveryNs;
 }
 
 }  // namespace fleetprof

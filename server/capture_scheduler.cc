@@ -1,7 +1,7 @@
 #include "server/capture_scheduler.h"
 
 #include <algorithm>
-#include <chrono>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/runtime.h"
@@ -28,26 +28,28 @@ v1::StartCaptureRequest CaptureRequestOf(const v1::Schedule& schedule) {
 
 }  // namespace
 
-CaptureScheduler::CaptureScheduler(ProfileStore* store, CaptureCoordinator* captures, ServerMetrics* metrics)
-    : store_(store), captures_(captures), metrics_(metrics) {
+CaptureScheduler::CaptureScheduler(ProfileStore* store, CaptureCoordinator* captures, ServerMetrics* metrics,
+                                   Clock* clock)
+    : store_(store), captures_(captures), metrics_(metrics), clock_(clock) {
   auto stored = store_->ListSchedules();
-  if (stored.ok()) {
-    for (auto& s : *stored) schedules_[s.schedule_id()] = std::move(s);
-  } else {
-    spdlog::error("could not read the capture schedules: {}", std::string(stored.status().message()));
+  {
+    absl::MutexLock lock(&mu_);
+    if (stored.ok()) {
+      for (auto& s : *stored) schedules_[s.schedule_id()] = std::move(s);
+    } else {
+      spdlog::error("could not read the capture schedules: {}", std::string(stored.status().message()));
+    }
+    metrics_->SetSchedules(static_cast<int64_t>(schedules_.size()));
   }
-  metrics_->SetSchedules(static_cast<int64_t>(schedules_.size()));
-  loop_ = std::thread([this] { Loop(); });
+  auto loop = PeriodicLoop::Start("the capture scheduler", clock_, [this](int64_t now) { return RunDueSchedules(now); });
+  if (loop.ok()) {
+    loop_ = *std::move(loop);
+  } else {
+    spdlog::error("capture schedules will not run: {}", std::string(loop.status().message()));
+  }
 }
 
-CaptureScheduler::~CaptureScheduler() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  loop_.join();
-}
+CaptureScheduler::~CaptureScheduler() { loop_.reset(); }
 
 absl::StatusOr<v1::Schedule> CaptureScheduler::Create(const v1::CreateScheduleRequest& request) {
   if (request.job().empty()) return absl::InvalidArgumentError("a schedule needs a job (--job)");
@@ -58,7 +60,7 @@ absl::StatusOr<v1::Schedule> CaptureScheduler::Create(const v1::CreateScheduleRe
   if (request.duration_ms() < 0 || request.duration_ms() > 10 * 60 * 1000) {
     return absl::InvalidArgumentError("duration_ms must lie in 0..600000 (0: 2000)");
   }
-  const int64_t now = UnixNanos();
+  const int64_t now = clock_->Now();
   v1::Schedule schedule;
   schedule.set_schedule_id(absl::StrCat("s", absl::Hex(now, absl::kZeroPad16), RandomHex(4)));
   schedule.set_job(request.job());
@@ -67,24 +69,30 @@ absl::StatusOr<v1::Schedule> CaptureScheduler::Create(const v1::CreateScheduleRe
   schedule.set_duration_ms(request.duration_ms() == 0 ? 2000 : request.duration_ms());
   schedule.set_created_at_ns(now);
   schedule.set_next_run_ns(now);
-  std::lock_guard lock(mu_);
-  if (static_cast<int>(schedules_.size()) >= kMaxSchedules) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the server keeps at most ", kMaxSchedules, " schedules; remove one with fleetprof unschedule"));
+  {
+    absl::MutexLock writing(&write_mu_);
+    {
+      absl::MutexLock lock(&mu_);
+      if (static_cast<int>(schedules_.size()) >= kMaxSchedules) {
+        return absl::ResourceExhaustedError(absl::StrCat("the server keeps at most ", kMaxSchedules,
+                                                         " schedules; remove one with fleetprof unschedule"));
+      }
+    }
+    // Stored before it is listed: a schedule that is listed survives a restart.
+    if (absl::Status s = store_->PutSchedule(schedule); !s.ok()) return s;
+    absl::MutexLock lock(&mu_);
+    schedules_[schedule.schedule_id()] = schedule;
+    metrics_->SetSchedules(static_cast<int64_t>(schedules_.size()));
   }
-  if (absl::Status s = store_->PutSchedule(schedule); !s.ok()) return s;
-  schedules_[schedule.schedule_id()] = schedule;
-  metrics_->SetSchedules(static_cast<int64_t>(schedules_.size()));
-  ++generation_;
   spdlog::info("schedule created schedule_id={} job={} every_ms={} duration_ms={}", schedule.schedule_id(),
                schedule.job(), schedule.every_ms(), schedule.duration_ms());
-  wake_.notify_all();
+  if (loop_ != nullptr) loop_->Nudge();  // its first run is due now
   return schedule;
 }
 
 absl::StatusOr<v1::ListSchedulesResponse> CaptureScheduler::List(const v1::ListSchedulesRequest& request) {
   v1::ListSchedulesResponse response;
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& [id, s] : schedules_) {
     if (request.job().empty() || s.job() == request.job()) *response.add_schedules() = s;
   }
@@ -93,13 +101,20 @@ absl::StatusOr<v1::ListSchedulesResponse> CaptureScheduler::List(const v1::ListS
 
 absl::StatusOr<v1::DeleteScheduleResponse> CaptureScheduler::Delete(const v1::DeleteScheduleRequest& request) {
   if (request.schedule_id().empty()) return absl::InvalidArgumentError("schedule_id is required");
-  std::lock_guard lock(mu_);
-  if (!schedules_.count(request.schedule_id())) {
-    return absl::NotFoundError(absl::StrCat("schedule ", request.schedule_id(), ": not found (see fleetprof schedules)"));
+  absl::MutexLock writing(&write_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (!schedules_.count(request.schedule_id())) {
+      return absl::NotFoundError(
+          absl::StrCat("schedule ", request.schedule_id(), ": not found (see fleetprof schedules)"));
+    }
   }
   if (absl::Status s = store_->DeleteSchedule(request.schedule_id()); !s.ok()) return s;
-  schedules_.erase(request.schedule_id());
-  metrics_->SetSchedules(static_cast<int64_t>(schedules_.size()));
+  {
+    absl::MutexLock lock(&mu_);
+    schedules_.erase(request.schedule_id());
+    metrics_->SetSchedules(static_cast<int64_t>(schedules_.size()));
+  }
   v1::DeleteScheduleResponse response;
   response.set_schedule_id(request.schedule_id());
   response.set_deleted(true);
@@ -149,22 +164,30 @@ void CaptureScheduler::RunDue(v1::Schedule& schedule, int64_t now) {
     }
   }
   schedule.set_next_run_ns(NextAfter(schedule.next_run_ns(), every_ns, now));
-  Persist(schedule);
 }
 
-void CaptureScheduler::Loop() {
-  std::unique_lock lock(mu_);
-  while (!stopping_) {
-    const int64_t now = UnixNanos();
-    int64_t next = now + 1'000'000'000;  // look again at least every second (clock changes)
-    for (auto& [id, schedule] : schedules_) {
-      if (schedule.next_run_ns() <= now) RunDue(schedule, now);
-      next = std::min(next, schedule.next_run_ns());
+int64_t CaptureScheduler::RunDueSchedules(int64_t now) {
+  absl::MutexLock writing(&write_mu_);
+  // Copies of the due schedules: each run starts a capture and stores the schedule, neither of
+  // which may happen under mu_ (List would wait on them). write_mu_ keeps Create and Delete
+  // out meanwhile, so the copies stay the truth until they are written back.
+  std::vector<v1::Schedule> due;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, schedule] : schedules_) {
+      if (schedule.next_run_ns() <= now) due.push_back(schedule);
     }
-    const auto wait = std::chrono::nanoseconds(std::max<int64_t>(next - UnixNanos(), 1'000'000));
-    const int64_t seen = generation_;
-    wake_.wait_for(lock, wait, [&] { return stopping_ || generation_ != seen; });
   }
+  for (v1::Schedule& schedule : due) {
+    RunDue(schedule, now);
+    Persist(schedule);
+    absl::MutexLock lock(&mu_);
+    schedules_[schedule.schedule_id()] = schedule;
+  }
+  int64_t next = now + 1'000'000'000;  // look again at least every second (clock changes)
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, schedule] : schedules_) next = std::min(next, schedule.next_run_ns());
+  return next;
 }
 
 }  // namespace fleetprof

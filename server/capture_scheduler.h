@@ -8,14 +8,21 @@
 //   skipped too, once, and the schedule goes on from the next period: runs never pile up;
 // - the first run is due when the schedule is created.
 // Transport-free: the gRPC ScheduleService and the HTTP API both call these methods.
+//
+// Locks: mu_ guards the schedules in memory and is never held across a store write or a
+// capture start, so List() never waits on an fsync or an agent. write_mu_ orders the writers
+// (the loop's runs, Create, Delete) among themselves, so a run cannot store a schedule that a
+// Delete has just removed. Order: write_mu_, then mu_; CaptureCoordinator's lock after both.
 
-#include <condition_variable>
 #include <map>
-#include <mutex>
+#include <memory>
 #include <string>
-#include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "common/periodic_loop.h"
 #include "fleetprof/v1/schedule.pb.h"
 #include "server/capture_coordinator.h"
 #include "server/server_metrics.h"
@@ -31,29 +38,33 @@ class CaptureScheduler {
   // A run this late is a missed run (skipped), not a late one (started).
   static constexpr int64_t kMissedAfterNs = int64_t{5} * 1'000'000'000;
 
-  CaptureScheduler(ProfileStore* store, CaptureCoordinator* captures, ServerMetrics* metrics);
+  // Starts the loop (at once: runs due while the server was down are skipped then). A loop
+  // that cannot start is logged and the schedules stay stored, unrun.
+  CaptureScheduler(ProfileStore* store, CaptureCoordinator* captures, ServerMetrics* metrics,
+                   Clock* clock = RealClock());
   ~CaptureScheduler();
 
   absl::StatusOr<v1::Schedule> Create(const v1::CreateScheduleRequest& request);
   absl::StatusOr<v1::ListSchedulesResponse> List(const v1::ListSchedulesRequest& request);
   absl::StatusOr<v1::DeleteScheduleResponse> Delete(const v1::DeleteScheduleRequest& request);
 
+  // Runs (or skips) every schedule due at `now` and returns when the next one is due (at most
+  // a second ahead, so a clock set back is noticed). The loop's tick; public for tests.
+  int64_t RunDueSchedules(int64_t now) ABSL_LOCKS_EXCLUDED(write_mu_, mu_);
+
  private:
-  void Loop();
-  // REQUIRES: mu_ held. Runs (or skips) `schedule`, due at or before `now`, and moves it on.
-  void RunDue(v1::Schedule& schedule, int64_t now);
-  // REQUIRES: mu_ held.
-  void Persist(const v1::Schedule& schedule);
+  // Runs (or skips) `schedule`, due at or before `now`, and moves it to its next period.
+  void RunDue(v1::Schedule& schedule, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  void Persist(const v1::Schedule& schedule) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
   ProfileStore* store_;
   CaptureCoordinator* captures_;
   ServerMetrics* metrics_;
-  std::mutex mu_;
-  std::condition_variable wake_;
-  std::map<std::string, v1::Schedule> schedules_;
-  bool stopping_ = false;
-  int64_t generation_ = 0;  // bumped by Create: the loop looks at the schedules again
-  std::thread loop_;
+  Clock* clock_;
+  absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  mutable absl::Mutex mu_;
+  std::map<std::string, v1::Schedule> schedules_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<PeriodicLoop> loop_;  // last: it stops before the members it uses go
 };
 
 }  // namespace fleetprof

@@ -44,7 +44,8 @@ int64_t RetentionPolicy::KeepNs(const std::string& job) const {
 }
 
 Retention::Retention(RetentionPolicy policy, ProfileStore* store, AgentRegistry* agents,
-                     std::function<absl::Status(const std::string&)> delete_profile, prometheus::Registry* metrics)
+                     std::function<absl::Status(const std::string&)> delete_profile, prometheus::Registry* metrics,
+                     Clock* clock)
     : policy_(std::move(policy)),
       store_(store),
       agents_(agents),
@@ -58,40 +59,27 @@ Retention::Retention(RetentionPolicy policy, ProfileStore* store, AgentRegistry*
       deleted_age_(deleted_.Add({{"kind", "profile"}, {"reason", "age"}})),
       deleted_disk_(deleted_.Add({{"kind", "profile"}, {"reason", "disk"}})),
       deleted_captures_(deleted_.Add({{"kind", "capture"}, {"reason", "age"}})),
-      deleted_agents_(deleted_.Add({{"kind", "agent"}, {"reason", "age"}})) {
-  loop_ = std::thread([this] { Loop(); });
+      deleted_agents_(deleted_.Add({{"kind", "agent"}, {"reason", "age"}})),
+      clock_(clock) {
+  auto loop = PeriodicLoop::Start("the retention loop", clock_, [this](int64_t now) {
+    RunOnce();
+    return now + policy_.check_every_s * 1'000'000'000;
+  });
+  if (loop.ok()) {
+    loop_ = *std::move(loop);
+  } else {
+    spdlog::error("retention will not run: {}", std::string(loop.status().message()));
+  }
 }
 
-Retention::~Retention() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  loop_.join();
-}
+Retention::~Retention() { loop_.reset(); }
 
 void Retention::Nudge() {
-  {
-    std::lock_guard lock(mu_);
-    nudged_ = true;
-  }
-  wake_.notify_all();
-}
-
-void Retention::Loop() {
-  std::unique_lock lock(mu_);
-  while (!stopping_) {
-    lock.unlock();
-    RunOnce();
-    lock.lock();
-    wake_.wait_for(lock, std::chrono::seconds(policy_.check_every_s), [&] { return stopping_ || nudged_; });
-    nudged_ = false;
-  }
+  if (loop_ != nullptr) loop_->Nudge();
 }
 
 void Retention::RunOnce() {
-  const int64_t now = UnixNanos();
+  const int64_t now = clock_->Now();
   ExpireByAge(now);
   EnforceDiskLimit();
   if (policy_.capture_retention_days > 0) {

@@ -4,19 +4,19 @@
 // over --max_disk_mb, the oldest profiles go until it is under (the newest one always stays);
 // captures older than --capture_retention_days and agents gone for --agent_expiry_days go
 // too. A profile is deleted through the same path as `fleetprof delete` (one synced write,
-// then compaction), so nothing of it stays half visible. Runs on its own thread: after every
-// commit (Nudge) and every --retention_check_s.
+// then compaction), so nothing of it stays half visible. Runs as a PeriodicLoop: after every
+// commit (Nudge) and every --retention_check_s of its clock.
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
+#include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "common/periodic_loop.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/registry.h"
@@ -44,16 +44,16 @@ class Retention {
   // `delete_profile` removes one profile everywhere (QueryApi::DeleteProfile, which also
   // empties the query caches).
   Retention(RetentionPolicy policy, ProfileStore* store, AgentRegistry* agents,
-            std::function<absl::Status(const std::string&)> delete_profile, prometheus::Registry* metrics);
+            std::function<absl::Status(const std::string&)> delete_profile, prometheus::Registry* metrics,
+            Clock* clock = RealClock());
   ~Retention();
 
   // A profile was stored: check the disk limit soon.
   void Nudge();
-  // One pass, now (tests and the thread).
+  // One pass at the clock's time now (tests and the loop).
   void RunOnce();
 
  private:
-  void Loop();
   void ExpireByAge(int64_t now);
   void EnforceDiskLimit();
   bool Delete(const std::string& profile_id, prometheus::Counter& counter);
@@ -67,11 +67,8 @@ class Retention {
   prometheus::Counter& deleted_disk_;
   prometheus::Counter& deleted_captures_;
   prometheus::Counter& deleted_agents_;
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool nudged_ = false;
-  bool stopping_ = false;
-  std::thread loop_;
+  Clock* clock_;
+  std::unique_ptr<PeriodicLoop> loop_;  // last: stops before the members it uses go
 };
 
 }  // namespace fleetprof

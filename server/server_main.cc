@@ -12,6 +12,7 @@
 #include "analysis/trace_limits.h"
 #include "api/api_catalog.h"
 #include "common/flags.h"
+#include "common/periodic_loop.h"
 #include "common/runtime.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -401,30 +402,32 @@ int Run(const ServerFlags& flags) {
     std::filesystem::rename(flags.ready_file + ".tmp", flags.ready_file, ec);
   }
 
-  std::atomic<bool> stopping{false};
   // Every second: the store's health (a background error stops writes: NOT_SERVING until
   // Resume succeeds); every fifth, the storage gauges.
-  std::thread gauges([&] {
-    for (int64_t tick = 0; !stopping.load(); ++tick) {
-      const bool healthy = (*store)->TryResume();  // true at once while writes work
-      if (healthy != storage_serving.exchange(healthy)) {
-        if (healthy) {
-          spdlog::info("storage takes writes again: serving");
-        } else {
-          spdlog::error("storage stopped taking writes: NOT_SERVING until it resumes: {}", (*store)->Health().error);
-        }
-        if (serving.load()) server->GetHealthCheckService()->SetServingStatus(healthy);
+  int64_t health_ticks = 0;
+  auto health_loop = PeriodicLoop::Start("the storage health loop", RealClock(), [&](int64_t now) {
+    const bool healthy = (*store)->TryResume();  // true at once while writes work
+    if (healthy != storage_serving.exchange(healthy)) {
+      if (healthy) {
+        spdlog::info("storage takes writes again: serving");
+      } else {
+        spdlog::error("storage stopped taking writes: NOT_SERVING until it resumes: {}", (*store)->Health().error);
       }
-      metrics.SetStorageHealth(healthy, (*store)->UnreadableRecords());
-      if (tick % 5 == 0) {
-        metrics.SetStoredProfiles((*store)->CountProfiles(), (*store)->DiskBytes(), (*store)->TimelineDiskBytes(),
-                                  (*store)->RawDiskBytes());
-      }
-      for (int i = 0; i < 10 && !stopping.load(); ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
+      if (serving.load()) server->GetHealthCheckService()->SetServingStatus(healthy);
     }
+    metrics.SetStorageHealth(healthy, (*store)->UnreadableRecords());
+    if (health_ticks++ % 5 == 0) {
+      metrics.SetStoredProfiles((*store)->CountProfiles(), (*store)->DiskBytes(), (*store)->TimelineDiskBytes(),
+                                (*store)->RawDiskBytes());
+    }
+    return now + 1'000'000'000;
   });
+  if (!health_loop.ok()) {
+    spdlog::error("{}", std::string(health_loop.status().message()));
+    server->Shutdown();
+    http.Stop();
+    return 1;
+  }
 
   int sig = WaitForShutdownSignal([&guard, &flags, &registry] {
     if (!guard->enabled()) return;
@@ -443,8 +446,7 @@ int Run(const ServerFlags& flags) {
   // In-flight uploads get a few seconds to finish; agent streams are cut at the deadline.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   server->Wait();
-  stopping = true;
-  gauges.join();
+  health_loop->reset();
   http.Stop();
   if (absl::Status s = (*store)->Flush(); !s.ok()) spdlog::warn("flush failed: {}", std::string(s.message()));
   spdlog::info("fleetprof-server stopped");

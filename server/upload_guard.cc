@@ -7,31 +7,20 @@
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
-namespace {
-
-int64_t SteadyNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
-UploadGuard::UploadGuard(Limits limits) : limits_(limits) {
-  watchdog_ = std::thread([this] { WatchdogLoop(); });
-}
-
-UploadGuard::~UploadGuard() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
+UploadGuard::UploadGuard(Limits limits, Clock* clock) : limits_(limits), clock_(clock) {
+  auto loop = PeriodicLoop::Start("the upload watchdog", clock_, [this](int64_t now) { return BreakOffIdle(now); });
+  if (loop.ok()) {
+    watchdog_ = *std::move(loop);
+  } else {
+    spdlog::error("stalled uploads will not be broken off: {}", std::string(loop.status().message()));
   }
-  stop_cv_.notify_all();
-  watchdog_.join();
 }
+
+UploadGuard::~UploadGuard() { watchdog_.reset(); }
 
 absl::StatusOr<std::unique_ptr<UploadGuard::Admission>> UploadGuard::Admit(const std::string& peer,
                                                                            std::function<bool()> abort) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto found = per_peer_.find(peer);
   const int from_peer = found == per_peer_.end() ? 0 : found->second;
   if (from_peer >= limits_.max_per_peer) {
@@ -53,35 +42,36 @@ absl::StatusOr<std::unique_ptr<UploadGuard::Admission>> UploadGuard::Admit(const
 }
 
 UploadGuard::Admission::~Admission() {
-  std::lock_guard lock(guard_->mu_);
+  absl::MutexLock lock(&guard_->mu_);
   guard_->admitted_.erase(this);
   --guard_->running_;
   auto it = guard_->per_peer_.find(peer_);
   if (--it->second == 0) guard_->per_peer_.erase(it);
 }
 
-void UploadGuard::Admission::WaitingForClient() { waiting_since_ns_.store(SteadyNanos()); }
+void UploadGuard::Admission::WaitingForClient() { waiting_since_ns_.store(guard_->clock_->MonotonicNanos()); }
 
 void UploadGuard::Admission::ClientSent() { waiting_since_ns_.store(0); }
 
-void UploadGuard::WatchdogLoop() {
+int64_t UploadGuard::BreakOffIdle(int64_t now) {
   const auto tick = std::clamp(limits_.idle_timeout / 4, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
-  std::unique_lock lock(mu_);
-  while (!stop_cv_.wait_for(lock, tick, [this] { return stopping_; })) {
-    const int64_t now = SteadyNanos();
-    const int64_t limit = std::chrono::duration_cast<std::chrono::nanoseconds>(limits_.idle_timeout).count();
-    for (Admission* a : admitted_) {
-      const int64_t since = a->waiting_since_ns_.load();
-      if (since == 0 || now - since < limit || a->timed_out_.load()) continue;
-      a->timed_out_.store(true);  // before abort_: the transport's answer reads it
-      if (!a->abort_()) {  // under mu_: the admission cannot go away meanwhile
-        a->timed_out_.store(false);  // the message came just now
-        continue;
-      }
-      spdlog::warn("upload from {} sent nothing for {} ms: broken off (--upload_idle_timeout_s); it can resume",
-                   a->peer_.empty() ? "a client" : a->peer_, limits_.idle_timeout.count());
+  const int64_t since_start = clock_->MonotonicNanos();
+  const int64_t limit = std::chrono::duration_cast<std::chrono::nanoseconds>(limits_.idle_timeout).count();
+  absl::MutexLock lock(&mu_);
+  for (Admission* a : admitted_) {
+    const int64_t since = a->waiting_since_ns_.load();
+    if (since == 0 || since_start - since < limit || a->timed_out_.load()) continue;
+    a->timed_out_.store(true);  // before abort_: the transport's answer reads it
+    // Under mu_: the admission cannot go away meanwhile. abort_ only hands the break-off to
+    // the upload's worker; it waits for nothing.
+    if (!a->abort_()) {
+      a->timed_out_.store(false);  // the message came just now
+      continue;
     }
+    spdlog::warn("upload from {} sent nothing for {} ms: broken off (--upload_idle_timeout_s); it can resume",
+                 a->peer_.empty() ? "a client" : a->peer_, limits_.idle_timeout.count());
   }
+  return now + std::chrono::duration_cast<std::chrono::nanoseconds>(tick).count();
 }
 
 }  // namespace fleetprof

@@ -5,16 +5,17 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "common/periodic_loop.h"
 
 namespace fleetprof {
 
@@ -25,7 +26,7 @@ class UploadGuard {
     int max_per_peer = 8;                       // --max_uploads_per_peer
     std::chrono::milliseconds idle_timeout{60'000};  // --upload_idle_timeout_s
   };
-  explicit UploadGuard(Limits limits);
+  explicit UploadGuard(Limits limits, Clock* clock = RealClock());
   ~UploadGuard();  // stops the watchdog
   UploadGuard(const UploadGuard&) = delete;
   UploadGuard& operator=(const UploadGuard&) = delete;
@@ -53,7 +54,7 @@ class UploadGuard {
     UploadGuard* guard_;
     std::string peer_;
     std::function<bool()> abort_;
-    std::atomic<int64_t> waiting_since_ns_{0};  // steady clock; 0 while not waiting
+    std::atomic<int64_t> waiting_since_ns_{0};  // the clock's MonotonicNanos; 0 while not waiting
     std::atomic<bool> timed_out_{false};
   };
   // UNAVAILABLE (transient: clients retry it with backoff), naming the flag, when as many
@@ -62,17 +63,18 @@ class UploadGuard {
 
   const Limits& limits() const { return limits_; }
 
- private:
-  void WatchdogLoop();
+  // Breaks off the uploads that have waited past the idle timeout; returns when to look again.
+  // The watchdog's tick; public for tests.
+  int64_t BreakOffIdle(int64_t now) ABSL_LOCKS_EXCLUDED(mu_);
 
+ private:
   const Limits limits_;
-  std::mutex mu_;
-  int running_ = 0;                      // guarded by mu_
-  std::map<std::string, int> per_peer_;  // guarded by mu_
-  std::set<Admission*> admitted_;       // guarded by mu_
-  bool stopping_ = false;                // guarded by mu_
-  std::condition_variable stop_cv_;
-  std::thread watchdog_;
+  Clock* clock_;
+  absl::Mutex mu_;
+  int running_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, int> per_peer_ ABSL_GUARDED_BY(mu_);
+  std::set<Admission*> admitted_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<PeriodicLoop> watchdog_;  // last: stops before the members it uses go
 };
 
 }  // namespace fleetprof

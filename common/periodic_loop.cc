@@ -1,0 +1,48 @@
+#include "common/periodic_loop.h"
+
+#include "common/threads.h"
+
+namespace fleetprof {
+
+absl::StatusOr<std::unique_ptr<PeriodicLoop>> PeriodicLoop::Start(const std::string& name, Clock* clock, Tick tick) {
+  std::unique_ptr<PeriodicLoop> loop(new PeriodicLoop(clock, std::move(tick)));
+  absl::StatusOr<std::thread> thread = StartThread(name, [raw = loop.get()] { raw->Run(); });
+  if (!thread.ok()) return thread.status();
+  loop->thread_ = *std::move(thread);
+  return loop;
+}
+
+PeriodicLoop::~PeriodicLoop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void PeriodicLoop::Nudge() {
+  absl::MutexLock lock(&mu_);
+  nudged_ = true;
+}
+
+int64_t PeriodicLoop::ticks() const {
+  absl::MutexLock lock(&mu_);
+  return ticks_;
+}
+
+void PeriodicLoop::Run() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      nudged_ = false;
+    }
+    const int64_t next = tick_(clock_->Now());
+    absl::MutexLock lock(&mu_);
+    ++ticks_;
+    const auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || nudged_; };
+    clock_->WaitUntil(&mu_, absl::Condition(&woken), next);
+  }
+}
+
+}  // namespace fleetprof

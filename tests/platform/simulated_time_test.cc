@@ -1,0 +1,285 @@
+// The server's background rules on a simulated clock (common/clock.h): schedules' periods,
+// missed and busy runs, capture deadlines, retention cut-offs and departed agents, checked in
+// milliseconds of test time instead of seconds of sleep. And the lock rule: listing captures,
+// schedules and agents answers while a storage write is held up.
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "common/clock.h"
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "rocksdb/env.h"
+#include "rocksdb/file_system.h"
+#include "server/agent_registry.h"
+#include "server/capture_coordinator.h"
+#include "server/capture_scheduler.h"
+#include "server/retention.h"
+#include "server/server_metrics.h"
+#include "storage/profile_store.h"
+
+namespace fleetprof {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr int64_t kDay = 24 * 3600 * kSecond;
+
+// Waits in real time (at most 10 s) until `done` holds: a loop reacts to the simulated clock
+// within a millisecond, so this returns at once when the code is right.
+template <typename F>
+bool Soon(F done) {
+  for (int i = 0; i < 10'000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return done();
+}
+
+// Holds every write-ahead-log write for `delay_ms` while it is set: a disk that stalls.
+class StallingFileSystem : public rocksdb::FileSystemWrapper {
+ public:
+  StallingFileSystem() : rocksdb::FileSystemWrapper(rocksdb::FileSystem::Default()) {}
+  const char* Name() const override { return "StallingFileSystem"; }
+  rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& options,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* file,
+                                    rocksdb::IODebugContext* debug) override {
+    rocksdb::IOStatus s = rocksdb::FileSystemWrapper::NewWritableFile(name, options, file, debug);
+    if (s.ok() && name.ends_with(".log")) *file = std::make_unique<StallingFile>(std::move(*file), this);
+    return s;
+  }
+  std::atomic<int> delay_ms{0};
+  std::atomic<int> stalled{0};  // writes held up so far
+
+ private:
+  class StallingFile : public rocksdb::FSWritableFileOwnerWrapper {
+   public:
+    StallingFile(std::unique_ptr<rocksdb::FSWritableFile> file, StallingFileSystem* fs)
+        : rocksdb::FSWritableFileOwnerWrapper(std::move(file)), fs_(fs) {}
+    rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                             rocksdb::IODebugContext* debug) override {
+      Stall();
+      return rocksdb::FSWritableFileOwnerWrapper::Append(data, options, debug);
+    }
+    rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                             const rocksdb::DataVerificationInfo& info, rocksdb::IODebugContext* debug) override {
+      Stall();
+      return rocksdb::FSWritableFileOwnerWrapper::Append(data, options, info, debug);
+    }
+
+   private:
+    void Stall() {
+      if (const int ms = fs_->delay_ms.load(); ms > 0) {
+        fs_->stalled.fetch_add(1);
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      }
+    }
+    StallingFileSystem* fs_;
+  };
+};
+
+class SimulatedTimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("fleetprof_simtime_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    env_ = rocksdb::NewCompositeEnv(fs_);
+    StoreOptions options;
+    options.env = env_.get();
+    auto store = ProfileStore::Open(dir_.string(), options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  // An agent on `node` whose process of `job` is a capture target; its commands are counted.
+  int64_t ConnectAgent(AgentRegistry& registry, const std::string& node, const std::string& job) {
+    v1::AgentHello hello;
+    hello.set_node(node);
+    v1::Target* target = hello.add_targets();
+    target->set_job(job);
+    target->set_kind(v1::Target::kineto);
+    target->set_pid(42);
+    auto session = registry.Connected(
+        hello, [this](const v1::ServerMessage&) { return ++commands_, true; }, [] {});
+    EXPECT_TRUE(session.ok()) << session.status();
+    return session.ok() ? *session : 0;
+  }
+  v1::Schedule ScheduleOf(CaptureScheduler& scheduler) {
+    auto list = scheduler.List(v1::ListSchedulesRequest());
+    EXPECT_TRUE(list.ok() && list->schedules_size() == 1);
+    return list.ok() && list->schedules_size() == 1 ? list->schedules(0) : v1::Schedule();
+  }
+
+  std::filesystem::path dir_;
+  std::shared_ptr<StallingFileSystem> fs_ = std::make_shared<StallingFileSystem>();
+  std::unique_ptr<rocksdb::Env> env_;
+  std::unique_ptr<ProfileStore> store_;
+  SimulatedClock clock_;
+  ServerMetrics metrics_;
+  std::atomic<int> commands_{0};
+};
+
+TEST_F(SimulatedTimeTest, ScheduleRunsOncePerPeriodSkipsMissedAndBusyRuns) {
+  AgentRegistry registry(store_.get(), &metrics_, AgentLimits(), &clock_);
+  CaptureCoordinator captures(store_.get(), &registry, &metrics_, &clock_);
+  CaptureScheduler scheduler(store_.get(), &captures, &metrics_, &clock_);
+  v1::CreateScheduleRequest request;
+  request.set_job("train");
+  request.set_every_ms(60'000);
+  ASSERT_TRUE(scheduler.Create(request).ok());
+  // Due at creation: with no agent the capture fails at once, and that counts as the run.
+  ASSERT_TRUE(Soon([&] { return ScheduleOf(scheduler).runs() == 1; }));
+  EXPECT_EQ(ScheduleOf(scheduler).last_outcome().rfind("failed: no process matched", 0), 0u)
+      << ScheduleOf(scheduler).last_outcome();
+  const int64_t created = ScheduleOf(scheduler).created_at_ns();
+  EXPECT_EQ(ScheduleOf(scheduler).next_run_ns(), created + 60 * kSecond);
+
+  // 59 s later nothing is due; at 60 s the second run starts, now with a target: RUNNING.
+  ConnectAgent(registry, "n1", "train");
+  clock_.Advance(59 * kSecond);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the loop looks (and finds nothing due)
+  EXPECT_EQ(ScheduleOf(scheduler).runs(), 1);
+  clock_.Advance(1 * kSecond);
+  ASSERT_TRUE(Soon([&] { return ScheduleOf(scheduler).runs() == 2; }));
+  EXPECT_EQ(ScheduleOf(scheduler).last_outcome(), "started");
+  EXPECT_EQ(commands_.load(), 1);
+  const std::string running = ScheduleOf(scheduler).last_capture_id();
+
+  // The next period, with that capture still running (its deadline is 60 s + grace away):
+  // skipped, naming it; no second command.
+  clock_.Advance(60 * kSecond);
+  ASSERT_TRUE(Soon([&] { return ScheduleOf(scheduler).skipped() == 1; }));
+  EXPECT_NE(ScheduleOf(scheduler).last_outcome().find("capture " + running + " of job train is still running"),
+            std::string::npos)
+      << ScheduleOf(scheduler).last_outcome();
+  EXPECT_EQ(commands_.load(), 1);
+
+  // Ten minutes at once (the host stalled): one skip for the missed runs, no pile-up, and the
+  // schedule goes on from the next period.
+  const int64_t before = ScheduleOf(scheduler).next_run_ns();
+  clock_.Advance(10 * 60 * kSecond);
+  ASSERT_TRUE(Soon([&] { return ScheduleOf(scheduler).skipped() == 2; }));
+  const v1::Schedule after = ScheduleOf(scheduler);
+  EXPECT_NE(after.last_outcome().find("10 runs of this schedule came due"), std::string::npos) << after.last_outcome();
+  EXPECT_EQ(after.runs(), 2);
+  EXPECT_GT(after.next_run_ns(), clock_.Now());
+  EXPECT_EQ((after.next_run_ns() - before) % (60 * kSecond), 0) << "still on the schedule's own grid";
+}
+
+TEST_F(SimulatedTimeTest, ACaptureFailsAtItsDeadlinePlusGraceAndLeavesMemoryAMinuteLater) {
+  AgentRegistry registry(store_.get(), &metrics_, AgentLimits(), &clock_);
+  CaptureCoordinator captures(store_.get(), &registry, &metrics_, &clock_);
+  ConnectAgent(registry, "n1", "train");
+  v1::StartCaptureRequest request;
+  request.set_job("train");
+  request.set_duration_ms(1000);  // deadline: max(60 s, 2 x duration) after the start
+  auto capture = captures.Start(request);
+  ASSERT_TRUE(capture.ok()) << capture.status();
+  ASSERT_EQ(capture->state(), v1::Capture::RUNNING);
+  const std::string id = capture->capture_id();
+  EXPECT_EQ(capture->deadline_unix_ns(), clock_.Now() + 60 * kSecond);
+
+  clock_.Advance(60 * kSecond + 10 * kSecond);  // the deadline and the whole grace: not yet past
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(captures.Get(id)->state(), v1::Capture::RUNNING);
+  clock_.Advance(kSecond / 2);  // past it, at the deadline loop's next look (twice a second)
+  ASSERT_TRUE(Soon([&] { return captures.Get(id)->state() == v1::Capture::FAILED; }));
+  EXPECT_EQ(captures.Get(id)->targets(0).error(), "agent never started the capture before the deadline");
+
+  // A minute after the deadline it lives in the store only, still FAILED.
+  clock_.Advance(61 * kSecond);
+  ASSERT_TRUE(Soon([&] { return captures.RunningCaptureOf("train").empty(); }));
+  auto stored = store_->GetCapture(id);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->state(), v1::Capture::FAILED);
+}
+
+TEST_F(SimulatedTimeTest, RetentionRemovesProfilesPastTheirAgeAsTimeGoesOn) {
+  const auto commit = [&](const std::string& id, const std::string& job, int64_t age) {
+    v1::ProfileInfo info;
+    info.set_profile_id(id);
+    info.set_job(job);
+    info.set_ingested_at_ns(clock_.Now() - age);
+    ASSERT_TRUE(store_->CommitProfile(info, v1::ProfileSummary()).ok());
+  };
+  commit("old", "train", 2 * kDay);
+  commit("young", "train", kDay / 2);
+  commit("kept", "eval", 100 * kDay);  // eval keeps its profiles forever
+  RetentionPolicy policy;
+  policy.retention_days = 1;
+  policy.job_days["eval"] = 0;
+  policy.check_every_s = 60;
+  prometheus::Registry registry;
+  AgentRegistry agents(store_.get(), &metrics_, AgentLimits(), &clock_);
+  Retention retention(
+      policy, store_.get(), &agents, [&](const std::string& id) { return store_->DeleteProfile(id); }, &registry,
+      &clock_);
+  const auto exists = [&](const std::string& id) { return store_->GetProfile(id).ok(); };
+  ASSERT_TRUE(Soon([&] { return !exists("old"); })) << "the first pass runs at once";
+  EXPECT_TRUE(exists("young"));
+  EXPECT_TRUE(exists("kept"));
+  clock_.Advance(kDay / 2 - 61 * kSecond);  // young is a minute short of a day at the next pass
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(exists("young"));
+  clock_.Advance(2 * 60 * kSecond);  // the next pass after its day is up
+  ASSERT_TRUE(Soon([&] { return !exists("young"); }));
+  EXPECT_TRUE(exists("kept"));
+}
+
+TEST_F(SimulatedTimeTest, AgentsAreForgottenOnlyAfterTheirExpiry) {
+  AgentRegistry registry(store_.get(), &metrics_, AgentLimits(), &clock_);
+  const int64_t session = ConnectAgent(registry, "gone", "train");
+  registry.Disconnected("gone", session);
+  ConnectAgent(registry, "here", "train");
+  clock_.Advance(7 * kDay);
+  EXPECT_EQ(registry.ForgetDeparted(clock_.Now() - 7 * kDay), 0) << "last seen exactly 7 days ago";
+  clock_.Advance(1);
+  EXPECT_EQ(registry.ForgetDeparted(clock_.Now() - 7 * kDay), 1);
+  ASSERT_EQ(registry.List().size(), 1u);
+  EXPECT_EQ(registry.List()[0].node(), "here") << "a connected agent is never forgotten";
+}
+
+// Before: the scheduler stored a schedule and the coordinator a capture under the lock that
+// listing takes, so `fleetprof schedules` and `captures` waited for the disk.
+TEST_F(SimulatedTimeTest, ListingAnswersWhileAStorageWriteIsHeldUp) {
+  AgentRegistry registry(store_.get(), &metrics_, AgentLimits(), &clock_);
+  CaptureCoordinator captures(store_.get(), &registry, &metrics_, &clock_);
+  CaptureScheduler scheduler(store_.get(), &captures, &metrics_, &clock_);
+  v1::CreateScheduleRequest request;
+  request.set_job("train");
+  request.set_every_ms(60'000);
+  ASSERT_TRUE(scheduler.Create(request).ok());
+  ASSERT_TRUE(Soon([&] { return ScheduleOf(scheduler).runs() == 1; }));
+  ConnectAgent(registry, "n1", "train");
+
+  fs_->delay_ms = 2000;
+  clock_.Advance(60 * kSecond);  // the scheduler's run stores a capture and the schedule: held 2 s
+  ASSERT_TRUE(Soon([&] { return fs_->stalled.load() > 0; }));
+  // The best of three tries, all inside the 2 s stall: a busy test machine may delay one.
+  auto fastest = std::chrono::steady_clock::duration::max();
+  for (int i = 0; i < 3; ++i) {
+    const auto started = std::chrono::steady_clock::now();
+    auto schedules = scheduler.List(v1::ListSchedulesRequest());
+    captures.RunningCaptureOf("train");
+    auto agents = registry.ListAgents();
+    fastest = std::min(fastest, std::chrono::steady_clock::now() - started);
+    EXPECT_TRUE(schedules.ok());
+    EXPECT_EQ(agents.agents_size(), 1);
+  }
+  EXPECT_LT(fastest, std::chrono::milliseconds(50))
+      << std::chrono::duration_cast<std::chrono::milliseconds>(fastest).count() << " ms while a write was held up";
+  EXPECT_GT(fs_->delay_ms.load(), 0);
+  fs_->delay_ms = 0;
+  ASSERT_TRUE(Soon([&] { return ScheduleOf(scheduler).runs() == 2; }));
+}
+
+}  // namespace
+}  // namespace fleetprof
