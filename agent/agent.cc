@@ -64,7 +64,11 @@ absl::Status Agent::Start() {
   }
 
   StartKineto(channel);
-  discovered_ = DiscoverXprofTargets(config_.proc_root);
+  {
+    std::vector<v1::Target> found = DiscoverXprofTargets(config_.proc_root);
+    absl::MutexLock lock(&mu_);
+    discovered_ = std::move(found);
+  }
   link_ = std::make_unique<ServerLink>(
       channel, [this] { return Hello(); }, [this] { return Heartbeat(); },
       [this](const v1::ServerMessage& message) {
@@ -160,7 +164,7 @@ void Agent::Stop() {
 std::vector<v1::Target> Agent::Targets() {
   std::vector<v1::Target> targets = static_targets_;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     // A job found in /proc may also be named by --target: one target per address.
     for (const auto& found : discovered_) {
       bool known = false;
@@ -224,7 +228,7 @@ void Agent::DiscoverLoop() {
     if (std::chrono::steady_clock::now() < next) continue;
     next = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.discover_interval_ms);
     auto found = DiscoverXprofTargets(config_.proc_root);
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     discovered_ = std::move(found);
   }
 }

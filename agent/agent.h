@@ -5,11 +5,12 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "rpc/channel.h"
 
 #include "absl/status/status.h"
@@ -84,8 +85,8 @@ class Agent {
   std::unique_ptr<CaptureRunner> captures_;
   std::unique_ptr<ServerLink> link_;
 
-  std::mutex mu_;
-  std::vector<v1::Target> discovered_;  // XLA jobs found in /proc, refreshed by DiscoverLoop
+  absl::Mutex mu_;
+  std::vector<v1::Target> discovered_ ABSL_GUARDED_BY(mu_);  // XLA jobs found in /proc, refreshed by DiscoverLoop
   std::atomic<bool> stopping_{false};
   std::thread discover_;
 };

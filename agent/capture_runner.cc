@@ -32,7 +32,7 @@ CaptureRunner::CaptureRunner(Options options, std::shared_ptr<grpc::Channel> cha
 CaptureRunner::~CaptureRunner() {
   std::list<Worker> workers;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
     workers.swap(workers_);
   }
@@ -40,12 +40,12 @@ CaptureRunner::~CaptureRunner() {
 }
 
 bool CaptureRunner::cancelled() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stopping_;
 }
 
 absl::Status CaptureRunner::Spawn(std::function<void()> work) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (stopping_) return absl::UnavailableError("the agent is stopping");
   for (auto it = workers_.begin(); it != workers_.end();) {
     if (it->done->load()) {
@@ -146,7 +146,7 @@ absl::StatusOr<CheckedFile> CaptureRunner::Trigger(const v1::CaptureCommand& com
     request.with_stack = command.with_stack();
     request.trace_id = command.capture_id();
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       own_log_files_.insert(request.log_file);  // Execute uploads it, not AdoptKinetoTrace
     }
     TriggerResult triggered =
@@ -162,7 +162,7 @@ absl::StatusOr<CheckedFile> CaptureRunner::Trigger(const v1::CaptureCommand& com
     auto trace = WaitForTraceFile(KinetoEndpoint::TracePathFor(request.log_file, target.pid()), deadline,
                                   [this] { return cancelled(); });
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       own_log_files_.erase(request.log_file);  // the poll that handed it out came before the file
     }
     if (!trace.ok()) return trace.status();
@@ -219,7 +219,7 @@ void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const std::st
   // A config without a log file names nothing to upload; ours are uploaded by Execute.
   if (log_file.empty()) return;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (own_log_files_.erase(log_file) > 0) return;
   }
   // Only files the job writes directly into the Kineto trace folder: the dynolog API refuses

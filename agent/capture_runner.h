@@ -8,10 +8,11 @@
 #include <list>
 #include <set>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "collectors/kineto_endpoint.h"
 #include "common/safe_paths.h"
 #include "fleetprof/v1/agent.pb.h"
@@ -57,14 +58,14 @@ class CaptureRunner {
   std::shared_ptr<grpc::Channel> channel_;
   KinetoEndpoint* kineto_;
   Sender send_;
-  mutable std::mutex mu_;
-  bool stopping_ = false;
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   struct Worker {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> done;
   };
-  std::list<Worker> workers_;  // finished ones are joined at the next Spawn
-  std::set<std::string> own_log_files_;  // Kineto log files of captures (Execute uploads them)
+  std::list<Worker> workers_ ABSL_GUARDED_BY(mu_);  // finished ones are joined at the next Spawn
+  std::set<std::string> own_log_files_ ABSL_GUARDED_BY(mu_);  // Kineto log files of captures (Execute uploads them)
 };
 
 }  // namespace fleetprof

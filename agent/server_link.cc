@@ -25,25 +25,24 @@ void ServerLink::Start() { thread_ = std::thread([this] { Loop(); }); }
 
 void ServerLink::Stop() {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
     if (live_context_ != nullptr) live_context_->TryCancel();
   }
-  wake_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
 bool ServerLink::Write(Stream* stream, const v1::AgentMessage& message) {
-  std::lock_guard lock(write_mu_);
+  absl::MutexLock lock(&write_mu_);
   return stream->Write(message);
 }
 
 void ServerLink::Send(const v1::AgentMessage& message) {
-  // Lock order: write_mu_, then mu_. Holding write_mu_ keeps the stream alive while writing.
-  std::lock_guard write_lock(write_mu_);
+  // Holding write_mu_ keeps the stream alive while writing (see the lock order in the header).
+  absl::MutexLock write_lock(&write_mu_);
   Stream* stream = nullptr;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     stream = live_stream_;
     if (stream == nullptr) {
       if (outbox_.size() >= kMaxQueued) outbox_.pop_front();
@@ -52,7 +51,7 @@ void ServerLink::Send(const v1::AgentMessage& message) {
     }
   }
   if (!stream->Write(message)) {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (outbox_.size() >= kMaxQueued) outbox_.pop_front();
     outbox_.push_back(message);  // the session is breaking; resend after reconnect
   }
@@ -62,7 +61,7 @@ void ServerLink::Loop() {
   auto backoff = std::chrono::milliseconds(250);
   while (true) {
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (stopping_) return;
       stream_broken_ = false;
     }
@@ -74,8 +73,9 @@ void ServerLink::Loop() {
       backoff = std::chrono::milliseconds(250);
     }
     {
-      std::unique_lock lock(mu_);
-      if (wake_.wait_for(lock, backoff, [&] { return stopping_; })) return;
+      absl::MutexLock lock(&mu_);
+      const auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+      if (mu_.AwaitWithTimeout(absl::Condition(&stop), absl::FromChrono(backoff))) return;
     }
     backoff = std::min(backoff * 2, std::chrono::milliseconds(10000));
   }
@@ -85,7 +85,7 @@ void ServerLink::RunSession() {
   auto stub = v1::AgentService::NewStub(channel_);
   grpc::ClientContext context;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) return;
     live_context_ = &context;
   }
@@ -99,10 +99,10 @@ void ServerLink::RunSession() {
       interval = std::chrono::milliseconds(message.welcome().heartbeat_interval_ms());
     }
     {
-      std::lock_guard write_lock(write_mu_);
+      absl::MutexLock write_lock(&write_mu_);
       std::deque<v1::AgentMessage> queued;
       {
-        std::lock_guard lock(mu_);
+        absl::MutexLock lock(&mu_);
         live_stream_ = stream.get();
         queued.swap(outbox_);
         connected_ = true;
@@ -116,15 +116,14 @@ void ServerLink::RunSession() {
       while (stream->Read(&incoming)) {
         if (on_message_) on_message_(incoming);
       }
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       stream_broken_ = true;
-      wake_.notify_all();
     });
     while (true) {
       {
-        std::unique_lock lock(mu_);
-        wake_.wait_for(lock, interval, [&] { return stopping_ || stream_broken_; });
-        if (stopping_ || stream_broken_) break;
+        absl::MutexLock lock(&mu_);
+        const auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || stream_broken_; };
+        if (mu_.AwaitWithTimeout(absl::Condition(&done), absl::FromChrono(interval))) break;
       }
       v1::AgentMessage beat;
       *beat.mutable_heartbeat() = heartbeat_();
@@ -132,21 +131,21 @@ void ServerLink::RunSession() {
       if (!Write(stream.get(), beat)) break;
     }
     {
-      std::lock_guard write_lock(write_mu_);
-      std::lock_guard lock(mu_);
+      absl::MutexLock write_lock(&write_mu_);
+      absl::MutexLock lock(&mu_);
       connected_ = false;
       live_stream_ = nullptr;
     }
     context.TryCancel();
     reader.join();
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!stopping_) spdlog::warn("link to server lost; reconnecting");
   } else {
     context.TryCancel();
   }
   grpc::Status status = stream->Finish();
   if (!connected_) spdlog::debug("connect ended: {}", status.error_message());
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   live_context_ = nullptr;
 }
 

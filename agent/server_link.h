@@ -5,14 +5,14 @@
 // after the next hello, so capture progress is not lost in a reconnect.
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "fleetprof/v1/agent.grpc.pb.h"
 #include "grpcpp/channel.h"
 
@@ -46,14 +46,15 @@ class ServerLink {
   std::function<void(const v1::ServerMessage&)> on_message_;
   std::atomic<bool> connected_{false};
 
-  std::mutex mu_;  // guards everything below
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  bool stream_broken_ = false;
-  grpc::ClientContext* live_context_ = nullptr;
-  Stream* live_stream_ = nullptr;
-  std::deque<v1::AgentMessage> outbox_;
-  std::mutex write_mu_;  // one writer on the stream at a time
+  // Lock order: write_mu_ (one writer on the stream at a time; it also keeps the stream
+  // alive while writing), then mu_.
+  absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool stream_broken_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* live_context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  Stream* live_stream_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::deque<v1::AgentMessage> outbox_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -36,10 +36,9 @@ absl::Status TraceUploader::Start() {
 
 void TraceUploader::Stop() {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  wake_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -50,16 +49,14 @@ void TraceUploader::Loop() {
     for (auto& file : watcher_.Scan(UnixNanos())) files.push_back(std::move(file));
     for (const auto& file : files) {
       {
-        std::lock_guard lock(mu_);
+        absl::MutexLock lock(&mu_);
         if (stopping_) return;
       }
       if (!journal_.Contains(file)) UploadOne(file);
     }
-    std::unique_lock lock(mu_);
-    if (wake_.wait_for(lock, std::chrono::milliseconds(options_.scan_interval_ms),
-                       [&] { return stopping_; })) {
-      return;
-    }
+    absl::MutexLock lock(&mu_);
+    const auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+    if (mu_.AwaitWithTimeout(absl::Condition(&stop), absl::Milliseconds(options_.scan_interval_ms))) return;
   }
 }
 
@@ -80,7 +77,7 @@ void TraceUploader::UploadOne(const TraceFile& file) {
   upload.labels["source"] = "trace_dir";
   upload.max_attempts = 2;
   upload.cancelled = [this] {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     return stopping_;
   };
   auto response = UploadFile(channel_, upload);

@@ -3,12 +3,12 @@
 // uploads across agent restarts, and a per-file upload id makes the server dedupe too.
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "collectors/trace_dir_watcher.h"
 #include "collectors/upload_journal.h"
 #include "grpcpp/channel.h"
@@ -50,9 +50,8 @@ class TraceUploader {
   prometheus::Family<prometheus::Counter>& results_;
   std::atomic<int64_t> uploaded_{0};
   std::atomic<int64_t> failed_{0};
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

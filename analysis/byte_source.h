@@ -29,6 +29,10 @@ absl::StatusOr<std::unique_ptr<ByteSource>> OpenFileSource(const std::string& pa
 // Gzip input is inflated on a worker thread, so `inner` is read from that thread.
 std::unique_ptr<ByteSource> MaybeGunzip(std::unique_ptr<ByteSource> inner);
 
+// Hands back `prefix` (bytes already read from `inner`, e.g. to sniff a format), then the rest
+// of `inner`.
+std::unique_ptr<ByteSource> PrefixedSource(std::string prefix, std::unique_ptr<ByteSource> inner);
+
 // A source over bytes already in memory (an upload, a test input). Each Read returns at most
 // `max_chunk` bytes, which lets tests exercise every refill boundary of a reader.
 std::unique_ptr<ByteSource> OpenStringSource(std::string name, std::string data,

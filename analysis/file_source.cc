@@ -107,6 +107,35 @@ absl::StatusOr<std::unique_ptr<ByteSource>> OpenFileSource(const std::string& pa
   return std::make_unique<FileSource>(fd, path);
 }
 
+namespace {
+
+class PrefixedByteSource : public ByteSource {
+ public:
+  PrefixedByteSource(std::string prefix, std::unique_ptr<ByteSource> inner)
+      : prefix_(std::move(prefix)), inner_(std::move(inner)) {}
+  absl::StatusOr<size_t> Read(char* buf, size_t n) override {
+    if (pos_ < prefix_.size()) {
+      const size_t take = std::min(n, prefix_.size() - pos_);
+      std::memcpy(buf, prefix_.data() + pos_, take);
+      pos_ += take;
+      return take;
+    }
+    return inner_->Read(buf, n);
+  }
+  const std::string& name() const override { return inner_->name(); }
+
+ private:
+  std::string prefix_;
+  size_t pos_ = 0;
+  std::unique_ptr<ByteSource> inner_;
+};
+
+}  // namespace
+
+std::unique_ptr<ByteSource> PrefixedSource(std::string prefix, std::unique_ptr<ByteSource> inner) {
+  return std::make_unique<PrefixedByteSource>(std::move(prefix), std::move(inner));
+}
+
 std::unique_ptr<ByteSource> OpenStringSource(std::string name, std::string data, size_t max_chunk) {
   return std::make_unique<StringSource>(std::move(name), std::move(data), max_chunk);
 }

@@ -33,29 +33,6 @@ const char* IsalErrorText(int ret) {
   }
 }
 
-// Passes bytes through unchanged, after handing back the ones sniffed for the magic.
-class PassThroughSource : public ByteSource {
- public:
-  PassThroughSource(std::unique_ptr<ByteSource> inner, std::string prefix)
-      : inner_(std::move(inner)), prefix_(std::move(prefix)) {}
-
-  absl::StatusOr<size_t> Read(char* buf, size_t n) override {
-    if (prefix_pos_ < prefix_.size()) {
-      size_t take = std::min(n, prefix_.size() - prefix_pos_);
-      std::memcpy(buf, prefix_.data() + prefix_pos_, take);
-      prefix_pos_ += take;
-      return take;
-    }
-    return inner_->Read(buf, n);
-  }
-  const std::string& name() const override { return inner_->name(); }
-
- private:
-  std::unique_ptr<ByteSource> inner_;
-  std::string prefix_;
-  size_t prefix_pos_ = 0;
-};
-
 // Defers the sniffing to the first Read, because MaybeGunzip cannot return a Status.
 class SniffingSource : public ByteSource {
  public:
@@ -77,7 +54,7 @@ class SniffingSource : public ByteSource {
       if (gzip) {
         resolved_ = std::make_unique<GunzipSource>(std::move(inner_), std::move(prefix));
       } else {
-        resolved_ = std::make_unique<PassThroughSource>(std::move(inner_), std::move(prefix));
+        resolved_ = PrefixedSource(std::move(prefix), std::move(inner_));
       }
     }
     return resolved_->Read(buf, n);
@@ -113,11 +90,10 @@ GunzipSource::GunzipSource(std::unique_ptr<ByteSource> inner, std::string prefix
 
 GunzipSource::~GunzipSource() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     cancelled_ = true;
   }
   stop_.store(true, std::memory_order_relaxed);
-  free_cv_.notify_all();
   if (worker_.joinable()) worker_.join();
 }
 
@@ -125,14 +101,14 @@ absl::StatusOr<size_t> GunzipSource::Read(char* buf, size_t n) {
   if (!sticky_error_.ok()) return sticky_error_;
   while (current_pos_ == current_.size) {
     if (done_) return 0;
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (current_.data != nullptr) {
       free_.push_back(current_.data);
-      free_cv_.notify_one();
       current_ = Chunk{};
       current_pos_ = 0;
     }
-    ready_cv_.wait(lock, [this] { return !ready_.empty() || finished_; });
+    const auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !ready_.empty() || finished_; };
+    mu_.Await(absl::Condition(&ready));
     if (!ready_.empty()) {
       current_ = ready_.front();
       ready_.pop_front();
@@ -152,8 +128,9 @@ absl::StatusOr<size_t> GunzipSource::Read(char* buf, size_t n) {
 }
 
 char* GunzipSource::AcquireFree() {
-  std::unique_lock<std::mutex> lock(mu_);
-  free_cv_.wait(lock, [this] { return !free_.empty() || cancelled_; });
+  absl::MutexLock lock(&mu_);
+  const auto free = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !free_.empty() || cancelled_; };
+  mu_.Await(absl::Condition(&free));
   if (cancelled_) return nullptr;
   char* buffer = free_.back();
   free_.pop_back();
@@ -162,19 +139,17 @@ char* GunzipSource::AcquireFree() {
 
 void GunzipSource::Publish(Chunk chunk) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ready_.push_back(chunk);
   }
-  ready_cv_.notify_one();
 }
 
 void GunzipSource::PublishEnd(absl::Status status) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     finished_ = true;
     end_status_ = std::move(status);
   }
-  ready_cv_.notify_one();
 }
 
 void GunzipSource::RunInflate() { PublishEnd(Inflate()); }

@@ -4,15 +4,15 @@
 // ones, so a .json.gz costs about max(inflate, parse) rather than their sum.
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/status/status.h"
 #include "analysis/byte_source.h"
 
@@ -51,14 +51,12 @@ class GunzipSource : public ByteSource {
   std::string prefix_;
   std::vector<std::unique_ptr<char[]>> out_buffers_;
 
-  std::mutex mu_;
-  std::condition_variable ready_cv_;  // a chunk or the end was published
-  std::condition_variable free_cv_;   // a buffer came back, or cancelled_
-  std::deque<Chunk> ready_;           // guarded by mu_
-  std::vector<char*> free_;           // guarded by mu_
-  bool finished_ = false;             // guarded by mu_: no more chunks after ready_
-  absl::Status end_status_;           // guarded by mu_
-  bool cancelled_ = false;            // guarded by mu_
+  absl::Mutex mu_;
+  std::deque<Chunk> ready_ ABSL_GUARDED_BY(mu_);
+  std::vector<char*> free_ ABSL_GUARDED_BY(mu_);
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // no more chunks after ready_
+  absl::Status end_status_ ABSL_GUARDED_BY(mu_);
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> stop_{false};     // cancelled_, readable without the lock
 
   // Reader side, touched only by the caller's thread.

@@ -30,16 +30,12 @@ constexpr DeviceCategory kDeviceCategories[] = {
     {"mtia_ccp_events", Category::kKernel, /*dma_is_memory=*/true},                // Meta's MTIA
 };
 
-bool EndsWith(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
 }  // namespace
 
 // Runtime calls of every backend: cuda_runtime, cuda_driver, mtia_runtime,
 // privateuse1_runtime, privateuse1_driver, …, and the 2021 schema's Runtime.
 bool IsRuntimeCategory(std::string_view cat) {
-  return cat == "Runtime" || EndsWith(cat, "_runtime") || EndsWith(cat, "_driver");
+  return cat == "Runtime" || cat.ends_with("_runtime") || cat.ends_with("_driver");
 }
 
 namespace {

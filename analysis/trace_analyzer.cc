@@ -17,28 +17,6 @@
 namespace fleetprof::analysis {
 namespace {
 
-// Hands back bytes read to sniff the format, then the rest of `inner`.
-class PrefixedSource : public ByteSource {
- public:
-  PrefixedSource(std::string prefix, std::unique_ptr<ByteSource> inner)
-      : prefix_(std::move(prefix)), inner_(std::move(inner)) {}
-  absl::StatusOr<size_t> Read(char* buf, size_t n) override {
-    if (pos_ < prefix_.size()) {
-      size_t take = std::min(n, prefix_.size() - pos_);
-      std::memcpy(buf, prefix_.data() + pos_, take);
-      pos_ += take;
-      return take;
-    }
-    return inner_->Read(buf, n);
-  }
-  const std::string& name() const override { return inner_->name(); }
-
- private:
-  std::string prefix_;
-  size_t pos_ = 0;
-  std::unique_ptr<ByteSource> inner_;
-};
-
 // Fails a read past `max_bytes`: a decompression bomb ends here, whatever the format.
 class CappedSource : public ByteSource {
  public:
@@ -143,8 +121,8 @@ absl::StatusOr<TraceSummary> AnalyzeTraceStream(std::unique_ptr<ByteSource> raw,
   head.resize(filled);
   if (filled == 0) return absl::InvalidArgumentError(absl::StrCat(plain->name(), ": empty trace (no bytes)"));
   if (format == TraceFormat::kUnknown) format = DetectTraceFormat(plain->name(), head);
-  PrefixedSource source(std::move(head), std::move(plain));
-  return AnalyzeTrace(source, format, sink, limits);  // names the formats it knows when it is neither
+  std::unique_ptr<ByteSource> source = PrefixedSource(std::move(head), std::move(plain));
+  return AnalyzeTrace(*source, format, sink, limits);  // names the formats it knows when it is neither
 }
 
 absl::StatusOr<TraceSummary> AnalyzeTraceFile(const std::string& path, TraceEventsSink* sink,

@@ -95,7 +95,7 @@ absl::StatusOr<std::unique_ptr<AccessGuard>> AccessGuard::FromTokensFile(const s
 }
 
 size_t AccessGuard::principal_count() const {
-  std::shared_lock lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   return principals_ ? principals_->size() : 0;
 }
 
@@ -104,7 +104,7 @@ absl::Status AccessGuard::Reload() {
   auto parsed = Parse(tokens_file_);
   if (!parsed.ok()) return parsed.status();
   auto fresh = std::make_shared<const Principals>(*std::move(parsed));
-  std::unique_lock lock(mu_);
+  absl::WriterMutexLock lock(&mu_);
   principals_ = std::move(fresh);
   return absl::OkStatus();
 }
@@ -121,7 +121,7 @@ absl::StatusOr<Principal> AccessGuard::Authorize(std::string_view authorization,
   const std::string hash = Sha256Hex(token);
   std::shared_ptr<const Principals> principals;
   {
-    std::shared_lock lock(mu_);
+    absl::ReaderMutexLock lock(&mu_);
     principals = principals_;
   }
   auto it = principals->find(hash);
@@ -141,7 +141,7 @@ absl::StatusOr<Principal> AccessGuard::Authorize(std::string_view authorization,
 bool AccessGuard::StillValid(const Principal& principal, Scope need) const {
   if (!enabled()) return true;
   if (!principal.authenticated) return false;
-  std::shared_lock lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   auto it = principals_->find(principal.token_hash);
   return it != principals_->end() && it->second.name == principal.name && it->second.Has(need);
 }

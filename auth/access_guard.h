@@ -10,12 +10,13 @@
 // file with an error is refused as a whole and the previous principals stay in force.
 
 #include <memory>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "auth/scopes.h"
 
 namespace fleetprof {
@@ -46,8 +47,8 @@ class AccessGuard {
   static absl::StatusOr<Principals> Parse(const std::string& path);
 
   std::string tokens_file_;
-  mutable std::shared_mutex mu_;
-  std::shared_ptr<const Principals> principals_;
+  mutable absl::Mutex mu_;  // readers share it (ReaderMutexLock); Reload writes
+  std::shared_ptr<const Principals> principals_ ABSL_GUARDED_BY(mu_);
 };
 
 // Parses "Bearer TOKEN" (scheme case-insensitive); empty when the value is not of that form.

@@ -73,7 +73,7 @@ absl::Status KinetoEndpoint::Start() {
   }
   socket_ = std::move(*socket);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    absl::MutexLock lock(&mutex_);
     address_ = socket_->address();
   }
   spdlog::info("Kineto on-demand endpoint listening on {}", address_);
@@ -95,7 +95,7 @@ void KinetoEndpoint::Stop() {
 }
 
 std::string KinetoEndpoint::address() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   return address_;
 }
 
@@ -171,7 +171,7 @@ bool KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid, int64_t 
     return false;
   }
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    absl::MutexLock lock(&mutex_);
     auto it = processes_.find(pid);
     if (it != processes_.end()) {
       // A pid number is only unique within a namespace: another sender claiming a live
@@ -196,7 +196,7 @@ bool KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid, int64_t 
   // another process's environ can stall on its memory map lock.
   const std::string job =
       JobNameFor(options_.proc_root, host_pid > 0 ? host_pid : pid, poll.job_id);
-  std::lock_guard<std::mutex> lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   Registration& registration = processes_[pid];
   if (registration.process.pid != 0 && registration.process.ancestry != poll.pids &&
       registration.pending_config.has_value()) {
@@ -218,7 +218,7 @@ void KinetoEndpoint::HandlePoll(const KinetoDatagram& datagram, const KinetoPoll
   std::string config;
   KinetoProcess process;
   if (poll.type & kKinetoActivitiesBit) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    absl::MutexLock lock(&mutex_);
     Registration& registration = processes_[pid];
     if (registration.pending_config.has_value()) {
       config = std::move(*registration.pending_config);
@@ -236,7 +236,7 @@ void KinetoEndpoint::HandlePoll(const KinetoDatagram& datagram, const KinetoPoll
     // Not handed out after all: keep it for the next poll.
     spdlog::warn("Kineto config for pid={} not delivered, kept pending: {}", pid,
                  std::string(sent.message()));
-    std::lock_guard<std::mutex> lock(mutex_);
+    absl::MutexLock lock(&mutex_);
     auto it = processes_.find(pid);
     if (it != processes_.end() && !it->second.pending_config) {
       it->second.pending_config = std::move(config);
@@ -264,7 +264,7 @@ void KinetoEndpoint::HandleContext(const KinetoDatagram& datagram, const KinetoC
 void KinetoEndpoint::ForgetSilentProcesses() {
   const auto cutoff = SteadyClock::now() - options_.forget_after;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    absl::MutexLock lock(&mutex_);
     for (auto it = processes_.begin(); it != processes_.end();) {
       if (it->second.last_poll >= cutoff) {
         ++it;
@@ -283,7 +283,7 @@ void KinetoEndpoint::ForgetSilentProcesses() {
 }
 
 std::vector<KinetoProcess> KinetoEndpoint::Processes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   std::vector<KinetoProcess> out;
   out.reserve(processes_.size());
   for (const auto& [pid, registration] : processes_) out.push_back(registration.process);
@@ -295,7 +295,7 @@ TriggerResult KinetoEndpoint::Trigger(const std::vector<int32_t>& pids, int64_t 
   const bool all_pids =
       pids.empty() || std::find(pids.begin(), pids.end(), 0) != pids.end();
   TriggerResult result;
-  std::lock_guard<std::mutex> lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   for (auto& [pid, registration] : processes_) {
     const KinetoProcess& process = registration.process;
     if (job_id != 0 && process.job_id != job_id) continue;

@@ -13,12 +13,13 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/status/status.h"
 #include "collectors/kineto_ipc.h"
 
@@ -138,8 +139,8 @@ class KinetoEndpoint {
   int wake_fd_ = -1;
   std::thread loop_;
 
-  mutable std::mutex mutex_;
-  std::map<int32_t, Registration> processes_;  // by reported pid
+  mutable absl::Mutex mutex_;
+  std::map<int32_t, Registration> processes_ ABSL_GUARDED_BY(mutex_);  // by reported pid
   // Legacy "ctxt" registrations: which pids announced themselves per (job, gpu).
   // Only the loop thread touches these.
   std::map<ContextKey, std::map<int32_t, std::chrono::steady_clock::time_point>> contexts_;

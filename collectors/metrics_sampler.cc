@@ -17,7 +17,7 @@ MetricsSampler::~MetricsSampler() { Stop(); }
 absl::Status MetricsSampler::Start() {
   if (thread_.joinable()) return absl::FailedPreconditionError("metrics sampler already started");
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    absl::MutexLock lock(&mutex_);
     stopping_ = false;
   }
   thread_ = std::thread([this] { Run(); });
@@ -26,10 +26,9 @@ absl::Status MetricsSampler::Start() {
 
 void MetricsSampler::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    absl::MutexLock lock(&mutex_);
     stopping_ = true;
   }
-  wake_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -47,13 +46,14 @@ void MetricsSampler::Run() {
     next += options_.interval;
     auto now = std::chrono::steady_clock::now();
     if (next < now) next = now + options_.interval;
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (wake_.wait_until(lock, next, [this] { return stopping_; })) return;
+    absl::MutexLock lock(&mutex_);
+    const auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return stopping_; };
+    if (mutex_.AwaitWithTimeout(absl::Condition(&stop), absl::FromChrono(next - now))) return;
   }
 }
 
 NvmlSnapshot MetricsSampler::LatestDevices() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   return latest_devices_;
 }
 
@@ -61,7 +61,7 @@ void MetricsSampler::SampleOnce() {
   NvmlSnapshot devices = nvml_.Sample();
   exporter_.ExportDevices(devices);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    absl::MutexLock lock(&mutex_);
     latest_devices_ = std::move(devices);
   }
   exporter_.ExportHost(host_.Sample());

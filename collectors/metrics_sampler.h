@@ -14,13 +14,13 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/status/status.h"
 #include "collectors/device_metrics_exporter.h"
 #include "collectors/host_collector.h"
@@ -71,10 +71,9 @@ class MetricsSampler {
   bool nvml_started_ = false;  // only touched by the sampling thread
   std::atomic<uint64_t> rounds_{0};
 
-  mutable std::mutex mutex_;
-  NvmlSnapshot latest_devices_;  // guarded by mutex_
-  std::condition_variable wake_;
-  bool stopping_ = false;  // guarded by mutex_
+  mutable absl::Mutex mutex_;
+  NvmlSnapshot latest_devices_ ABSL_GUARDED_BY(mutex_);
+  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };
 

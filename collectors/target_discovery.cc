@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <mutex>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -12,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/escaping.h"
 #include "collectors/process_jobs.h"
+#include "absl/synchronization/mutex.h"
 #include "common/text_checks.h"
 #include "spdlog/spdlog.h"
 
@@ -47,11 +47,16 @@ std::string EnvironValue(const std::string& environ, const std::string& name) {
 
 namespace {
 
+ABSL_CONST_INIT absl::Mutex warned_mu(absl::kConstInit);
+std::set<int>& Warned() ABSL_EXCLUSIVE_LOCKS_REQUIRED(warned_mu) {
+  static auto* warned = new std::set<int>();
+  return *warned;
+}
+
 // Discovery runs every few seconds: say why a process is ignored once, not every scan.
 void WarnOnce(int pid, const std::string& message) {
-  static std::mutex mu;
-  static std::set<int> warned;
-  std::lock_guard lock(mu);
+  absl::MutexLock lock(&warned_mu);
+  std::set<int>& warned = Warned();
   if (warned.size() > 4096) warned.clear();
   if (warned.insert(pid).second) spdlog::warn("{}", message);
 }

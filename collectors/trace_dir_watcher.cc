@@ -9,10 +9,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 int64_t MtimeNs(const fs::file_time_type& t) {
   // file_clock has its own epoch in libstdc++: convert to unix time before comparing.
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -25,8 +21,8 @@ constexpr int kMaxDepth = 4;
 }  // namespace
 
 bool IsTraceFileName(const std::string& name) {
-  if (name.empty() || name[0] == '.' || EndsWith(name, ".tmp")) return false;
-  return EndsWith(name, ".json") || EndsWith(name, ".json.gz") || EndsWith(name, ".xplane.pb");
+  if (name.empty() || name[0] == '.' || name.ends_with(".tmp")) return false;
+  return name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".xplane.pb");
 }
 
 TraceDirWatcher::TraceDirWatcher(std::vector<std::string> dirs, std::string job, int64_t settle_ms)

@@ -21,7 +21,7 @@ std::string UploadJournal::Key(const std::string& path, int64_t size, int64_t mt
 }
 
 absl::Status UploadJournal::Open(const std::string& path) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   path_ = path;
   std::ifstream in(path);
   std::string line;
@@ -38,12 +38,12 @@ absl::Status UploadJournal::Open(const std::string& path) {
 }
 
 bool UploadJournal::Contains(const TraceFile& file) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return done_.count(Key(file.path, file.size, file.mtime_ns)) > 0;
 }
 
 absl::Status UploadJournal::Record(const TraceFile& file, const std::string& outcome) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::string line = absl::StrCat(outcome, "\t", Key(file.path, file.size, file.mtime_ns), "\n");
   int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return absl::InternalError(absl::StrCat("cannot write ", path_));

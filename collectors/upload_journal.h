@@ -4,10 +4,11 @@
 //   <profile_id or "rejected">\t<size>\t<mtime_ns>\t<path>
 
 #include <cstdint>
-#include <mutex>
 #include <set>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "collectors/trace_dir_watcher.h"
@@ -22,13 +23,16 @@ class UploadJournal {
   bool Contains(const TraceFile& file) const;
   // Records an upload ("rejected" for files the server refused as malformed).
   absl::Status Record(const TraceFile& file, const std::string& outcome);
-  size_t size() const { return done_.size(); }
+  size_t size() const {
+    absl::MutexLock lock(&mu_);
+    return done_.size();
+  }
 
  private:
   static std::string Key(const std::string& path, int64_t size, int64_t mtime_ns);
   std::string path_;
-  std::set<std::string> done_;
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
+  std::set<std::string> done_ ABSL_GUARDED_BY(mu_);
 };
 
 // A stable id for this file on this node, so the server dedupes even a lost journal. Keyed

@@ -1,13 +1,13 @@
 #include "collectors/xprof_client.h"
 
+#include "absl/synchronization/mutex.h"
+
 #include <algorithm>
 #include <chrono>
 #include <climits>
-#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <mutex>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -43,11 +43,6 @@ int64_t UnixNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-bool EndsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 absl::Status FromGrpc(const grpc::Status& status, std::string message) {
@@ -101,7 +96,7 @@ std::string FindServerWrittenTrace(const std::string& expected_path) {
   for (fs::directory_iterator it(fs::path(expected_path).parent_path(), error), end;
        !error && it != end; it.increment(error)) {
     const std::string name = it->path().filename().string();
-    if (EndsWith(name, kXplaneSuffix) && fs::is_regular_file(it->symlink_status(error))) {
+    if (name.ends_with(kXplaneSuffix) && fs::is_regular_file(it->symlink_status(error))) {
       candidates.push_back(it->path().string());
     }
   }
@@ -237,19 +232,18 @@ grpc::Status XprofCapture::CallProfile(std::chrono::milliseconds deadline,
                                        tensorflow::ProfileResponse* response, bool* was_cancelled) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + deadline);
-  std::mutex mutex;
-  std::condition_variable finished_cv;
-  bool finished = false;
+  absl::Mutex mutex;
+  bool finished = false;  // both under `mutex`
   grpc::Status result;
   stub_->async()->Profile(&context, &request, response, [&](grpc::Status status) {
-    std::lock_guard<std::mutex> lock(mutex);
+    absl::MutexLock lock(&mutex);
     result = std::move(status);
     finished = true;
-    finished_cv.notify_all();
   });
 
-  std::unique_lock<std::mutex> lock(mutex);
-  while (!finished_cv.wait_for(lock, kCancelPollInterval, [&] { return finished; })) {
+  absl::MutexLock lock(&mutex);
+  const auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex) { return finished; };
+  while (!mutex.AwaitWithTimeout(absl::Condition(&done), absl::FromChrono(kCancelPollInterval))) {
     if (!*was_cancelled && cancelled_ && cancelled_()) {
       *was_cancelled = true;
       context.TryCancel();  // the callback still runs (CANCELLED); wait for it below
@@ -305,7 +299,7 @@ absl::StatusOr<std::string> XprofCapture::SaveTrace(const tensorflow::ProfileRes
   // put it in tool_data instead.
   const std::string* xspace = response.xspace().empty() ? nullptr : &response.xspace();
   for (const tensorflow::ProfileToolData& tool : response.tool_data()) {
-    if (xspace == nullptr && EndsWith(tool.name(), kXplaneTool) && !tool.data().empty()) {
+    if (xspace == nullptr && tool.name().ends_with(kXplaneTool) && !tool.data().empty()) {
       xspace = &tool.data();
     }
   }

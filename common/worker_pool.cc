@@ -19,32 +19,32 @@ WorkerPool::~WorkerPool() { Stop(); }
 
 void WorkerPool::Stop() {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  changed_.notify_all();
   for (std::thread& t : threads_) t.join();
 }
 
 void WorkerPool::Post(std::function<void()> task) {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     tasks_.push_back(std::move(task));
   }
-  changed_.notify_one();
 }
 
 void WorkerPool::Run() {
-  std::unique_lock lock(mu_);
+  const auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !tasks_.empty(); };
+  mu_.Lock();
   for (;;) {
-    changed_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
-    if (tasks_.empty()) return;  // stopping, and nothing left to run
+    mu_.Await(absl::Condition(&ready));
+    if (tasks_.empty()) break;  // stopping, and nothing left to run
     std::function<void()> task = std::move(tasks_.front());
     tasks_.pop_front();
-    lock.unlock();
-    task();
-    lock.lock();
+    mu_.Unlock();
+    task();  // without the lock: Post from a task, or from anyone, never waits for it
+    mu_.Lock();
   }
+  mu_.Unlock();
 }
 
 }  // namespace fleetprof

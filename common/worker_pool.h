@@ -3,15 +3,15 @@
 // must not run on gRPC's callback threads (it writes to the store or waits for an analysis)
 // but needs no thread of its own while it waits for a client.
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/status/statusor.h"
 
 namespace fleetprof {
@@ -34,10 +34,9 @@ class WorkerPool {
   void Run();
   void Stop();
 
-  std::mutex mu_;
-  std::condition_variable changed_;
-  std::deque<std::function<void()>> tasks_;  // guarded by mu_
-  bool stopping_ = false;                    // guarded by mu_
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

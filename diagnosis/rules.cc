@@ -108,7 +108,9 @@ absl::StatusOr<std::map<std::string, double>> ResolveThresholds(
     if (r.scope == scope) thresholds[r.name] = r.threshold;
   }
   for (const auto& [name, value] : overrides) {
-    auto rule = std::find_if(Rules().begin(), Rules().end(), [&](const Rule& r) { return name == r.name; });
+    // (A structured binding is not captured by a lambda before clang 16: compare a copy.)
+    const std::string& wanted = name;
+    auto rule = std::find_if(Rules().begin(), Rules().end(), [&](const Rule& r) { return wanted == r.name; });
     if (rule == Rules().end()) {
       std::string known;
       for (const Rule& r : Rules()) absl::StrAppend(&known, known.empty() ? "" : ", ", r.name);

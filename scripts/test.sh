@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds fleetprof and runs every test: the normal build, then the whole suite again under
-# AddressSanitizer + UndefinedBehaviorSanitizer, then each fuzzer for 30 s. This is what CI runs.
+# Builds fleetprof and runs every test: the normal build (g++), then the whole suite again under
+# AddressSanitizer + UndefinedBehaviorSanitizer built with clang, whose -Wthread-safety checks
+# every lock annotation (a guarded member read without its lock fails that build), then each
+# fuzzer for 30 s. This is what CI runs.
 #   scripts/test.sh            both builds
 #   scripts/test.sh --quick    normal build only
 set -euo pipefail
@@ -13,8 +15,8 @@ echo "== tests"
 (cd build && ctest -j2 --output-on-failure --timeout 900)
 
 if [[ "${1:-}" != "--quick" ]]; then
-  echo "== build (ASan + UBSan)"
-  bash scripts/build.sh build-asan -DFLEETPROF_SANITIZE=ON
+  echo "== build (clang: ASan + UBSan, -Wthread-safety -Werror=thread-safety)"
+  CC=clang CXX=clang++ bash scripts/build.sh build-asan -DFLEETPROF_SANITIZE=ON
   echo "== tests under sanitizers"
   # Peak-memory and speed figures mean nothing under ASan's shadow memory: those run above.
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \

@@ -2,7 +2,7 @@
 
 #include <deque>
 #include <memory>
-#include <mutex>
+#include "absl/synchronization/mutex.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/text_checks.h"
@@ -55,7 +55,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::S
     bool finish = false;
     const v1::ServerMessage* next = nullptr;
     {
-      std::lock_guard lock(outbox_->mu);
+      absl::MutexLock lock(&outbox_->mu);
       outbox_->queue.pop_front();
       if (!ok) outbox_->open = false;  // the client is gone; reads end too
       if (outbox_->open && !outbox_->queue.empty()) {
@@ -75,7 +75,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::S
   void OnDone() override {
     if (session_ != 0) service_->registry()->Disconnected(node_, session_);
     {
-      std::lock_guard lock(outbox_->mu);
+      absl::MutexLock lock(&outbox_->mu);
       outbox_->open = false;
       outbox_->stream = nullptr;
     }
@@ -84,12 +84,12 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::S
 
  private:
   struct Outbox {
-    std::mutex mu;
-    std::deque<v1::ServerMessage> queue;  // front: being written while `writing`
-    bool open = true;
-    bool writing = false;
-    bool finish_pending = false;  // reads ended while a write was in flight
-    AgentStream* stream = nullptr;
+    absl::Mutex mu;
+    std::deque<v1::ServerMessage> queue ABSL_GUARDED_BY(mu);  // front: being written while `writing`
+    bool open ABSL_GUARDED_BY(mu) = true;
+    bool writing ABSL_GUARDED_BY(mu) = false;
+    bool finish_pending ABSL_GUARDED_BY(mu) = false;  // reads ended while a write was in flight
+    AgentStream* stream ABSL_GUARDED_BY(mu) = nullptr;
   };
 
   // Queues `message`; false once the stream is closed. Safe from any thread, at any time.
@@ -97,7 +97,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::S
     AgentStream* start = nullptr;
     const v1::ServerMessage* first = nullptr;
     {
-      std::lock_guard lock(outbox->mu);
+      absl::MutexLock lock(&outbox->mu);
       if (!outbox->open || outbox->finish_pending) return false;
       outbox->queue.push_back(message);
       if (!outbox->writing) {
@@ -152,7 +152,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::S
     final_status_ = std::move(status);
     bool now = false;
     {
-      std::lock_guard lock(outbox_->mu);
+      absl::MutexLock lock(&outbox_->mu);
       outbox_->finish_pending = true;
       now = !outbox_->writing;
     }

@@ -5,10 +5,11 @@
 #include <cstddef>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 
 namespace fleetprof {
 
@@ -19,7 +20,7 @@ class ByteLru {
 
   // The value of `id` (now the most recent), or nullptr.
   std::shared_ptr<const T> Find(const std::string& id) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = by_id_.find(id);
     if (it == by_id_.end()) return nullptr;
     lru_.splice(lru_.begin(), lru_, it->second);
@@ -29,7 +30,7 @@ class ByteLru {
   // Keeps `value` (of `bytes`) under `id` unless another caller did first; returns the kept one.
   // The newest entry always stays, even when it alone is over the bound.
   std::shared_ptr<const T> Insert(const std::string& id, std::shared_ptr<const T> value, size_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (auto it = by_id_.find(id); it != by_id_.end()) return it->second->value;
     lru_.push_front(Entry{id, std::move(value), bytes});
     by_id_[id] = lru_.begin();
@@ -43,7 +44,7 @@ class ByteLru {
   }
 
   void Erase(const std::string& id) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = by_id_.find(id);
     if (it == by_id_.end()) return;
     bytes_ -= it->second->bytes;
@@ -58,10 +59,10 @@ class ByteLru {
     size_t bytes;
   };
   const size_t max_bytes_;
-  std::mutex mu_;
-  std::list<Entry> lru_;  // front: most recent
-  absl::flat_hash_map<std::string, typename std::list<Entry>::iterator> by_id_;
-  size_t bytes_ = 0;
+  absl::Mutex mu_;
+  std::list<Entry> lru_ ABSL_GUARDED_BY(mu_);  // front: most recent
+  absl::flat_hash_map<std::string, typename std::list<Entry>::iterator> by_id_ ABSL_GUARDED_BY(mu_);
+  size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace fleetprof

@@ -9,40 +9,38 @@ ChunkQueue::ChunkQueue(std::string name, size_t capacity_bytes)
     : name_(std::move(name)), capacity_(capacity_bytes) {}
 
 bool ChunkQueue::Push(std::string chunk) {
-  std::unique_lock lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (chunk.empty()) return !reading_stopped_;  // Read() returning 0 would mean end of stream
-  changed_.wait(lock, [&] { return reading_stopped_ || queued_bytes_ < capacity_; });
+  const auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return reading_stopped_ || queued_bytes_ < capacity_; };
+  mu_.Await(absl::Condition(&room));  // (absl re-checks it whenever mu_ is released)
   if (reading_stopped_) return false;
   queued_bytes_ += chunk.size();
   chunks_.push_back(std::move(chunk));
-  changed_.notify_all();
   return true;
 }
 
 void ChunkQueue::CloseWriting() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   writing_closed_ = true;
-  changed_.notify_all();
 }
 
 void ChunkQueue::Fail(absl::Status status) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   failure_ = std::move(status);
   writing_closed_ = true;
-  changed_.notify_all();
 }
 
 void ChunkQueue::StopReading() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   reading_stopped_ = true;
   chunks_.clear();
   queued_bytes_ = 0;
-  changed_.notify_all();
 }
 
 absl::StatusOr<size_t> ChunkQueue::Read(char* buf, size_t n) {
-  std::unique_lock lock(mu_);
-  changed_.wait(lock, [&] { return !chunks_.empty() || writing_closed_; });
+  absl::MutexLock lock(&mu_);
+  const auto readable = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !chunks_.empty() || writing_closed_; };
+  mu_.Await(absl::Condition(&readable));
   if (!failure_.ok()) return failure_;
   if (chunks_.empty()) return 0;
   std::string& front = chunks_.front();
@@ -53,7 +51,6 @@ absl::StatusOr<size_t> ChunkQueue::Read(char* buf, size_t n) {
     queued_bytes_ -= front.size();
     chunks_.pop_front();
     front_pos_ = 0;
-    changed_.notify_all();
   }
   return take;
 }

@@ -3,12 +3,12 @@
 // to its analysis thread (consumer, through the ByteSource interface). Bounded so that a fast
 // client cannot make the server hold more than `capacity_bytes` of a trace in memory.
 
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "analysis/byte_source.h"
 
 namespace fleetprof {
@@ -33,14 +33,13 @@ class ChunkQueue : public analysis::ByteSource {
  private:
   const std::string name_;
   const size_t capacity_;
-  std::mutex mu_;
-  std::condition_variable changed_;
-  std::deque<std::string> chunks_;
-  size_t queued_bytes_ = 0;
-  size_t front_pos_ = 0;
-  bool writing_closed_ = false;
-  bool reading_stopped_ = false;
-  absl::Status failure_;
+  absl::Mutex mu_;
+  std::deque<std::string> chunks_ ABSL_GUARDED_BY(mu_);
+  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t front_pos_ ABSL_GUARDED_BY(mu_) = 0;
+  bool writing_closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool reading_stopped_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
 };
 
 // Reads `first` to its end, then `second`.

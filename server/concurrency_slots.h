@@ -4,8 +4,10 @@
 // clients.
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace fleetprof {
 
@@ -17,17 +19,15 @@ class ConcurrencySlots {
   class Held {
    public:
     Held(ConcurrencySlots* slots, std::chrono::milliseconds wait) : slots_(slots) {
-      std::unique_lock lock(slots_->mu_);
-      ok_ = slots_->freed_.wait_for(lock, wait, [&] { return slots_->free_ > 0; });
+      absl::MutexLock lock(&slots_->mu_);
+      const auto free = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(slots_->mu_) { return slots_->free_ > 0; };
+      ok_ = slots_->mu_.AwaitWithTimeout(absl::Condition(&free), absl::FromChrono(wait));
       if (ok_) --slots_->free_;
     }
     ~Held() {
       if (!ok_) return;
-      {
-        std::lock_guard lock(slots_->mu_);
-        ++slots_->free_;
-      }
-      slots_->freed_.notify_one();
+      absl::MutexLock lock(&slots_->mu_);
+      ++slots_->free_;
     }
     Held(const Held&) = delete;
     Held& operator=(const Held&) = delete;
@@ -39,9 +39,8 @@ class ConcurrencySlots {
   };
 
  private:
-  std::mutex mu_;
-  std::condition_variable freed_;
-  int free_;
+  absl::Mutex mu_;
+  int free_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace fleetprof

@@ -63,17 +63,17 @@ void GrpcAccess::Decide(const grpc::ServerContextBase* context, const char* meth
     if (rule->is_public) return AnonymousPrincipal();
     return guard_->Authorize(authorization, rule->scope);
   }();
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   calls_.insert_or_assign(context, std::move(decision));
 }
 
 void GrpcAccess::Forget(const grpc::ServerContextBase* context) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   calls_.erase(context);
 }
 
 absl::StatusOr<Principal> GrpcAccess::Caller(const grpc::ServerContextBase* context) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = calls_.find(context);
   if (it == calls_.end()) return absl::InternalError("the access check did not run for this call");
   return it->second;

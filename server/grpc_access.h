@@ -6,9 +6,10 @@
 // own reflection) are cancelled by the interceptor instead.
 
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "auth/access_guard.h"
@@ -35,8 +36,8 @@ class GrpcAccess {
 
  private:
   const AccessGuard* guard_;
-  mutable std::mutex mu_;
-  absl::flat_hash_map<const grpc::ServerContextBase*, absl::StatusOr<Principal>> calls_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<const grpc::ServerContextBase*, absl::StatusOr<Principal>> calls_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace fleetprof

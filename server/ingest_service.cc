@@ -1,6 +1,5 @@
 #include "server/ingest_service.h"
 
-#include <mutex>
 
 #include "server/grpc_status.h"
 #include "server/upload_session.h"
@@ -42,7 +41,7 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
 
   void OnReadDone(bool ok) override {
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       read_pending_ = false;
       if (answered_) return;  // broken off while this read waited: a worker answers
     }
@@ -67,14 +66,14 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
     session_->WaitingForClient();
     // Under the lock, so that BreakOff sees either no read or one started. gRPC never runs
     // OnReadDone inside StartRead.
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     read_pending_ = true;
     StartRead(&message_);
   }
 
   // From the idle watchdog (server/upload_guard.h): the client sent nothing for too long.
   bool BreakOff() {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!read_pending_ || answered_) return false;  // a message came meanwhile: it is being handled
     answered_ = true;
     // No step of this upload runs (its read is pending), so this is the only one.
@@ -85,7 +84,7 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
   // The upload's answer; nothing of this reactor is touched after Finish.
   void Answer(absl::StatusOr<v1::UploadResponse> result) {
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       answered_ = true;
     }
     session_.reset();  // stops what is left of the analysis here, on the worker, not on gRPC's threads
@@ -97,9 +96,9 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
   v1::UploadResponse* response_;
   std::unique_ptr<UploadSession> session_;
   v1::UploadRequest message_;
-  std::mutex mu_;
-  bool read_pending_ = false;  // guarded by mu_
-  bool answered_ = false;      // guarded by mu_: no more steps, Finish is (being) called
+  absl::Mutex mu_;
+  bool read_pending_ ABSL_GUARDED_BY(mu_) = false;
+  bool answered_ ABSL_GUARDED_BY(mu_) = false;  // no more steps, Finish is (being) called
 };
 
 }  // namespace

@@ -61,12 +61,12 @@ absl::Status Ingestor::Reject(const std::string& upload_id, absl::Status error) 
 }
 
 bool Ingestor::ClaimUploadId(const std::string& id) {
-  std::lock_guard lock(active_mu_);
+  absl::MutexLock lock(&active_mu_);
   return active_uploads_.insert(id).second;
 }
 
 void Ingestor::ReleaseUploadId(const std::string& id) {
-  std::lock_guard lock(active_mu_);
+  absl::MutexLock lock(&active_mu_);
   active_uploads_.erase(id);
 }
 

@@ -7,10 +7,11 @@
 
 #include <chrono>
 #include <functional>
-#include <mutex>
 #include <set>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/status/statusor.h"
 #include "analysis/trace_limits.h"
 #include "analysis/trace_summary.h"
@@ -88,8 +89,8 @@ class Ingestor {
   BeforeCommit before_commit_;
   AfterCommit after_commit_;
   std::function<bool(const std::string&, const std::string&)> capture_target_check_;
-  std::mutex active_mu_;
-  std::set<std::string> active_uploads_;
+  absl::Mutex active_mu_;
+  std::set<std::string> active_uploads_ ABSL_GUARDED_BY(active_mu_);
 };
 
 // An upload id started by one principal cannot be resumed, read or taken over by another

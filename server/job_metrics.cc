@@ -13,7 +13,7 @@ void JobMetrics::Observe(const std::string& job, const v1::ProfileSummary& summa
     span += d.span_ns();
   }
   for (const auto& m : summary.memory()) peak = std::max(peak, m.peak_bytes());
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!jobs_.contains(job) && jobs_.size() >= max_jobs_ && max_jobs_ > 0) {
     auto oldest = std::min_element(jobs_.begin(), jobs_.end(),
                                    [](const auto& a, const auto& b) { return a.second.at < b.second.at; });
@@ -36,7 +36,7 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect() const {
   memory.help = "Peak device memory allocated in the job's latest profile";
   memory.type = prometheus::MetricType::Gauge;
   const auto now = std::chrono::steady_clock::now();
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     if (now - it->second.at > idle_after_) {
       it = jobs_.erase(it);

@@ -5,10 +5,11 @@
 
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "fleetprof/v1/profile.pb.h"
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
@@ -35,8 +36,8 @@ class JobMetrics : public prometheus::Collectable {
   };
   const std::chrono::seconds idle_after_;
   const size_t max_jobs_;
-  mutable std::mutex mu_;
-  mutable std::map<std::string, Latest> jobs_;
+  mutable absl::Mutex mu_;
+  mutable std::map<std::string, Latest> jobs_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace fleetprof

@@ -21,12 +21,12 @@ const char* BackgroundErrorReasonName(rocksdb::BackgroundErrorReason reason) {
 }
 
 StoreHealth StoreHealthListener::Get() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return health_;
 }
 
 void StoreHealthListener::Recovered() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   health_.serving = true;
   health_.error.clear();
 }
@@ -34,7 +34,7 @@ void StoreHealthListener::Recovered() {
 void StoreHealthListener::OnBackgroundError(rocksdb::BackgroundErrorReason reason,
                                             rocksdb::Status* error) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++health_.background_errors;
     // RocksDB calls this for every background error; one that it ignores (an OK status after
     // this call, as it may pass) does not stop writes.

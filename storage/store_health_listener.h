@@ -6,9 +6,10 @@
 
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "rocksdb/listener.h"
 #include "storage/profile_store.h"
 
@@ -30,8 +31,8 @@ class StoreHealthListener : public rocksdb::EventListener {
 
  private:
   std::function<void(const std::string&)> on_error_;
-  mutable std::mutex mu_;
-  StoreHealth health_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  StoreHealth health_ ABSL_GUARDED_BY(mu_);
 };
 
 // The metric label of a background error's reason.
