@@ -1,6 +1,7 @@
 #include "common/periodic_loop.h"
 
 #include "common/threads.h"
+#include "spdlog/spdlog.h"
 
 namespace fleetprof {
 
@@ -10,6 +11,14 @@ absl::StatusOr<std::unique_ptr<PeriodicLoop>> PeriodicLoop::Start(const std::str
   if (!thread.ok()) return thread.status();
   loop->thread_ = *std::move(thread);
   return loop;
+}
+
+std::unique_ptr<PeriodicLoop> PeriodicLoop::StartOrLog(const std::string& name, Clock* clock, Tick tick,
+                                                       const std::string& consequence) {
+  absl::StatusOr<std::unique_ptr<PeriodicLoop>> loop = Start(name, clock, std::move(tick));
+  if (loop.ok()) return *std::move(loop);
+  spdlog::error("{}: {}", consequence, std::string(loop.status().message()));
+  return nullptr;
 }
 
 PeriodicLoop::~PeriodicLoop() {

@@ -26,6 +26,10 @@ class PeriodicLoop {
 
   // UNAVAILABLE when the thread cannot start. `clock` must outlive the loop.
   static absl::StatusOr<std::unique_ptr<PeriodicLoop>> Start(const std::string& name, Clock* clock, Tick tick);
+  // The same for a component that runs on without its loop: a failure is logged as
+  // "`consequence`: why" and the answer is null.
+  static std::unique_ptr<PeriodicLoop> StartOrLog(const std::string& name, Clock* clock, Tick tick,
+                                                  const std::string& consequence);
   // Waits for a tick in progress, then joins the thread.
   ~PeriodicLoop();
   PeriodicLoop(const PeriodicLoop&) = delete;

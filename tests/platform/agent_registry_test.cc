@@ -2,7 +2,7 @@
 // count, targets and message sizes were unlimited and the per-node history was capped by count,
 // not bytes, so heartbeats could grow server memory without bound.
 
-#include "server/agent_registry.h"
+#include "server/fleet/agent_registry.h"
 
 #include <unistd.h>
 

@@ -11,7 +11,7 @@
 #include "analysis/trace_analyzer.h"
 #include "common/threads.h"
 #include "gtest/gtest.h"
-#include "server/ingestor.h"
+#include "server/ingest/ingestor.h"
 #include "server/server_metrics.h"
 #include "storage/profile_store.h"
 #include "tests/analysis/analysis_test_util.h"

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A stand-in for fleetprof-server's HTTP side, for developing the web app without the server.
 
-usage: mock_api.py [--port 0] [--web-dir server/web] [--corpus ../shared/corpus] [--token T]
+usage: mock_api.py [--port 0] [--web-dir server/http/web] [--corpus ../shared/corpus] [--token T]
                    [--page-size 100] [--proxy http://127.0.0.1:7071]
 
 Serves the web app the way the server does (index.html for every page path, /assets/NAME from
@@ -480,7 +480,7 @@ def make_handler(fx, web_dir, token, page_size, proxy):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--web-dir", default=os.path.join(ROOT, "server", "web"))
+    parser.add_argument("--web-dir", default=os.path.join(ROOT, "server", "http", "web"))
     parser.add_argument("--corpus", default=os.path.join(ROOT, "..", "shared", "corpus"))
     parser.add_argument("--token", default="", help="require this bearer token on /api/v1")
     parser.add_argument("--page-size", type=int, default=100, help="default page size of /api/v1/profiles")

@@ -1,0 +1,231 @@
+#include "server/fleet/agent_registry.h"
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace fleetprof {
+namespace {
+constexpr int64_t kHistoryNs = int64_t{3600} * 1'000'000'000;
+}  // namespace
+
+AgentRegistry::AgentRegistry(ProfileStore* store, ServerMetrics* metrics, AgentLimits limits, Clock* clock)
+    : store_(store), metrics_(metrics), limits_(limits), clock_(clock) {
+  auto stored = store_->ListAgents();
+  if (!stored.ok()) {
+    spdlog::warn("could not load known agents: {}", std::string(stored.status().message()));
+    return;
+  }
+  absl::MutexLock lock(&mu_);
+  for (auto& agent : *stored) {
+    agent.set_state(v1::AgentInfo::DISCONNECTED);  // nobody is connected to a server that just started
+    agents_[agent.node()] = std::move(agent);
+  }
+}
+
+void AgentRegistry::Persist(const v1::AgentInfo& info, int64_t connected) {
+  if (absl::Status s = store_->PutAgent(info); !s.ok()) {
+    spdlog::warn("could not store agent node={}: {}", info.node(), std::string(s.message()));
+  }
+  metrics_->SetConnectedAgents(connected);
+}
+
+absl::Status AgentRegistry::CheckMessage(const char* what, size_t bytes, int targets) const {
+  if (static_cast<int64_t>(bytes) > limits_.max_message_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("the agent's ", what, " has ", bytes, " bytes, more than --max_agent_message_kb=",
+                                                     limits_.max_message_bytes >> 10, " KiB allows"));
+  }
+  if (targets > limits_.max_targets_per_agent) {
+    return absl::ResourceExhaustedError(absl::StrCat("the agent's ", what, " lists ", targets,
+                                                     " targets, more than --max_targets_per_agent=",
+                                                     limits_.max_targets_per_agent, " allows"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AgentRegistry::CheckHello(const v1::AgentHello& hello) {
+  if (absl::Status s = CheckMessage("hello", hello.ByteSizeLong(), hello.targets_size()); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  return CheckRoomLocked(hello.node());
+}
+
+absl::Status AgentRegistry::CheckRoomLocked(const std::string& node) const {
+  if (agents_.contains(node) || static_cast<int64_t>(agents_.size()) < limits_.max_agents) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat("the server knows ", agents_.size(),
+                                                   " agents, as many as --max_agents allows (departed ones go "
+                                                   "after --agent_expiry_days)"));
+}
+
+absl::StatusOr<int64_t> AgentRegistry::Connected(const v1::AgentHello& hello, Sender sender,
+                                                 std::function<void()> close, Principal principal) {
+  if (absl::Status s = CheckMessage("hello", hello.ByteSizeLong(), hello.targets_size()); !s.ok()) return s;
+  absl::MutexLock writing(&write_mu_);
+  v1::AgentInfo record;
+  int64_t session = 0;
+  int64_t connected = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = CheckRoomLocked(hello.node()); !s.ok()) return s;
+    v1::AgentInfo& info = agents_[hello.node()];
+    info.set_node(hello.node());
+    info.set_state(v1::AgentInfo::CONNECTED);
+    info.set_version(hello.version());
+    info.set_last_seen_ns(clock_->Now());
+    *info.mutable_targets() = hello.targets();
+    session = next_session_++;
+    sessions_[hello.node()] = Session{session, std::move(sender), std::move(close), {}, std::move(principal)};
+    record = info;
+    connected = static_cast<int64_t>(sessions_.size());
+  }
+  Persist(record, connected);
+  spdlog::info("agent connected node={} version={} targets={}", hello.node(), hello.version(),
+               hello.targets_size());
+  return session;
+}
+
+absl::Status AgentRegistry::Heartbeat(const std::string& node, const v1::AgentHeartbeat& heartbeat) {
+  if (absl::Status s = CheckMessage("heartbeat", heartbeat.ByteSizeLong(), heartbeat.targets_size()); !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&mu_);
+  auto it = agents_.find(node);
+  if (it == agents_.end()) return absl::OkStatus();
+  const int64_t now = clock_->Now();
+  it->second.set_last_seen_ns(now);
+  *it->second.mutable_targets() = heartbeat.targets();
+  // Heartbeats are frequent: keep them in memory; the store gets connect/disconnect.
+  auto session = sessions_.find(node);
+  if (session != sessions_.end()) {
+    session->second.devices.assign(heartbeat.devices().begin(), heartbeat.devices().end());
+  }
+  // The last hour of samples, within a byte budget per node: memory stays bounded whatever
+  // the agents send (at most --max_agents × --max_node_history_kb).
+  History& history = history_[node];
+  for (const auto& d : heartbeat.devices()) {
+    history.samples.push_back(d);
+    history.bytes += static_cast<int64_t>(d.ByteSizeLong());
+  }
+  const int64_t keep_from = now - kHistoryNs;
+  while (!history.samples.empty() &&
+         (history.samples.front().sampled_at_ns() < keep_from || history.bytes > limits_.max_history_bytes)) {
+    history.bytes -= static_cast<int64_t>(history.samples.front().ByteSizeLong());
+    history.samples.pop_front();
+  }
+  return absl::OkStatus();
+}
+
+std::vector<v1::DeviceSample> AgentRegistry::DeviceHistory(const std::string& node, int64_t from_ns,
+                                                            int64_t to_ns) {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::DeviceSample> out;
+  auto it = history_.find(node);
+  if (it == history_.end()) return out;
+  for (const auto& d : it->second.samples) {
+    if (d.sampled_at_ns() >= from_ns && d.sampled_at_ns() <= to_ns) out.push_back(d);
+  }
+  return out;
+}
+
+int AgentRegistry::CloseSessionsUnless(const std::function<bool(const Principal&)>& keep) {
+  std::vector<std::function<void()>> closers;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [node, session] : sessions_) {
+      if (keep(session.principal)) continue;
+      spdlog::info("agent node={}: its token was revoked; closing its stream", node);
+      closers.push_back(session.close);
+    }
+  }
+  for (const auto& close : closers) close();  // outside the lock: a stream operation
+  return static_cast<int>(closers.size());
+}
+
+void AgentRegistry::CloseAll() {
+  std::vector<std::function<void()>> closers;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [node, session] : sessions_) closers.push_back(session.close);
+  }
+  for (const auto& close : closers) close();
+}
+
+bool AgentRegistry::Send(const std::string& node, const v1::ServerMessage& message) {
+  Sender sender;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = sessions_.find(node);
+    if (it == sessions_.end()) return false;
+    sender = it->second.sender;
+  }
+  return sender(message);  // outside the lock: a slow stream must not block the registry
+}
+
+std::map<std::string, std::vector<v1::DeviceSample>> AgentRegistry::DeviceSamples() {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, std::vector<v1::DeviceSample>> out;
+  for (const auto& [node, session] : sessions_) out[node] = session.devices;
+  return out;
+}
+
+void AgentRegistry::Disconnected(const std::string& node, int64_t session) {
+  absl::MutexLock writing(&write_mu_);
+  v1::AgentInfo record;
+  int64_t connected = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto live = sessions_.find(node);
+    if (live == sessions_.end() || live->second.number != session) return;
+    sessions_.erase(live);
+    v1::AgentInfo& info = agents_[node];
+    info.set_state(v1::AgentInfo::DISCONNECTED);
+    record = info;
+    connected = static_cast<int64_t>(sessions_.size());
+  }
+  Persist(record, connected);
+  spdlog::info("agent disconnected node={}", node);
+}
+
+std::vector<v1::AgentInfo> AgentRegistry::List() {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::AgentInfo> out;
+  for (const auto& [node, info] : agents_) out.push_back(info);
+  return out;
+}
+
+v1::ListAgentsResponse AgentRegistry::ListAgents() {
+  absl::MutexLock lock(&mu_);
+  v1::ListAgentsResponse response;
+  for (const auto& [node, info] : agents_) {
+    v1::AgentInfo* agent = response.add_agents();
+    *agent = info;
+    auto session = sessions_.find(node);
+    if (session == sessions_.end()) continue;
+    for (const auto& sample : session->second.devices) *agent->add_devices() = sample;
+  }
+  return response;
+}
+
+int AgentRegistry::ForgetDeparted(int64_t before_ns) {
+  absl::MutexLock writing(&write_mu_);
+  std::vector<std::string> gone;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = agents_.begin(); it != agents_.end();) {
+      const v1::AgentInfo& a = it->second;
+      if (a.state() == v1::AgentInfo::CONNECTED || sessions_.count(a.node()) || a.last_seen_ns() >= before_ns) {
+        ++it;
+        continue;
+      }
+      gone.push_back(a.node());
+      history_.erase(a.node());
+      it = agents_.erase(it);
+    }
+  }
+  for (const std::string& node : gone) {
+    if (absl::Status s = store_->DeleteAgent(node); !s.ok()) {
+      spdlog::warn("could not forget agent {}: {}", node, std::string(s.message()));
+    }
+  }
+  return static_cast<int>(gone.size());
+}
+
+}  // namespace fleetprof

@@ -1,0 +1,358 @@
+#include "server/fleet/capture_coordinator.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/runtime.h"
+#include "spdlog/spdlog.h"
+
+namespace fleetprof {
+namespace {
+
+constexpr int64_t kNanosPerMs = 1'000'000;
+constexpr int64_t kDefaultDurationMs = 2000;
+constexpr int64_t kMaxDurationMs = 10 * 60 * 1000;
+constexpr int64_t kMaxDelayMs = 60 * 60 * 1000;
+constexpr int64_t kGraceNs = 10'000 * kNanosPerMs;
+
+using TargetState = v1::CaptureTarget::State;
+
+bool IsFinal(TargetState state) { return state == v1::CaptureTarget::INDEXED || state == v1::CaptureTarget::FAILED; }
+
+// How far a state has come (the enum lists them in order, INDEXED and FAILED both last);
+// updates never move a target backwards.
+int Rank(TargetState state) { return IsFinal(state) ? v1::CaptureTarget::INDEXED : state; }
+
+// Every target of a connected agent that the request selects, with its node.
+std::vector<std::pair<std::string, v1::Target>> MatchTargets(const std::vector<v1::AgentInfo>& agents,
+                                                             const v1::StartCaptureRequest& request) {
+  std::vector<std::pair<std::string, v1::Target>> matched;
+  for (const auto& agent : agents) {
+    if (agent.state() != v1::AgentInfo::CONNECTED) continue;
+    if (!request.node().empty() && agent.node() != request.node()) continue;
+    for (const auto& target : agent.targets()) {
+      if (!request.job().empty() && target.job() != request.job()) continue;
+      if (!request.target().empty() && TargetName(target) != request.target()) continue;
+      matched.emplace_back(agent.node(), target);
+    }
+  }
+  return matched;
+}
+
+// The command that asks an agent to capture `target` for `capture`.
+v1::ServerMessage CommandFor(const v1::Capture& capture, const v1::Target& target) {
+  const v1::StartCaptureRequest& request = capture.request();
+  v1::ServerMessage message;
+  v1::CaptureCommand* command = message.mutable_capture();
+  command->set_capture_id(capture.capture_id());
+  command->set_target_name(TargetName(target));
+  *command->mutable_target() = target;
+  command->set_duration_ms(request.duration_ms());
+  command->set_iterations(request.iterations());
+  command->set_start_time_unix_ns(capture.start_time_unix_ns());
+  command->set_deadline_unix_ns(capture.deadline_unix_ns());
+  command->set_record_shapes(request.record_shapes());
+  command->set_profile_memory(request.profile_memory());
+  command->set_with_stack(request.with_stack());
+  return message;
+}
+
+}  // namespace
+
+std::string TargetName(const v1::Target& target) {
+  const std::string& kind = v1::Target::Kind_Name(target.kind());
+  if (target.kind() == v1::Target::xprof) return absl::StrCat(kind, ":", target.address());
+  return absl::StrCat(kind, ":pid=", target.pid());
+}
+
+v1::Capture::State CaptureStateOf(const v1::Capture& capture) {
+  if (capture.targets().empty()) return v1::Capture::FAILED;
+  int indexed = 0, failed = 0;
+  for (const auto& t : capture.targets()) {
+    if (t.state() == v1::CaptureTarget::INDEXED) ++indexed;
+    else if (t.state() == v1::CaptureTarget::FAILED) ++failed;
+    else return v1::Capture::RUNNING;
+  }
+  if (failed == 0) return v1::Capture::DONE;
+  return indexed > 0 ? v1::Capture::PARTIAL : v1::Capture::FAILED;
+}
+
+CaptureCoordinator::CaptureCoordinator(ProfileStore* store, AgentRegistry* registry, ServerMetrics* metrics,
+                                       Clock* clock)
+    : store_(store), registry_(registry), metrics_(metrics), clock_(clock) {
+  // Captures that were running when the server stopped go on: agents resend their updates
+  // after reconnecting, and the expirer fails whatever is left at the deadline.
+  auto stored = store_->ListCaptures("", 1000);
+  if (stored.ok()) {
+    absl::MutexLock lock(&mu_);
+    for (auto& capture : *stored) {
+      if (capture.state() == v1::Capture::RUNNING) active_[capture.capture_id()].capture = std::move(capture);
+    }
+  }
+  expirer_ = PeriodicLoop::StartOrLog(
+      "the capture deadline loop", clock_, [this](int64_t now) { return ExpireOverdue(now); },
+      "captures past their deadline will not be failed");
+}
+
+CaptureCoordinator::~CaptureCoordinator() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;  // watchers return
+  }
+  expirer_.reset();
+}
+
+std::string CaptureCoordinator::RunningCaptureOf(const std::string& job) {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, active] : active_) {
+    if (active.capture.state() == v1::Capture::RUNNING && active.capture.request().job() == job) return id;
+  }
+  return "";
+}
+
+v1::Capture CaptureCoordinator::RecordSkipped(const v1::StartCaptureRequest& request,
+                                              const std::string& schedule_id, const std::string& reason) {
+  const int64_t now = clock_->Now();
+  v1::Capture capture;
+  capture.set_capture_id(absl::StrCat("c", absl::Hex(now, absl::kZeroPad16), RandomHex(8)));
+  capture.set_created_at_ns(now);
+  capture.set_state(v1::Capture::SKIPPED);
+  capture.set_error(reason);
+  capture.set_schedule_id(schedule_id);
+  *capture.mutable_request() = request;
+  if (absl::Status s = store_->PutCapture(capture); !s.ok()) {
+    spdlog::warn("could not store skipped capture {}: {}", capture.capture_id(), std::string(s.message()));
+  }
+  metrics_->RecordCapture("SKIPPED");
+  spdlog::info("scheduled capture skipped schedule_id={} job={}: {}", schedule_id, request.job(), reason);
+  return capture;
+}
+
+absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequest& in, const std::string& schedule_id) {
+  v1::StartCaptureRequest request = in;
+  if (request.duration_ms() < 0 || request.iterations() < 0 || request.start_delay_ms() < 0) {
+    return absl::InvalidArgumentError("duration_ms, iterations and start_delay_ms must be >= 0");
+  }
+  if (request.duration_ms() == 0 && request.iterations() == 0) request.set_duration_ms(kDefaultDurationMs);
+  if (request.duration_ms() > kMaxDurationMs) {
+    return absl::InvalidArgumentError(absl::StrCat("duration_ms is capped at ", kMaxDurationMs));
+  }
+  if (request.start_delay_ms() > kMaxDelayMs || request.timeout_ms() < 0 ||
+      request.timeout_ms() > kMaxDelayMs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("start_delay_ms and timeout_ms must lie in 0..", kMaxDelayMs));
+  }
+  if (request.job().empty() && request.node().empty() && request.target().empty()) {
+    return absl::InvalidArgumentError("name a job, a node or a target to capture");
+  }
+
+  const int64_t now = clock_->Now();
+  v1::Capture capture;
+  capture.set_capture_id(absl::StrCat("c", absl::Hex(now, absl::kZeroPad16), RandomHex(8)));
+  capture.set_created_at_ns(now);
+  capture.set_schedule_id(schedule_id);
+  capture.set_start_time_unix_ns(now + request.start_delay_ms() * kNanosPerMs);
+  const int64_t timeout_ms = request.timeout_ms() > 0
+                                 ? request.timeout_ms()
+                                 : std::max<int64_t>(60'000, 2 * request.duration_ms());
+  capture.set_deadline_unix_ns(capture.start_time_unix_ns() + timeout_ms * kNanosPerMs);
+  *capture.mutable_request() = request;
+
+  std::vector<std::pair<std::string, v1::Target>> matched = MatchTargets(registry_->List(), request);
+  for (const auto& [node, target] : matched) {
+    auto* t = capture.add_targets();
+    t->set_node(node);
+    t->set_target(TargetName(target));
+    t->set_state(v1::CaptureTarget::PENDING);
+    t->set_job(target.job());
+    t->set_kind(target.kind());
+    t->set_pid(target.pid());
+  }
+  if (capture.targets().empty()) {
+    capture.set_error(absl::StrCat(
+        "no process matched", request.job().empty() ? "" : " job " + request.job(),
+        request.node().empty() ? "" : " on node " + request.node(),
+        request.target().empty() ? "" : " as target " + request.target(),
+        ": no connected agent reports such a target (targets are processes with FLEETPROF_JOB "
+        "in their environment, Kineto clients polling the agent, and --target flags; see "
+        "`fleetprof agents`)"));
+  }
+
+  absl::MutexLock writing(&write_mu_);
+  {
+    // Listed (and able to take updates) before any agent hears of it.
+    absl::MutexLock lock(&mu_);
+    active_[capture.capture_id()].capture = capture;
+  }
+  // The commands go out with no lock of ours held: a slow agent stream delays only this start.
+  std::vector<int> unsent;
+  for (int i = 0; i < capture.targets_size(); ++i) {
+    if (!registry_->Send(capture.targets(i).node(), CommandFor(capture, matched[i].second))) unsent.push_back(i);
+  }
+  v1::Capture started;
+  {
+    absl::MutexLock lock(&mu_);
+    Active& active = active_[capture.capture_id()];
+    for (int i : unsent) {
+      v1::CaptureTarget& t = *active.capture.mutable_targets(i);
+      if (IsFinal(t.state())) continue;
+      t.set_state(v1::CaptureTarget::FAILED);
+      t.set_error(absl::StrCat("agent on node ", t.node(), " disconnected before the capture started"));
+    }
+    started = Changed(active);
+  }
+  spdlog::info("capture started capture_id={} job={} targets={}", capture.capture_id(),
+               request.job(), capture.targets_size());
+  Store(started);
+  return started;
+}
+
+v1::Capture CaptureCoordinator::Changed(Active& active) {
+  const v1::Capture::State before = active.capture.state();
+  active.capture.set_state(CaptureStateOf(active.capture));
+  ++active.version;  // watchers waiting in WaitForChange see it when mu_ is released
+  if (before != active.capture.state() && active.capture.state() != v1::Capture::RUNNING) {
+    const std::string& state = v1::Capture::State_Name(active.capture.state());
+    metrics_->RecordCapture(state);
+    spdlog::info("capture finished capture_id={} state={}", active.capture.capture_id(), state);
+  }
+  return active.capture;
+}
+
+void CaptureCoordinator::Store(const v1::Capture& capture) {
+  if (absl::Status s = store_->PutCapture(capture); !s.ok()) {
+    spdlog::warn("could not store capture {}: {}", capture.capture_id(), std::string(s.message()));
+  }
+}
+
+bool CaptureCoordinator::HasTarget(const std::string& capture_id, const std::string& node) {
+  auto capture = Get(capture_id);
+  if (!capture.ok()) return false;
+  for (const auto& t : capture->targets()) {
+    if (t.node() == node) return true;
+  }
+  return false;
+}
+
+void CaptureCoordinator::OnUpdate(const std::string& node, const v1::CaptureUpdate& update) {
+  // A node reports only its own targets (the caller matched `node` to its credential), and
+  // links only a profile it uploaded for this capture.
+  if (!update.profile_id().empty()) {
+    auto profile = store_->GetProfile(update.profile_id());
+    bool linked = false;
+    if (profile.ok() && profile->node() == node) {
+      auto label = profile->labels().find("capture_id");
+      linked = label != profile->labels().end() && label->second == update.capture_id();
+    }
+    if (!linked) {
+      spdlog::warn("capture {}: node {} reported profile {}, which is not its upload for this capture; ignored",
+                   update.capture_id(), node, update.profile_id());
+      return;
+    }
+  }
+  absl::MutexLock writing(&write_mu_);
+  v1::Capture changed;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = active_.find(update.capture_id());
+    if (it == active_.end()) return;
+    bool found = false;
+    for (auto& t : *it->second.capture.mutable_targets()) {
+      if (t.node() != node || t.target() != update.target()) continue;
+      if (IsFinal(t.state()) || Rank(update.state()) < Rank(t.state())) return;
+      t.set_state(update.state());
+      if (!update.profile_id().empty()) t.set_profile_id(update.profile_id());
+      if (!update.error().empty()) t.set_error(update.error());
+      if (IsFinal(t.state())) metrics_->RecordCaptureTarget(v1::CaptureTarget::State_Name(t.state()));
+      found = true;
+      break;
+    }
+    if (!found) return;
+    changed = Changed(it->second);
+  }
+  Store(changed);
+}
+
+absl::StatusOr<v1::Capture> CaptureCoordinator::Get(const std::string& capture_id) {
+  if (capture_id.empty()) return absl::InvalidArgumentError("capture_id is required");
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = active_.find(capture_id);
+    if (it != active_.end()) return it->second.capture;
+  }
+  return store_->GetCapture(capture_id);
+}
+
+absl::StatusOr<v1::ListCapturesResponse> CaptureCoordinator::List(const v1::ListCapturesRequest& request) {
+  if (request.limit() < 0 || request.limit() > 1000) {
+    return absl::InvalidArgumentError("limit must be between 0 (default 50) and 1000");
+  }
+  auto captures = store_->ListCaptures(request.job(), request.limit() == 0 ? 50 : request.limit());
+  if (!captures.ok()) return captures.status();
+  v1::ListCapturesResponse response;
+  for (auto& c : *captures) *response.add_captures() = std::move(c);
+  return response;
+}
+
+bool CaptureCoordinator::WaitForChange(const std::string& capture_id, int64_t* version,
+                                       std::chrono::milliseconds timeout, v1::Capture* out) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (active_.count(capture_id)) {
+      const auto changed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        auto now = active_.find(capture_id);
+        return stopping_ || now == active_.end() || now->second.version > *version;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&changed), absl::Milliseconds(timeout.count()));
+      auto now = active_.find(capture_id);
+      if (now == active_.end()) return false;
+      *out = now->second.capture;
+      *version = now->second.version;
+      return true;
+    }
+  }
+  auto stored = store_->GetCapture(capture_id);
+  if (!stored.ok()) return false;
+  *out = *stored;
+  *version = INT64_MAX;
+  return true;
+}
+
+int64_t CaptureCoordinator::ExpireOverdue(int64_t now) {
+  constexpr int64_t kLookEveryNs = 500 * kNanosPerMs;
+  absl::MutexLock writing(&write_mu_);
+  std::vector<v1::Capture> changed;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = active_.begin(); it != active_.end();) {
+      Active& active = it->second;
+      bool failed_now = false;
+      // Agents enforce the deadline themselves and report why; the grace lets that reason
+      // arrive before this generic one.
+      if (active.capture.state() == v1::Capture::RUNNING && now > active.capture.deadline_unix_ns() + kGraceNs) {
+        for (auto& t : *active.capture.mutable_targets()) {
+          if (IsFinal(t.state())) continue;
+          t.set_error(t.state() == v1::CaptureTarget::PENDING
+                          ? "agent never started the capture before the deadline"
+                          : "no result from the agent within the capture deadline");
+          t.set_state(v1::CaptureTarget::FAILED);
+          metrics_->RecordCaptureTarget(v1::CaptureTarget::State_Name(v1::CaptureTarget::FAILED));
+        }
+        changed.push_back(Changed(active));
+        failed_now = true;
+      }
+      // Finished captures stay in memory a minute for watchers, then live in the store only
+      // (one just failed stays until the next pass, after its final version is stored).
+      if (!failed_now && active.capture.state() != v1::Capture::RUNNING &&
+          now - active.capture.deadline_unix_ns() > 60'000 * kNanosPerMs) {
+        it = active_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const v1::Capture& capture : changed) Store(capture);
+  return now + kLookEveryNs;
+}
+
+}  // namespace fleetprof

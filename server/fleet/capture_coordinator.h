@@ -1,0 +1,87 @@
+#pragma once
+// CaptureCoordinator turns "capture job J now" into one command per matching target on the
+// agents that host them, with one shared start time, and follows each target's state
+// PENDING -> RUNNING -> UPLOADING -> INDEXED, or FAILED with a reason a user can act on.
+// Captures are kept in the store so they can be read after they end or the server restarts.
+//
+// Locks: mu_ guards the captures in memory (what Get, RunningCaptureOf and WaitForChange
+// read) and is never held across a store write or a command sent to an agent. write_mu_
+// orders the writers (Start, OnUpdate, the deadline loop) among themselves, so the store
+// receives each capture's versions in the order they were made. Order: write_mu_, then mu_;
+// AgentRegistry's lock is taken with neither held (Send, List).
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "common/periodic_loop.h"
+#include "fleetprof/v1/capture.pb.h"
+#include "server/fleet/agent_registry.h"
+#include "server/server_metrics.h"
+#include "storage/profile_store.h"
+
+namespace fleetprof {
+
+class CaptureCoordinator {
+ public:
+  CaptureCoordinator(ProfileStore* store, AgentRegistry* registry, ServerMetrics* metrics,
+                     Clock* clock = RealClock());
+  ~CaptureCoordinator();
+
+  // Picks the targets, sends the commands and returns the capture as it starts.
+  // Transport-free: the gRPC CaptureService and the HTTP API both call these.
+  absl::StatusOr<v1::Capture> Start(const v1::StartCaptureRequest& request, const std::string& schedule_id = "");
+  // The id of a RUNNING capture of `job`, or "" when there is none.
+  std::string RunningCaptureOf(const std::string& job);
+  // Stores a scheduled run that did not start: a capture in state SKIPPED, `reason` its error.
+  v1::Capture RecordSkipped(const v1::StartCaptureRequest& request, const std::string& schedule_id,
+                            const std::string& reason);
+  absl::StatusOr<v1::Capture> Get(const std::string& capture_id);
+  // True when capture `capture_id` has a target on `node` (who may upload for it).
+  bool HasTarget(const std::string& capture_id, const std::string& node);
+  // Recent captures, newest first; INVALID_ARGUMENT for a limit outside 0..1000 (0 = 50).
+  absl::StatusOr<v1::ListCapturesResponse> List(const v1::ListCapturesRequest& request);
+  // Waits until the capture's version exceeds `*version` (or `timeout` passes); then fills
+  // `*out` and `*version`. False if the capture is unknown.
+  bool WaitForChange(const std::string& capture_id, int64_t* version, std::chrono::milliseconds timeout,
+                     v1::Capture* out);
+  // An agent reported progress on one of its targets.
+  void OnUpdate(const std::string& node, const v1::CaptureUpdate& update) ABSL_LOCKS_EXCLUDED(write_mu_, mu_);
+
+  // Fails the targets of captures past their deadline (plus a grace for the agents' own
+  // reasons) and forgets finished ones a minute after; returns when to look again. The
+  // deadline loop's tick; public for tests.
+  int64_t ExpireOverdue(int64_t now) ABSL_LOCKS_EXCLUDED(write_mu_, mu_);
+
+ private:
+  struct Active {
+    v1::Capture capture;
+    int64_t version = 0;
+  };
+  // Recomputes the capture's state and version and wakes its watchers; returns the copy to store.
+  v1::Capture Changed(Active& active) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Store(const v1::Capture& capture) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+
+  ProfileStore* store_;
+  AgentRegistry* registry_;
+  ServerMetrics* metrics_;
+  Clock* clock_;
+  absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  absl::Mutex mu_;
+  std::map<std::string, Active> active_ ABSL_GUARDED_BY(mu_);  // captures still RUNNING, and recent ones
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::unique_ptr<PeriodicLoop> expirer_;  // last: stops before the members it uses go
+};
+
+// "xprof:HOST:PORT" or "kineto:pid=N": how users and updates name a target.
+std::string TargetName(const v1::Target& target);
+// RUNNING while a target is unfinished; else DONE (all INDEXED), PARTIAL or FAILED.
+v1::Capture::State CaptureStateOf(const v1::Capture& capture);
+
+}  // namespace fleetprof

@@ -1,0 +1,74 @@
+#pragma once
+// Retention: what the server forgets, and when. Profiles older than their job's retention
+// (--retention_days, --job_retention_days JOB=DAYS overrides) go; when the database folder is
+// over --max_disk_mb, the oldest profiles go until it is under (the newest one always stays);
+// captures older than --capture_retention_days and agents gone for --agent_expiry_days go
+// too. A profile is deleted through the same path as `fleetprof delete` (one synced write,
+// then compaction), so nothing of it stays half visible. Runs as a PeriodicLoop: after every
+// commit (Nudge) and every --retention_check_s of its clock.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "common/periodic_loop.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/registry.h"
+#include "server/fleet/agent_registry.h"
+#include "storage/profile_store.h"
+
+namespace fleetprof {
+
+struct RetentionPolicy {
+  double retention_days = 0;                 // 0: keep profiles forever
+  std::map<std::string, double> job_days;    // per job; 0: that job's profiles are kept
+  int64_t max_disk_bytes = 0;                // 0: no limit
+  double capture_retention_days = 30;
+  double agent_expiry_days = 7;
+  int64_t check_every_s = 60;                // a pass at least this often (and after each commit)
+
+  // "train=30,eval=7" → job_days; days must be >= 0. INVALID_ARGUMENT naming the bad part.
+  static absl::StatusOr<std::map<std::string, double>> ParseJobDays(const std::string& text);
+  // How long profiles of `job` are kept, in ns; 0 = forever.
+  int64_t KeepNs(const std::string& job) const;
+};
+
+class Retention {
+ public:
+  // `delete_profile` removes one profile everywhere (QueryApi::DeleteProfile, which also
+  // empties the query caches).
+  Retention(RetentionPolicy policy, ProfileStore* store, AgentRegistry* agents,
+            std::function<absl::Status(const std::string&)> delete_profile, prometheus::Registry* metrics,
+            Clock* clock = RealClock());
+  ~Retention();
+
+  // A profile was stored: check the disk limit soon.
+  void Nudge();
+  // One pass at the clock's time now (tests and the loop).
+  void RunOnce();
+
+ private:
+  void ExpireByAge(int64_t now);
+  void EnforceDiskLimit();
+  bool Delete(const std::string& profile_id, prometheus::Counter& counter);
+
+  const RetentionPolicy policy_;
+  ProfileStore* store_;
+  AgentRegistry* agents_;
+  std::function<absl::Status(const std::string&)> delete_profile_;
+  prometheus::Family<prometheus::Counter>& deleted_;
+  prometheus::Counter& deleted_age_;
+  prometheus::Counter& deleted_disk_;
+  prometheus::Counter& deleted_captures_;
+  prometheus::Counter& deleted_agents_;
+  Clock* clock_;
+  std::unique_ptr<PeriodicLoop> loop_;  // last: stops before the members it uses go
+};
+
+}  // namespace fleetprof

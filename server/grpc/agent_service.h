@@ -1,0 +1,44 @@
+#pragma once
+// AgentService: the long-lived stream each node agent dials (the agent list is served from the
+// operation table by GrpcOperations, server/grpc_operations.h). On gRPC's
+// callback (reactor) API: an idle agent stream holds no thread, so a server keeps thousands of
+// agents with a few threads; work happens only when a message arrives or leaves.
+
+#include <functional>
+
+#include "fleetprof/v1/agent.grpc.pb.h"
+#include "server/fleet/agent_registry.h"
+#include "server/grpc/grpc_access.h"
+#include "server/grpc/grpc_operations.h"
+
+namespace fleetprof {
+
+class AgentServiceImpl final : public v1::AgentService::CallbackService {
+ public:
+  using UpdateHandler = std::function<void(const std::string& node, const v1::CaptureUpdate&)>;
+
+  AgentServiceImpl(AgentRegistry* registry, const GrpcAccess* access, int64_t heartbeat_interval_ms,
+                   UpdateHandler on_update, const Operations& operations)
+      : registry_(registry),
+        access_(access),
+        heartbeat_interval_ms_(heartbeat_interval_ms),
+        on_update_(std::move(on_update)) {
+    ServeFromTable(v1::AgentService::service_full_name(), operations, [this](int i) { MarkMethodGeneric(i); });
+  }
+
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::ServerMessage>* Connect(grpc::CallbackServerContext* context) override;
+
+  // What one stream needs of the service (agent_service.cc's reactor).
+  AgentRegistry* registry() const { return registry_; }
+  const GrpcAccess* access() const { return access_; }
+  int64_t heartbeat_interval_ms() const { return heartbeat_interval_ms_; }
+  const UpdateHandler& on_update() const { return on_update_; }
+
+ private:
+  AgentRegistry* registry_;
+  const GrpcAccess* access_;
+  int64_t heartbeat_interval_ms_;
+  UpdateHandler on_update_;
+};
+
+}  // namespace fleetprof

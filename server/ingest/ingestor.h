@@ -1,0 +1,104 @@
+#pragma once
+// Ingest, free of any transport: receives a trace file as a stream of UploadRequests (metadata
+// first, then chunks), stores the original bytes, analyses them while they stream in, and
+// commits the profile with its summary atomically. One upload is an UploadSession
+// (server/upload_session.h) that the transport feeds message by message: the gRPC
+// IngestService (server/ingest_service.h) from its reactor, tests through UploadStream.
+
+#include <chrono>
+#include <functional>
+#include <set>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/status/statusor.h"
+#include "analysis/trace_limits.h"
+#include "analysis/trace_summary.h"
+#include "auth/scopes.h"
+#include "fleetprof/v1/ingest.pb.h"
+#include "fleetprof/v1/records.pb.h"
+#include "server/server_metrics.h"
+#include "server/ingest/upload_guard.h"
+#include "server/ingest/upload_stream.h"
+#include "storage/profile_store.h"
+
+namespace fleetprof {
+
+struct IngestLimits {
+  int64_t max_upload_bytes = int64_t{16} << 30;
+  int64_t max_chunk_bytes = 1 << 20;
+  analysis::TraceLimits trace;  // what one upload's analysis may hold
+  UploadGuard::Limits uploads;  // uploads at once (in all, per peer) and their idle timeout
+};
+
+
+class UploadSession;
+
+class Ingestor {
+ public:
+  // Runs just before a profile is committed and may add to it (device series of captures).
+  using BeforeCommit = std::function<void(v1::ProfileInfo&, v1::ProfileSummary&)>;
+  // Runs once a profile is committed (per-job metrics).
+  using AfterCommit = std::function<void(const v1::ProfileInfo&, const v1::ProfileSummary&)>;
+
+  Ingestor(ProfileStore* store, ServerMetrics* metrics, IngestLimits limits, BeforeCommit before_commit,
+           AfterCommit after_commit)
+      : store_(store),
+        metrics_(metrics),
+        limits_(limits),
+        guard_(limits.uploads),
+        before_commit_(std::move(before_commit)),
+        after_commit_(std::move(after_commit)) {}
+
+  // Starts one upload from `peer` (an address without its port; uploads at once are limited
+  // per peer): UNAVAILABLE when as many run already (retry later). The transport then feeds
+  // the session the client's messages (server/upload_session.h). `abort` breaks the
+  // transport's wait for the client off, from another thread, when the client sent nothing
+  // for the idle timeout; false when a message came meanwhile (UploadGuard::Admission).
+  absl::StatusOr<std::unique_ptr<UploadSession>> Admit(const Principal& caller, const std::string& peer,
+                                                       std::function<bool()> abort);
+  // The same for a transport that reads its messages with a blocking call (tests, tools).
+  absl::StatusOr<v1::UploadResponse> Upload(UploadStream& stream, const Principal& caller);
+  // Where an upload stands, so an interrupted one can resume.
+  absl::StatusOr<v1::UploadState> GetUploadState(const std::string& upload_id, const Principal& caller);
+
+  // With tokens on, an upload labelled capture_id=C is accepted only when this says capture C
+  // has a target on the uploading node. REQUIRES: before uploads start.
+  void set_capture_target_check(std::function<bool(const std::string& capture_id, const std::string& node)> check) {
+    capture_target_check_ = std::move(check);
+  }
+
+ private:
+  friend class UploadSession;
+
+  // Stores the profile and its summary; fills the response.
+  absl::Status Commit(const v1::UploadRecord& record, const std::string& file_name,
+                      const std::string& profile_id, const analysis::TraceSummary& summary, std::chrono::steady_clock::time_point started,
+                      v1::UploadResponse* response);
+  // Drops an upload's bytes and returns `error`.
+  absl::Status Reject(const std::string& upload_id, absl::Status error);
+  // Only one stream per upload_id at a time.
+  bool ClaimUploadId(const std::string& id);
+  void ReleaseUploadId(const std::string& id);
+
+  ProfileStore* store_;
+  ServerMetrics* metrics_;
+  IngestLimits limits_;
+  UploadGuard guard_;
+  BeforeCommit before_commit_;
+  AfterCommit after_commit_;
+  std::function<bool(const std::string&, const std::string&)> capture_target_check_;
+  absl::Mutex active_mu_;
+  std::set<std::string> active_uploads_ ABSL_GUARDED_BY(active_mu_);
+};
+
+// An upload id started by one principal cannot be resumed, read or taken over by another
+// (PERMISSION_DENIED). Uploads from before tokens were turned on (no owner) stay open to any
+// ingest principal.
+absl::Status CheckUploadOwner(const v1::UploadRecord& record, const Principal& caller);
+
+// True when `id` is 1..128 characters of [A-Za-z0-9._:-].
+bool IsValidUploadId(const std::string& id);
+
+}  // namespace fleetprof

@@ -1,0 +1,277 @@
+#include "server/ingest/upload_session.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "common/runtime.h"
+#include "common/text_checks.h"
+#include "server/ingest/ingestor.h"
+#include "server/ingest/streaming_analysis.h"
+#include "spdlog/spdlog.h"
+#include "timeline/timeline_builder.h"
+
+namespace fleetprof {
+namespace {
+
+std::string NewProfileId() {
+  // Time-ordered prefix so ids sort by ingest time, then randomness against collisions.
+  return absl::StrCat(absl::Hex(UnixNanos(), absl::kZeroPad16), RandomHex(4));
+}
+
+// The event store written while an upload is analysed belongs to a profile id that exists
+// only once committed; any other way out of ingest deletes it.
+class TimelineCleanup {
+ public:
+  TimelineCleanup(ProfileStore* store, std::string profile_id) : store_(store), id_(std::move(profile_id)) {}
+  ~TimelineCleanup() {
+    if (armed_) {
+      if (absl::Status s = store_->DeleteTimeline(id_); !s.ok()) {
+        spdlog::warn("could not delete the event blocks of uncommitted profile {}: {}", id_, std::string(s.message()));
+      }
+    }
+  }
+  void Disarm() { armed_ = false; }
+
+ private:
+  ProfileStore* store_;
+  std::string id_;
+  bool armed_ = true;
+};
+
+// Job, node, labels and file name end up in keys, labels of metrics, tables and logs: printable
+// UTF-8 of sane length, or the upload is refused before any byte is stored.
+absl::Status CheckUploadTexts(const v1::UploadMetadata& metadata) {
+  auto bad = [](const char* what, const std::string& text, size_t max) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " must be 1-", max,
+                                                    " bytes of printable UTF-8 (no control characters), got ",
+                                                    text.size(), " bytes"));
+  };
+  if (!IsPrintableUtf8(metadata.job(), 253)) return bad("job", metadata.job(), 253);
+  if (!metadata.node().empty() && !IsPrintableUtf8(metadata.node(), 253)) return bad("node", metadata.node(), 253);
+  if (!metadata.file_name().empty() && !IsPrintableUtf8(metadata.file_name(), 1024)) {
+    return bad("file_name", metadata.file_name(), 1024);
+  }
+  if (metadata.labels_size() > 64) return absl::InvalidArgumentError("at most 64 labels per upload");
+  for (const auto& [key, value] : metadata.labels()) {
+    if (!IsPrintableUtf8(key, 128)) return bad("a label key", key, 128);
+    if (!value.empty() && !IsPrintableUtf8(value, 1024)) return bad(absl::StrCat("label ", key).c_str(), value, 1024);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// Declared in this order so that they are destroyed in the reverse one: the analysis stops
+// before its events' blocks are cleaned up, and those before the writer goes.
+struct UploadSession::Receiving {
+  Receiving(ProfileStore* store, const v1::UploadRecord& record, const analysis::TraceLimits& limits)
+      : file_name(record.metadata().file_name().empty() ? record.metadata().upload_id() : record.metadata().file_name()),
+        profile_id(NewProfileId()),
+        timeline_writer(store->NewTimelineWriter(profile_id)),
+        timeline_sink(timeline_writer.get()),
+        cleanup(store, profile_id),
+        analysis(file_name, record.metadata().format(),
+                 record.received_bytes() > 0 ? store->ReadRaw(record.metadata().upload_id()) : nullptr,
+                 &timeline_sink, limits) {}
+
+  const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  const std::string file_name;
+  const std::string profile_id;
+  std::unique_ptr<timeline::TimelineWriter> timeline_writer;
+  timeline::TimelineSink timeline_sink;
+  TimelineCleanup cleanup;
+  StreamingAnalysis analysis;
+  // Set once the reader stopped before the end of the bytes: its result. A reader that
+  // stopped without an error ignores the rest, which is stored anyway.
+  std::optional<absl::StatusOr<analysis::TraceSummary>> early;
+};
+
+UploadSession::UploadSession(Ingestor* ingestor, Principal caller, std::unique_ptr<UploadGuard::Admission> admission)
+    : ingestor_(ingestor), caller_(std::move(caller)), admission_(std::move(admission)) {}
+
+UploadSession::~UploadSession() {
+  receiving_.reset();  // before the upload id is free for another stream
+  if (!claimed_id_.empty()) ingestor_->ReleaseUploadId(claimed_id_);
+}
+
+absl::StatusOr<bool> UploadSession::Feed(v1::UploadRequest message) {
+  if (finished_ || answered_) return absl::FailedPreconditionError("the upload is answered already");
+  if (!begun_) {
+    begun_ = true;
+    absl::StatusOr<bool> more = Begin(std::move(message));
+    if (!more.ok()) finished_ = true;
+    return more;
+  }
+  if (absl::Status s = Receive(std::move(message)); !s.ok()) {
+    finished_ = true;
+    return s;
+  }
+  return true;
+}
+
+absl::StatusOr<v1::UploadResponse> UploadSession::Finish(bool broken) {
+  if (answered_) return *answered_;
+  if (finished_) return absl::FailedPreconditionError("the upload is answered already");
+  finished_ = true;
+  absl::StatusOr<v1::UploadResponse> answer = Answer(broken);
+  if (!answer.ok() && timed_out()) {
+    return absl::AbortedError(absl::StrCat("the client sent nothing for ",
+                                           ingestor_->limits_.uploads.idle_timeout.count() / 1000.0,
+                                           " s (--upload_idle_timeout_s): ", answer.status().message()));
+  }
+  return answer;
+}
+
+absl::StatusOr<bool> UploadSession::Begin(v1::UploadRequest first) {
+  ServerMetrics* metrics = ingestor_->metrics_;
+  ProfileStore* store = ingestor_->store_;
+  if (!first.has_metadata()) {
+    metrics->RecordUpload("invalid", 0);
+    return absl::InvalidArgumentError("the first upload message must carry the metadata");
+  }
+  v1::UploadMetadata metadata = std::move(*first.mutable_metadata());
+  const std::string id = metadata.upload_id();
+  if (!IsValidUploadId(id)) {
+    metrics->RecordUpload("invalid", 0);
+    return absl::InvalidArgumentError("upload_id must be 1-128 characters of [A-Za-z0-9._:-]");
+  }
+  if (metadata.job().empty()) metadata.set_job("unassigned");
+  if (absl::Status s = CheckUploadTexts(metadata); !s.ok()) {
+    metrics->RecordUpload("invalid", 0);
+    return s;
+  }
+  if (!caller_.node().empty()) {
+    if (metadata.node().empty()) metadata.set_node(std::string(caller_.node()));
+    if (metadata.node() != caller_.node()) {
+      return absl::PermissionDeniedError(absl::StrCat("agent '", caller_.name, "' may upload only as node '",
+                                                      caller_.name, "', not '", metadata.node(), "'"));
+    }
+  } else if (caller_.authenticated && metadata.labels().count("capture_id")) {
+    return absl::PermissionDeniedError("the capture_id label is set by agents only (this token has no agent scope)");
+  }
+  if (auto label = metadata.labels().find("capture_id");
+      caller_.authenticated && label != metadata.labels().end() && ingestor_->capture_target_check_ &&
+      !ingestor_->capture_target_check_(label->second, metadata.node())) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("capture ", label->second, " has no target on node ", metadata.node()));
+  }
+  if (!ingestor_->ClaimUploadId(id)) {
+    return absl::AbortedError(absl::StrCat("upload ", id, " is already in progress on another stream"));
+  }
+  claimed_id_ = id;
+
+  auto existing = store->GetUpload(id);
+  if (!existing.ok()) return existing.status();
+  if (existing->has_value()) {
+    if (absl::Status s = CheckUploadOwner(**existing, caller_); !s.ok()) return s;
+  }
+  if (existing->has_value() && !(*existing)->profile_id().empty()) {
+    // Idempotent: the same upload_id again gets the profile it made the first time.
+    auto info = store->GetProfile((*existing)->profile_id());
+    if (!info.ok()) return info.status();
+    v1::UploadResponse response;
+    response.set_profile_id(info->profile_id());
+    response.set_already_existed(true);
+    *response.mutable_profile() = *info;
+    metrics->RecordUpload("duplicate", 0);
+    answered_ = std::move(response);
+    return false;
+  }
+
+  const int64_t offset = metadata.resume_offset();
+  if (offset > 0) {
+    const int64_t have = existing->has_value() ? (*existing)->received_bytes() : 0;
+    if (have != offset) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("server holds ", have, " bytes of upload ", id, "; resume from offset ", have));
+    }
+    record_ = **existing;
+  } else if (existing->has_value()) {
+    // A fresh start of an upload that broke off earlier: drop what it left.
+    if (absl::Status s = store->AbortUpload(id); !s.ok()) return s;
+  }
+  metadata.set_resume_offset(0);
+  *record_.mutable_metadata() = std::move(metadata);
+  record_.set_owner(caller_.authenticated ? caller_.name : "");
+  record_.set_updated_at_ns(UnixNanos());
+  if (absl::Status s = store->PutUpload(id, record_); !s.ok()) return s;
+  return true;  // the analysis starts with the first chunk: a client that stalls before holds no thread
+}
+
+UploadSession::Receiving& UploadSession::StartReceiving() {
+  if (!receiving_) receiving_ = std::make_unique<Receiving>(ingestor_->store_, record_, ingestor_->limits_.trace);
+  return *receiving_;
+}
+
+absl::Status UploadSession::Receive(v1::UploadRequest message) {
+  const IngestLimits& limits = ingestor_->limits_;
+  const std::string& id = record_.metadata().upload_id();
+  auto stop_analysis = [this] {
+    if (receiving_) receiving_->analysis.Cancel();
+  };
+  if (!message.has_chunk()) {
+    stop_analysis();
+    return ingestor_->Reject(id, absl::InvalidArgumentError("only the first upload message may carry metadata"));
+  }
+  std::string* chunk = message.mutable_chunk();
+  if (static_cast<int64_t>(chunk->size()) > limits.max_chunk_bytes ||
+      record_.received_bytes() + static_cast<int64_t>(chunk->size()) > limits.max_upload_bytes) {
+    stop_analysis();
+    return ingestor_->Reject(id, absl::ResourceExhaustedError(absl::StrCat(
+                                     "upload exceeds the limits: chunks of at most ", limits.max_chunk_bytes,
+                                     " bytes, files of at most ", limits.max_upload_bytes, " bytes")));
+  }
+  Receiving& r = StartReceiving();  // before the chunk is stored: it replays only earlier bytes
+  record_.set_updated_at_ns(UnixNanos());
+  if (absl::Status s = ingestor_->store_->AppendRaw(id, record_, *chunk); !s.ok()) {
+    r.analysis.Cancel();
+    ingestor_->metrics_->RecordUpload("error", 0);
+    return s;
+  }
+  ingestor_->metrics_->AddIngestedBytes(static_cast<int64_t>(chunk->size()));
+  if (r.early) return absl::OkStatus();  // bytes past where the reader stopped: stored only
+  if (!r.analysis.Push(std::move(*chunk))) {
+    r.early = r.analysis.Finish();  // the reader stopped: with an error, or at its trace's end
+    if (!r.early->ok()) return AnalysisFailed(r.early->status());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::UploadResponse> UploadSession::Answer(bool broken) {
+  if (!begun_) {
+    ingestor_->metrics_->RecordUpload("invalid", 0);
+    return absl::InvalidArgumentError("the first upload message must carry the metadata");
+  }
+  const v1::UploadMetadata& metadata = record_.metadata();
+  const bool complete = metadata.total_bytes() <= 0 || record_.received_bytes() >= metadata.total_bytes();
+  if (broken || !complete) {
+    // Keep the bytes: the client can resume from received_bytes.
+    if (receiving_) receiving_->analysis.Cancel();
+    ingestor_->metrics_->RecordUpload("interrupted", 0);
+    return absl::AbortedError(absl::StrCat("upload ", metadata.upload_id(), " interrupted after ",
+                                           record_.received_bytes(), " bytes; resume from that offset"));
+  }
+  Receiving& r = StartReceiving();  // an upload resumed with every byte stored sends no chunk
+  absl::StatusOr<analysis::TraceSummary> summary = r.early ? *std::move(r.early) : r.analysis.Finish();
+  if (!summary.ok()) return AnalysisFailed(summary.status());
+  v1::UploadResponse response;
+  if (absl::Status s = ingestor_->Commit(record_, r.file_name, r.profile_id, *summary, r.started, &response);
+      !s.ok()) {
+    return s;
+  }
+  r.cleanup.Disarm();
+  return response;
+}
+
+absl::Status UploadSession::AnalysisFailed(absl::Status error) {
+  const std::string& id = record_.metadata().upload_id();
+  if (absl::IsInvalidArgument(error) || absl::IsDataLoss(error)) {
+    return ingestor_->Reject(id, absl::InvalidArgumentError(std::string(error.message())));
+  }
+  // Over a trace limit (analysis/trace_limits.h): resuming would only fail again.
+  if (absl::IsResourceExhausted(error)) return ingestor_->Reject(id, error);
+  ingestor_->metrics_->RecordUpload("error", 0);  // storage, threads: the upload stays resumable
+  return error;
+}
+
+}  // namespace fleetprof

@@ -1,0 +1,76 @@
+#pragma once
+// One upload in progress, fed the client's messages one at a time by its transport: the
+// metadata first, then the chunks, then the end of the stream. Nothing here waits for the
+// client, so a transport on gRPC's callback API holds no thread while the client is slow or
+// stalled; Feed and Finish may block on storage and on the analysis, so they run on a worker
+// (server/ingest_service.cc), one call at a time per session.
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "auth/scopes.h"
+#include "fleetprof/v1/ingest.pb.h"
+#include "fleetprof/v1/records.pb.h"
+#include "server/ingest/upload_guard.h"
+
+namespace fleetprof {
+
+class Ingestor;
+
+class UploadSession {
+ public:
+  ~UploadSession();  // an upload not answered by Finish stops its analysis; its place is freed
+  UploadSession(const UploadSession&) = delete;
+  UploadSession& operator=(const UploadSession&) = delete;
+
+  // The transport waits for the client's next message from now; the idle timeout runs.
+  void WaitingForClient() { admission_->WaitingForClient(); }
+  // The message came, or the stream ended.
+  void ClientSent() { admission_->ClientSent(); }
+  // True once the upload was broken off for the idle timeout (the transport's wait ended).
+  bool timed_out() const { return admission_->timed_out(); }
+
+  // The client's next message. True: read the next one. False: the upload is answered
+  // without more of its bytes (an upload id already committed); Finish gives the answer.
+  // An error is the upload's answer: read no more.
+  absl::StatusOr<bool> Feed(v1::UploadRequest message);
+  // The stream ended; `broken` when it did not end cleanly (the client went away, the call was
+  // cancelled or timed out). The upload's answer:
+  // - the profile; for an upload id committed before, that profile (already_existed);
+  // - ABORTED when interrupted, also after the idle timeout: the bytes stay, and the client
+  //   resumes from GetUploadState's received_bytes;
+  // - INVALID_ARGUMENT for bad input and RESOURCE_EXHAUSTED for a trace over a limit, whose
+  //   bytes are dropped; PERMISSION_DENIED (from Feed) for an upload id of another principal,
+  //   or an agent uploading as another node; other errors (storage, threads) keep the bytes.
+  absl::StatusOr<v1::UploadResponse> Finish(bool broken);
+
+ private:
+  friend class Ingestor;
+  struct Receiving;  // the profile being made from the chunks (upload_session.cc)
+
+  UploadSession(Ingestor* ingestor, Principal caller, std::unique_ptr<UploadGuard::Admission> admission);
+  // The first message: checks the metadata and who may send it, and prepares the record.
+  absl::StatusOr<bool> Begin(v1::UploadRequest first);
+  // The profile being made, started on first use.
+  Receiving& StartReceiving();
+  // One chunk: stored, then handed to the analysis.
+  absl::Status Receive(v1::UploadRequest message);
+  // The end of the stream: interrupted, rejected or committed.
+  absl::StatusOr<v1::UploadResponse> Answer(bool broken);
+  // The analysis failed with `error`: bad input drops the upload, anything else keeps it.
+  absl::Status AnalysisFailed(absl::Status error);
+
+  Ingestor* ingestor_;
+  const Principal caller_;
+  std::unique_ptr<UploadGuard::Admission> admission_;
+  bool begun_ = false;
+  bool finished_ = false;
+  std::string claimed_id_;  // the upload id this stream holds, released when destroyed
+  std::optional<v1::UploadResponse> answered_;  // known from the metadata alone
+  v1::UploadRecord record_;
+  std::unique_ptr<Receiving> receiving_;
+};
+
+}  // namespace fleetprof

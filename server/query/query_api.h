@@ -1,0 +1,105 @@
+#pragma once
+// The read side of fleetprof, free of any transport: gRPC (server/query_service.h) and the
+// HTTP API (server/http_api.h) are thin callers of these methods, so they cannot disagree.
+// Breakdowns come from the summaries stored at ingest; the trace viewer's windows from the
+// event store, through a cache of loaded directories.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "analysis/byte_source.h"
+#include "fleetprof/v1/query.pb.h"
+#include "common/concurrency_slots.h"
+#include "server/server_metrics.h"
+#include "server/query/timeline_cache.h"
+#include "storage/profile_store.h"
+
+namespace fleetprof {
+
+class QueryApi {
+ public:
+  QueryApi(ProfileStore* store, ServerMetrics* metrics)
+      : store_(store), metrics_(metrics), timelines_(store, kTimelineCacheBytes), summaries_(store, kSummaryCacheBytes) {}
+
+  // Profiles matching the request, newest ingest first. INVALID_ARGUMENT for a page_size
+  // outside 0..1000, a negative time bound or a page_token of another query.
+  absl::StatusOr<v1::ListProfilesResponse> ListProfiles(const v1::ListProfilesRequest& request);
+  // Every job with a profile matching the labels, with its profile count and newest profile,
+  // most recently ingested first. RESOURCE_EXHAUSTED past kMaxListedProfiles profiles.
+  absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request);
+  static constexpr int kMaxListedProfiles = 100000;
+  // The profile's record and whole summary; NOT_FOUND naming the id when unknown.
+  absl::StatusOr<v1::GetProfileResponse> GetProfile(const std::string& profile_id);
+
+  // One section of a summary, at most request.limit() rows (0 = all), in stored order.
+  absl::StatusOr<v1::OpBreakdownResponse> Ops(const v1::BreakdownRequest& request);
+  absl::StatusOr<v1::KernelBreakdownResponse> Kernels(const v1::BreakdownRequest& request);
+  absl::StatusOr<v1::TemporalBreakdownResponse> Devices(const v1::BreakdownRequest& request);
+  absl::StatusOr<v1::StepBreakdownResponse> Steps(const v1::BreakdownRequest& request);
+  absl::StatusOr<v1::MemoryBreakdownResponse> Memory(const v1::BreakdownRequest& request);
+  absl::StatusOr<v1::XlaOpBreakdownResponse> XlaOps(const v1::BreakdownRequest& request);
+
+  // A profile as a file. Format "original" (or empty): the bytes as uploaded, read from the
+  // store as they are sent. "chrome_json": the stored events (all, or a window) as
+  // Chrome-trace JSON, produced as it is sent. Other formats are INVALID_ARGUMENT.
+  struct Export {
+    v1::ProfileInfo profile;
+    std::unique_ptr<analysis::ByteSource> bytes;
+  };
+  absl::StatusOr<Export> ExportProfile(const v1::ExportProfileRequest& request);
+
+  // The trace viewer's reads, from the event store (timeline/trace_window.h).
+  absl::StatusOr<v1::TraceWindow> TraceWindow(const v1::TraceWindowRequest& request);
+  absl::StatusOr<v1::RangeBreakdown> RangeBreakdown(const v1::RangeBreakdownRequest& request);
+
+  // Deletes a profile and everything stored for it (ProfileStore::DeleteProfile).
+  absl::StatusOr<v1::DeleteProfileResponse> DeleteProfile(const v1::DeleteProfileRequest& request);
+
+  // A newly stored profile's summary, kept parsed: the job views that follow read it from here.
+  void Remember(const std::string& profile_id, const v1::ProfileSummary& summary) {
+    summaries_.Insert(profile_id, summary);
+  }
+
+  // Views across profiles (server/compare_queries.cc): compare/ and diagnosis/ do the work.
+  absl::StatusOr<v1::DiffResponse> Diff(const v1::DiffRequest& request);
+  absl::StatusOr<v1::JobOpsResponse> JobOps(const v1::JobRequest& request);
+  absl::StatusOr<v1::JobSeriesResponse> JobSeries(const v1::JobRequest& request);
+  absl::StatusOr<v1::DiagnoseResponse> Diagnose(const v1::DiagnoseRequest& request);
+
+  // A job view reads at most this many profiles (newest first); more is RESOURCE_EXHAUSTED
+  // asking for a narrower time range or label.
+  static constexpr int kMaxJobProfiles = 10000;
+
+ private:
+  // Calls `visit(info)` for every profile `list` selects, newest ingest first, a page at a time;
+  // past `max` profiles it stops with RESOURCE_EXHAUSTED saying `too_many`.
+  absl::Status ForEachListed(v1::ListProfilesRequest list, int64_t max, const std::string& too_many,
+                             const std::function<absl::Status(const v1::ProfileInfo&)>& visit);
+  // Calls `visit(info)` for every profile matching the job request, newest ingest first.
+  absl::Status ForEachJobProfile(const v1::JobRequest& request,
+                                 const std::function<absl::Status(const v1::ProfileInfo&)>& visit);
+
+  // The stored summary of request.profile_id() after checking the request.
+  absl::StatusOr<std::shared_ptr<const v1::ProfileSummary>> Summary(const v1::BreakdownRequest& request);
+  // The section `rows` of the summary, timed as `query`, copied into Response's `out`.
+  template <typename Response, typename Rows>
+  absl::StatusOr<Response> Section(const char* query, const v1::BreakdownRequest& request,
+                                   const Rows& (v1::ProfileSummary::*rows)() const, Rows* (Response::*out)());
+
+  static constexpr size_t kTimelineCacheBytes = size_t{256} << 20;
+  static constexpr size_t kSummaryCacheBytes = size_t{128} << 20;
+  // A diagnosis holds the profile's events (up to diagnosis::kMaxFactEvents): two at a time.
+  static constexpr int kConcurrentDiagnoses = 2;
+  static constexpr std::chrono::seconds kDiagnosisWait{30};
+
+  ProfileStore* store_;
+  ServerMetrics* metrics_;
+  TimelineCache timelines_;
+  SummaryCache summaries_;
+  ConcurrencySlots diagnoses_{kConcurrentDiagnoses};
+};
+
+}  // namespace fleetprof
