@@ -20,6 +20,7 @@
 #include "fleetprof/v1/records.pb.h"
 #include "server/server_metrics.h"
 #include "server/ingest/upload_guard.h"
+#include "server/ingest/upload_session.h"
 #include "server/ingest/upload_stream.h"
 #include "storage/profile_store.h"
 
@@ -33,9 +34,7 @@ struct IngestLimits {
 };
 
 
-class UploadSession;
-
-class Ingestor {
+class Ingestor : private UploadSessionContext {
  public:
   // Runs just before a profile is committed and may add to it (device series of captures).
   using BeforeCommit = std::function<void(v1::ProfileInfo&, v1::ProfileSummary&)>;
@@ -70,17 +69,19 @@ class Ingestor {
   }
 
  private:
-  friend class UploadSession;
-
-  // Stores the profile and its summary; fills the response.
-  absl::Status Commit(const v1::UploadRecord& record, const std::string& file_name,
-                      const std::string& profile_id, const analysis::TraceSummary& summary, std::chrono::steady_clock::time_point started,
-                      v1::UploadResponse* response);
-  // Drops an upload's bytes and returns `error`.
-  absl::Status Reject(const std::string& upload_id, absl::Status error);
-  // Only one stream per upload_id at a time.
-  bool ClaimUploadId(const std::string& id);
-  void ReleaseUploadId(const std::string& id);
+  // UploadSessionContext: what its sessions ask of it (server/ingest/upload_session.h).
+  ProfileStore* store() override { return store_; }
+  ServerMetrics* metrics() override { return metrics_; }
+  const IngestLimits& limits() const override { return limits_; }
+  bool MayUploadForCapture(const std::string& capture_id, const std::string& node) const override {
+    return !capture_target_check_ || capture_target_check_(capture_id, node);
+  }
+  bool ClaimUploadId(const std::string& id) override;
+  void ReleaseUploadId(const std::string& id) override;
+  absl::Status Commit(const v1::UploadRecord& record, const std::string& file_name, const std::string& profile_id,
+                      const analysis::TraceSummary& summary, std::chrono::steady_clock::time_point started,
+                      v1::UploadResponse* response) override;
+  absl::Status Reject(const std::string& upload_id, absl::Status error) override;
 
   ProfileStore* store_;
   ServerMetrics* metrics_;

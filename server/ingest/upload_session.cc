@@ -86,12 +86,13 @@ struct UploadSession::Receiving {
   std::optional<absl::StatusOr<analysis::TraceSummary>> early;
 };
 
-UploadSession::UploadSession(Ingestor* ingestor, Principal caller, std::unique_ptr<UploadGuard::Admission> admission)
-    : ingestor_(ingestor), caller_(std::move(caller)), admission_(std::move(admission)) {}
+UploadSession::UploadSession(UploadSessionContext* context, Principal caller,
+                             std::unique_ptr<UploadGuard::Admission> admission)
+    : context_(context), caller_(std::move(caller)), admission_(std::move(admission)) {}
 
 UploadSession::~UploadSession() {
   receiving_.reset();  // before the upload id is free for another stream
-  if (!claimed_id_.empty()) ingestor_->ReleaseUploadId(claimed_id_);
+  if (!claimed_id_.empty()) context_->ReleaseUploadId(claimed_id_);
 }
 
 absl::StatusOr<bool> UploadSession::Feed(v1::UploadRequest message) {
@@ -116,15 +117,15 @@ absl::StatusOr<v1::UploadResponse> UploadSession::Finish(bool broken) {
   absl::StatusOr<v1::UploadResponse> answer = Answer(broken);
   if (!answer.ok() && timed_out()) {
     return absl::AbortedError(absl::StrCat("the client sent nothing for ",
-                                           ingestor_->limits_.uploads.idle_timeout.count() / 1000.0,
+                                           context_->limits().uploads.idle_timeout.count() / 1000.0,
                                            " s (--upload_idle_timeout_s): ", answer.status().message()));
   }
   return answer;
 }
 
 absl::StatusOr<bool> UploadSession::Begin(v1::UploadRequest first) {
-  ServerMetrics* metrics = ingestor_->metrics_;
-  ProfileStore* store = ingestor_->store_;
+  ServerMetrics* metrics = context_->metrics();
+  ProfileStore* store = context_->store();
   if (!first.has_metadata()) {
     metrics->RecordUpload("invalid", 0);
     return absl::InvalidArgumentError("the first upload message must carry the metadata");
@@ -150,12 +151,12 @@ absl::StatusOr<bool> UploadSession::Begin(v1::UploadRequest first) {
     return absl::PermissionDeniedError("the capture_id label is set by agents only (this token has no agent scope)");
   }
   if (auto label = metadata.labels().find("capture_id");
-      caller_.authenticated && label != metadata.labels().end() && ingestor_->capture_target_check_ &&
-      !ingestor_->capture_target_check_(label->second, metadata.node())) {
+      caller_.authenticated && label != metadata.labels().end() &&
+      !context_->MayUploadForCapture(label->second, metadata.node())) {
     return absl::PermissionDeniedError(
         absl::StrCat("capture ", label->second, " has no target on node ", metadata.node()));
   }
-  if (!ingestor_->ClaimUploadId(id)) {
+  if (!context_->ClaimUploadId(id)) {
     return absl::AbortedError(absl::StrCat("upload ", id, " is already in progress on another stream"));
   }
   claimed_id_ = id;
@@ -199,36 +200,36 @@ absl::StatusOr<bool> UploadSession::Begin(v1::UploadRequest first) {
 }
 
 UploadSession::Receiving& UploadSession::StartReceiving() {
-  if (!receiving_) receiving_ = std::make_unique<Receiving>(ingestor_->store_, record_, ingestor_->limits_.trace);
+  if (!receiving_) receiving_ = std::make_unique<Receiving>(context_->store(), record_, context_->limits().trace);
   return *receiving_;
 }
 
 absl::Status UploadSession::Receive(v1::UploadRequest message) {
-  const IngestLimits& limits = ingestor_->limits_;
+  const IngestLimits& limits = context_->limits();
   const std::string& id = record_.metadata().upload_id();
   auto stop_analysis = [this] {
     if (receiving_) receiving_->analysis.Cancel();
   };
   if (!message.has_chunk()) {
     stop_analysis();
-    return ingestor_->Reject(id, absl::InvalidArgumentError("only the first upload message may carry metadata"));
+    return context_->Reject(id, absl::InvalidArgumentError("only the first upload message may carry metadata"));
   }
   std::string* chunk = message.mutable_chunk();
   if (static_cast<int64_t>(chunk->size()) > limits.max_chunk_bytes ||
       record_.received_bytes() + static_cast<int64_t>(chunk->size()) > limits.max_upload_bytes) {
     stop_analysis();
-    return ingestor_->Reject(id, absl::ResourceExhaustedError(absl::StrCat(
+    return context_->Reject(id, absl::ResourceExhaustedError(absl::StrCat(
                                      "upload exceeds the limits: chunks of at most ", limits.max_chunk_bytes,
                                      " bytes, files of at most ", limits.max_upload_bytes, " bytes")));
   }
   Receiving& r = StartReceiving();  // before the chunk is stored: it replays only earlier bytes
   record_.set_updated_at_ns(UnixNanos());
-  if (absl::Status s = ingestor_->store_->AppendRaw(id, record_, *chunk); !s.ok()) {
+  if (absl::Status s = context_->store()->AppendRaw(id, record_, *chunk); !s.ok()) {
     r.analysis.Cancel();
-    ingestor_->metrics_->RecordUpload("error", 0);
+    context_->metrics()->RecordUpload("error", 0);
     return s;
   }
-  ingestor_->metrics_->AddIngestedBytes(static_cast<int64_t>(chunk->size()));
+  context_->metrics()->AddIngestedBytes(static_cast<int64_t>(chunk->size()));
   if (r.early) return absl::OkStatus();  // bytes past where the reader stopped: stored only
   if (!r.analysis.Push(std::move(*chunk))) {
     r.early = r.analysis.Finish();  // the reader stopped: with an error, or at its trace's end
@@ -239,7 +240,7 @@ absl::Status UploadSession::Receive(v1::UploadRequest message) {
 
 absl::StatusOr<v1::UploadResponse> UploadSession::Answer(bool broken) {
   if (!begun_) {
-    ingestor_->metrics_->RecordUpload("invalid", 0);
+    context_->metrics()->RecordUpload("invalid", 0);
     return absl::InvalidArgumentError("the first upload message must carry the metadata");
   }
   const v1::UploadMetadata& metadata = record_.metadata();
@@ -247,7 +248,7 @@ absl::StatusOr<v1::UploadResponse> UploadSession::Answer(bool broken) {
   if (broken || !complete) {
     // Keep the bytes: the client can resume from received_bytes.
     if (receiving_) receiving_->analysis.Cancel();
-    ingestor_->metrics_->RecordUpload("interrupted", 0);
+    context_->metrics()->RecordUpload("interrupted", 0);
     return absl::AbortedError(absl::StrCat("upload ", metadata.upload_id(), " interrupted after ",
                                            record_.received_bytes(), " bytes; resume from that offset"));
   }
@@ -255,7 +256,7 @@ absl::StatusOr<v1::UploadResponse> UploadSession::Answer(bool broken) {
   absl::StatusOr<analysis::TraceSummary> summary = r.early ? *std::move(r.early) : r.analysis.Finish();
   if (!summary.ok()) return AnalysisFailed(summary.status());
   v1::UploadResponse response;
-  if (absl::Status s = ingestor_->Commit(record_, r.file_name, r.profile_id, *summary, r.started, &response);
+  if (absl::Status s = context_->Commit(record_, r.file_name, r.profile_id, *summary, r.started, &response);
       !s.ok()) {
     return s;
   }
@@ -266,11 +267,11 @@ absl::StatusOr<v1::UploadResponse> UploadSession::Answer(bool broken) {
 absl::Status UploadSession::AnalysisFailed(absl::Status error) {
   const std::string& id = record_.metadata().upload_id();
   if (absl::IsInvalidArgument(error) || absl::IsDataLoss(error)) {
-    return ingestor_->Reject(id, absl::InvalidArgumentError(std::string(error.message())));
+    return context_->Reject(id, absl::InvalidArgumentError(std::string(error.message())));
   }
   // Over a trace limit (analysis/trace_limits.h): resuming would only fail again.
-  if (absl::IsResourceExhausted(error)) return ingestor_->Reject(id, error);
-  ingestor_->metrics_->RecordUpload("error", 0);  // storage, threads: the upload stays resumable
+  if (absl::IsResourceExhausted(error)) return context_->Reject(id, error);
+  context_->metrics()->RecordUpload("error", 0);  // storage, threads: the upload stays resumable
   return error;
 }
 

@@ -5,19 +5,45 @@
 // stalled; Feed and Finish may block on storage and on the analysis, so they run on a worker
 // (server/ingest_service.cc), one call at a time per session.
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "analysis/trace_summary.h"
 #include "auth/scopes.h"
 #include "fleetprof/v1/ingest.pb.h"
 #include "fleetprof/v1/records.pb.h"
 #include "server/ingest/upload_guard.h"
+#include "server/server_metrics.h"
+#include "storage/profile_store.h"
 
 namespace fleetprof {
 
-class Ingestor;
+struct IngestLimits;
+
+// What an upload session asks of the ingest layer, named: the store and metrics it writes to,
+// the limits, who may upload for a capture, one stream per upload id, and the commit and
+// rejection of a finished upload. Ingestor implements it; a test may too.
+class UploadSessionContext {
+ public:
+  virtual ~UploadSessionContext() = default;
+  virtual ProfileStore* store() = 0;
+  virtual ServerMetrics* metrics() = 0;
+  virtual const IngestLimits& limits() const = 0;
+  // Whether `node` may upload for capture `capture_id` (always, when no check is set).
+  virtual bool MayUploadForCapture(const std::string& capture_id, const std::string& node) const = 0;
+  // Only one stream per upload id at a time: false while another holds it.
+  virtual bool ClaimUploadId(const std::string& id) = 0;
+  virtual void ReleaseUploadId(const std::string& id) = 0;
+  // Stores the profile and its summary atomically; fills the response.
+  virtual absl::Status Commit(const v1::UploadRecord& record, const std::string& file_name,
+                              const std::string& profile_id, const analysis::TraceSummary& summary,
+                              std::chrono::steady_clock::time_point started, v1::UploadResponse* response) = 0;
+  // Drops an upload's bytes and returns `error`.
+  virtual absl::Status Reject(const std::string& upload_id, absl::Status error) = 0;
+};
 
 class UploadSession {
  public:
@@ -46,11 +72,12 @@ class UploadSession {
   //   or an agent uploading as another node; other errors (storage, threads) keep the bytes.
   absl::StatusOr<v1::UploadResponse> Finish(bool broken);
 
+  // An admitted upload of `caller` (Ingestor::Admit makes them). `context` outlives the session.
+  UploadSession(UploadSessionContext* context, Principal caller, std::unique_ptr<UploadGuard::Admission> admission);
+
  private:
-  friend class Ingestor;
   struct Receiving;  // the profile being made from the chunks (upload_session.cc)
 
-  UploadSession(Ingestor* ingestor, Principal caller, std::unique_ptr<UploadGuard::Admission> admission);
   // The first message: checks the metadata and who may send it, and prepares the record.
   absl::StatusOr<bool> Begin(v1::UploadRequest first);
   // The profile being made, started on first use.
@@ -62,7 +89,7 @@ class UploadSession {
   // The analysis failed with `error`: bad input drops the upload, anything else keeps it.
   absl::Status AnalysisFailed(absl::Status error);
 
-  Ingestor* ingestor_;
+  UploadSessionContext* context_;
   const Principal caller_;
   std::unique_ptr<UploadGuard::Admission> admission_;
   bool begun_ = false;
