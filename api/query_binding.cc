@@ -169,7 +169,8 @@ absl::Status SetFieldFromText(const FieldDescriptor* field, absl::string_view na
 }
 
 absl::Status FillFromQuery(const ApiRoute& route, absl::string_view raw_query, Message* request) {
-  std::set<std::string> given;
+  std::set<std::string> given;   // names seen
+  std::set<std::string> filled;  // names seen with a value
   for (absl::string_view piece : absl::StrSplit(raw_query, '&', absl::SkipEmpty())) {
     const size_t eq = piece.find('=');
     absl::StatusOr<std::string> name = DecodeUrlComponent(piece.substr(0, eq), true);
@@ -187,11 +188,12 @@ absl::Status FillFromQuery(const ApiRoute& route, absl::string_view raw_query, M
     const FieldDescriptor* field = it->second;
     // A singular field takes its first occurrence, as the API always has.
     const bool first = given.insert(*name).second;
+    if (!value->empty()) filled.insert(*name);
     if (!field->is_repeated() && !first) continue;
     if (absl::Status set = SetFieldFromText(field, *name, *value, request); !set.ok()) return set;
   }
   for (const std::string& name : route.required) {
-    if (!given.count(name)) {
+    if (!filled.count(name)) {  // present but empty is as good as absent
       return absl::InvalidArgumentError(absl::StrCat("query parameter '", name, "' is required"));
     }
   }

@@ -19,11 +19,10 @@ class WallClock final : public Clock {
 
   bool WaitUntil(absl::Mutex* mu, const absl::Condition& done, int64_t deadline_ns) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    constexpr int64_t kLookAgainNs = 1'000'000'000;
     for (;;) {
-      const int64_t left = deadline_ns - Now();
+      const int64_t left = deadline_ns - MonotonicNanos();
       if (left <= 0) return done.Eval();
-      if (mu->AwaitWithTimeout(done, absl::Nanoseconds(std::min(left, kLookAgainNs)))) return true;
+      if (mu->AwaitWithTimeout(done, absl::Nanoseconds(left))) return true;
     }
   }
 };
@@ -37,7 +36,7 @@ Clock* RealClock() {
 
 bool SimulatedClock::WaitUntil(absl::Mutex* mu, const absl::Condition& done, int64_t deadline_ns) const {
   waiters_.fetch_add(1);
-  while (!done.Eval() && Now() < deadline_ns) {
+  while (!done.Eval() && MonotonicNanos() < deadline_ns) {
     mu->AwaitWithTimeout(done, absl::Milliseconds(1));
   }
   waiters_.fetch_sub(1);

@@ -22,8 +22,9 @@ class Clock {
   // them); their zero means nothing.
   virtual int64_t MonotonicNanos() const = 0;
 
-  // Waits, holding `mu` except while blocked, until `done` holds or Now() reaches
-  // `deadline_ns`. True when `done` held. `done` is evaluated under `mu`, and re-evaluated
+  // Waits, holding `mu` except while blocked, until `done` holds or MonotonicNanos() reaches
+  // `deadline_ns` (a monotonic deadline: a wall clock set back does not stretch the wait).
+  // True when `done` held. `done` is evaluated under `mu`, and re-evaluated
   // whenever `mu` is released by another thread (absl::Mutex::Await), so whoever changes what
   // `done` reads must do so under `mu`.
   // REQUIRES: `mu` held.
@@ -31,8 +32,7 @@ class Clock {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) = 0;
 };
 
-// The system's wall clock. A wait looks at the clock at least once a second, so a clock that
-// is set forward ends it on time.
+// The system's wall clock, and the steady clock for waits.
 Clock* RealClock();
 
 // A clock that moves only when told. A wait in WaitUntil() ends once Advance() or Set() has

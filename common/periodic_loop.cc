@@ -1,5 +1,7 @@
 #include "common/periodic_loop.h"
 
+#include <algorithm>
+
 #include "common/threads.h"
 #include "spdlog/spdlog.h"
 
@@ -46,11 +48,13 @@ void PeriodicLoop::Run() {
       if (stopping_) return;
       nudged_ = false;
     }
-    const int64_t next = tick_(clock_->Now());
+    const int64_t now = clock_->Now();
+    const int64_t wait = std::max<int64_t>(0, tick_(now) - now);
+    const int64_t deadline = clock_->MonotonicNanos() + wait;
     absl::MutexLock lock(&mu_);
     ++ticks_;
     const auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || nudged_; };
-    clock_->WaitUntil(&mu_, absl::Condition(&woken), next);
+    clock_->WaitUntil(&mu_, absl::Condition(&woken), deadline);
   }
 }
 

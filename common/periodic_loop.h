@@ -21,7 +21,8 @@ namespace fleetprof {
 class PeriodicLoop {
  public:
   // Returns the clock time (unix ns) at which to run next; a time already past runs again
-  // at once. Runs without any lock of the loop's held.
+  // at once. The loop waits that long on the monotonic clock, so a wall clock set back or
+  // forward meanwhile neither stalls nor hurries it. Runs without any lock of the loop's held.
   using Tick = std::function<int64_t(int64_t now_ns)>;
 
   // UNAVAILABLE when the thread cannot start. `clock` must outlive the loop.

@@ -88,6 +88,10 @@ struct ServerFlags {
   int64_t retention_check_s = 60;
 };
 
+// Threads for the fleet's unary calls (captures, schedules, agents): quick, and apart from the
+// query workers so that slow queries never hold them up.
+constexpr int kFleetWorkers = 2;
+
 constexpr char kUsage[] =
     "fleetprof-server: stores trace profiles in RocksDB and serves queries.\n"
     "Usage: fleetprof-server [--grpc_addr=HOST:PORT] [--http_addr=HOST:PORT] [--data_dir=DIR]\n"
@@ -305,11 +309,14 @@ int Run(const ServerFlags& flags) {
     return 1;
   }
   auto query_workers = WorkerPool::Start("the query workers", static_cast<int>(flags.query_workers));
-  if (!query_workers.ok()) {
-    spdlog::error("{}", std::string(query_workers.status().message()));
-    return 1;
+  auto fleet_workers = WorkerPool::Start("the fleet workers", kFleetWorkers);
+  for (const auto* pool : {&query_workers, &fleet_workers}) {
+    if (!pool->ok()) {
+      spdlog::error("{}", std::string(pool->status().message()));
+      return 1;
+    }
   }
-  GrpcOperations grpc_operations(&operations, &grpc_access, query_workers->get(),
+  GrpcOperations grpc_operations(&operations, &grpc_access, query_workers->get(), fleet_workers->get(),
                                  static_cast<int>(flags.max_rpc_threads));
   QueryServiceImpl query(&query_api, &grpc_access, operations);
   CaptureServiceImpl capture_service(&captures, &grpc_access, operations);
@@ -424,7 +431,8 @@ int Run(const ServerFlags& flags) {
   });
   if (!health_loop.ok()) {
     spdlog::error("{}", std::string(health_loop.status().message()));
-    server->Shutdown();
+    registry.CloseAll();  // agent streams never end on their own
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
     http.Stop();
     return 1;
   }

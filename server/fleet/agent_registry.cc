@@ -125,27 +125,25 @@ std::vector<v1::DeviceSample> AgentRegistry::DeviceHistory(const std::string& no
   return out;
 }
 
+// The closers run under mu_, on purpose: a close cancels the stream's call (TryCancel, which
+// waits for nothing), and the call's context lives only while its session is listed, since
+// the stream's end calls Disconnected, which takes mu_, before gRPC frees the context. Outside
+// the lock a close could reach a context already freed.
 int AgentRegistry::CloseSessionsUnless(const std::function<bool(const Principal&)>& keep) {
-  std::vector<std::function<void()>> closers;
-  {
-    absl::MutexLock lock(&mu_);
-    for (auto& [node, session] : sessions_) {
-      if (keep(session.principal)) continue;
-      spdlog::info("agent node={}: its token was revoked; closing its stream", node);
-      closers.push_back(session.close);
-    }
+  absl::MutexLock lock(&mu_);
+  int closed = 0;
+  for (auto& [node, session] : sessions_) {
+    if (keep(session.principal)) continue;
+    spdlog::info("agent node={}: its token was revoked; closing its stream", node);
+    session.close();
+    ++closed;
   }
-  for (const auto& close : closers) close();  // outside the lock: a stream operation
-  return static_cast<int>(closers.size());
+  return closed;
 }
 
 void AgentRegistry::CloseAll() {
-  std::vector<std::function<void()>> closers;
-  {
-    absl::MutexLock lock(&mu_);
-    for (auto& [node, session] : sessions_) closers.push_back(session.close);
-  }
-  for (const auto& close : closers) close();
+  absl::MutexLock lock(&mu_);
+  for (auto& [node, session] : sessions_) session.close();
 }
 
 bool AgentRegistry::Send(const std::string& node, const v1::ServerMessage& message) {

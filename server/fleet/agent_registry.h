@@ -3,8 +3,9 @@
 // lives in memory; every change is also written to the store so `fleetprof agents` lists
 // disconnected nodes after a server restart too.
 //
-// Locks: mu_ guards what is in memory and is never held across a store write or a stream
-// operation (a message sent, a stream closed), so listing agents never waits on either.
+// Locks: mu_ guards what is in memory and is never held across a store write or a message
+// sent, so listing agents never waits on either (closing a stream, which waits for nothing,
+// happens under it: see CloseAll).
 // write_mu_ orders the writers of agent records (connect, disconnect, forget), so the store
 // receives a node's records in the order they were made. Order: write_mu_, then mu_. Callers
 // (CaptureCoordinator, the agent streams) take it with no lock of theirs that the registry

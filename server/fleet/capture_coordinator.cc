@@ -178,9 +178,11 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
         "`fleetprof agents`)"));
   }
 
+  capture.set_state(CaptureStateOf(capture));  // RUNNING (or FAILED without targets) from the start
   absl::MutexLock writing(&write_mu_);
   {
-    // Listed (and able to take updates) before any agent hears of it.
+    // Listed (and able to take updates) before any agent hears of it, already RUNNING, so a
+    // scheduled run of the job meanwhile sees it (never two captures of one job).
     absl::MutexLock lock(&mu_);
     active_[capture.capture_id()].capture = capture;
   }

@@ -7,8 +7,8 @@
 // Locks: mu_ guards the captures in memory (what Get, RunningCaptureOf and WaitForChange
 // read) and is never held across a store write or a command sent to an agent. write_mu_
 // orders the writers (Start, OnUpdate, the deadline loop) among themselves, so the store
-// receives each capture's versions in the order they were made. Order: write_mu_, then mu_;
-// AgentRegistry's lock is taken with neither held (Send, List).
+// receives each capture's versions in the order they were made. Order: write_mu_, then mu_,
+// then AgentRegistry's lock (List before write_mu_; Send under write_mu_ only: it just queues).
 
 #include <chrono>
 #include <map>

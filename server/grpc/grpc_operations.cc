@@ -42,8 +42,10 @@ class UnaryReactor final : public grpc::ServerGenericBidiReactor {
                           "too many queries in progress (--max_rpc_threads); retry shortly"));
       return;
     }
-    service_->workers()->Post([this] {
-      grpc::Status status = Run();
+    service_->WorkersFor(method_)->Post([this] {
+      grpc::Status status = context_->IsCancelled()
+                                ? grpc::Status(grpc::StatusCode::CANCELLED, "cancelled while it waited for a worker")
+                                : Run();
       service_->Release();
       if (status.ok()) {
         StartWriteAndFinish(&response_bytes_, grpc::WriteOptions(), status);
@@ -93,6 +95,10 @@ class UnaryReactor final : public grpc::ServerGenericBidiReactor {
 
 grpc::ServerGenericBidiReactor* GrpcOperations::CreateReactor(grpc::GenericCallbackServerContext* context) {
   return new UnaryReactor(this, context);
+}
+
+WorkerPool* GrpcOperations::WorkersFor(const google::protobuf::MethodDescriptor* method) const {
+  return method->service()->full_name() == "fleetprof.v1.QueryService" ? query_workers_ : fleet_workers_;
 }
 
 bool GrpcOperations::Admit() {

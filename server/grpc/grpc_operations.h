@@ -4,9 +4,11 @@
 // The typed services keep only what the table cannot say (streams: agent links, uploads,
 // exports, capture watches) and hand the rest over with ServeFromTable().
 //
-// A call is read on gRPC's callback thread and run on a worker of its own pool (an operation
-// may read the store for seconds), at most `max_in_flight` at once: beyond that it is answered
-// RESOURCE_EXHAUSTED, never queued without bound.
+// A call is read on gRPC's callback thread and run on a worker (an operation may read the store
+// for seconds), at most `max_in_flight` at once: beyond that it is answered RESOURCE_EXHAUSTED,
+// never queued without bound. Queries (QueryService: a diagnosis may wait its turn for seconds)
+// run on their own pool, so they never hold up the fleet's quick calls (captures, schedules,
+// agents); a call cancelled while it waited for a worker is not run.
 
 #include <atomic>
 #include <memory>
@@ -22,15 +24,21 @@ namespace fleetprof {
 class GrpcOperations final : public grpc::CallbackGenericService {
  public:
   // All must outlive the service (and the gRPC server it is registered with).
-  GrpcOperations(const Operations* operations, const GrpcAccess* access, WorkerPool* workers, int max_in_flight)
-      : operations_(operations), access_(access), workers_(workers), max_in_flight_(max_in_flight) {}
+  GrpcOperations(const Operations* operations, const GrpcAccess* access, WorkerPool* query_workers,
+                 WorkerPool* fleet_workers, int max_in_flight)
+      : operations_(operations),
+        access_(access),
+        query_workers_(query_workers),
+        fleet_workers_(fleet_workers),
+        max_in_flight_(max_in_flight) {}
 
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* context) override;
 
   // For the reactors.
   const Operations* operations() const { return operations_; }
   const GrpcAccess* access() const { return access_; }
-  WorkerPool* workers() const { return workers_; }
+  // The pool that runs `method`'s calls.
+  WorkerPool* WorkersFor(const google::protobuf::MethodDescriptor* method) const;
   // Takes a slot for one call; false when max_in_flight are running.
   bool Admit();
   void Release() { in_flight_.fetch_sub(1); }
@@ -38,7 +46,8 @@ class GrpcOperations final : public grpc::CallbackGenericService {
  private:
   const Operations* operations_;
   const GrpcAccess* access_;
-  WorkerPool* workers_;
+  WorkerPool* query_workers_;
+  WorkerPool* fleet_workers_;
   const int max_in_flight_;
   std::atomic<int> in_flight_{0};
 };

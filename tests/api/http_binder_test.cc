@@ -111,6 +111,7 @@ TEST(HttpBinder, BadParametersAreOneClearError) {
       {"/api/v1/profiles", "job=%ff", 400, "not valid UTF-8"},
       {"/api/v1/profiles/p/trace", "args=maybe", 400, "query parameter 'args' must be 0/1 or true/false"},
       {"/api/v1/diff", "profile=a", 400, "query parameter 'base' is required"},
+      {"/api/v1/diff", "base=&profile=a&profile=b", 400, "query parameter 'base' is required"},
       {"/api/v1/profiles/p/diagnosis", "threshold=device_idle=lots", 400, "the value of 'device_idle' must be a number"},
       {"/api/v1/profiles/p/diagnosis", "label=a=b", 400, "(this route takes: threshold)"},
       {"/api/v1/profiles/nope", "", 404, "profile nope not found"},
