@@ -1,5 +1,7 @@
 #include "agent/capture_runner.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -89,6 +91,24 @@ void CaptureRunner::Report(const v1::CaptureCommand& command, v1::CaptureTarget:
   send_(message);
 }
 
+absl::StatusOr<std::string> CaptureRunner::KinetoFolderFor(int64_t uid) {
+  absl::MutexLock lock(&mu_);
+  auto known = kineto_folders_.find(uid);
+  if (known != kineto_folders_.end()) {
+    struct stat st {};
+    const std::string path = absl::StrCat(options_.kineto_dir, "/", known->second);
+    if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == static_cast<uid_t>(uid) &&
+        (st.st_mode & 07777) == 0700) {
+      return known->second;
+    }
+    kineto_folders_.erase(known);
+  }
+  absl::StatusOr<std::string> created = CreatePrivateFolder(options_.kineto_dir, absl::StrCat("uid", uid), uid);
+  if (!created.ok()) return created.status();
+  kineto_folders_[uid] = *created;
+  return created;
+}
+
 std::vector<int64_t> CaptureRunner::KinetoOwners(int32_t pid) const {
   // Only the kernel's word (SCM_CREDENTIALS at registration) counts: the client's pid is in
   // its own namespace and may name another process in /proc here.
@@ -136,8 +156,18 @@ absl::StatusOr<CheckedFile> CaptureRunner::Trigger(const v1::CaptureCommand& com
     if (kineto_ == nullptr) {
       return absl::FailedPreconditionError("this agent's Kineto endpoint is not running (socket held by another daemon?)");
     }
+    // The job writes the file itself, into a folder only its user and we may enter, under a
+    // name nobody can predict: another user can neither read it nor put one there first.
+    const std::vector<int64_t> owners = KinetoOwners(target.pid());
+    if (owners.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat("the uid of pid ", target.pid(),
+                                                        " is unknown (no kernel credentials), so its trace could not be checked"));
+    }
+    absl::StatusOr<std::string> folder = KinetoFolderFor(owners.front());
+    if (!folder.ok()) return folder.status();
+    const std::string file_name = absl::StrCat(SafeFileName(command.capture_id()), "-", RandomHex(8), ".json");
     KinetoTraceRequest request;
-    request.log_file = absl::StrCat(options_.kineto_dir, "/", SafeFileName(command.capture_id()), ".json");
+    request.log_file = absl::StrCat(options_.kineto_dir, "/", *folder, "/", file_name);
     request.duration_ms = command.iterations() > 0 ? 0 : command.duration_ms();
     request.iterations = command.iterations();
     request.start_time_unix_ms = command.start_time_unix_ns() / kNanosPerMs;
@@ -150,7 +180,7 @@ absl::StatusOr<CheckedFile> CaptureRunner::Trigger(const v1::CaptureCommand& com
       own_log_files_.insert(request.log_file);  // Execute uploads it, not AdoptKinetoTrace
     }
     TriggerResult triggered =
-        kineto_->Trigger({target.pid()}, 0, KinetoEndpoint::BuildConfig(request), 1);
+        kineto_->Trigger({target.pid()}, 0, BuildKinetoConfig(request), 1);
     if (triggered.matched.empty()) {
       return absl::NotFoundError(absl::StrCat("no process matched: pid ", target.pid(),
                                               " no longer polls this agent's Kineto endpoint"));
@@ -159,21 +189,16 @@ absl::StatusOr<CheckedFile> CaptureRunner::Trigger(const v1::CaptureCommand& com
       return absl::UnavailableError(absl::StrCat(
           "target busy: pid ", target.pid(), " still has an earlier trace request pending"));
     }
-    auto trace = WaitForTraceFile(KinetoEndpoint::TracePathFor(request.log_file, target.pid()), deadline,
-                                  [this] { return cancelled(); });
+    // libkineto's rule, on the whole path as the job applies it.
+    const std::string trace_path = KinetoTracePath(request.log_file, target.pid());
+    auto trace = WaitForTraceFile(trace_path, deadline, [this] { return cancelled(); });
     {
       absl::MutexLock lock(&mu_);
       own_log_files_.erase(request.log_file);  // the poll that handed it out came before the file
     }
     if (!trace.ok()) return trace.status();
-    // The job wrote it into a folder every user can write to: read it only if it is a plain
-    // file of the traced process's user, never a link planted by someone else.
-    std::vector<int64_t> owners = KinetoOwners(target.pid());
-    if (owners.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat("the uid of pid ", target.pid(),
-                                                        " is unknown, so its trace cannot be checked; not read"));
-    }
-    return CheckedFile::Open(*trace, owners);
+    // Reached without following a link, and only a plain file of the traced process's user.
+    return CheckedFile::OpenBeneath(options_.kineto_dir, trace_path.substr(options_.kineto_dir.size() + 1), owners);
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown target kind ", static_cast<int>(target.kind())));
 }
@@ -203,14 +228,16 @@ void CaptureRunner::Execute(const v1::CaptureCommand& command) {
   upload.labels["source"] = "capture";
   if (command.target().pid() > 0) upload.labels["pid"] = absl::StrCat(command.target().pid());
   auto response = UploadFile(channel_, upload);
-  std::error_code ec;
   if (!response.ok()) {
     Report(command, v1::CaptureTarget::FAILED, "",
            absl::StrCat("upload failed: ", std::string(response.status().message()),
-                        " (trace kept at ", trace->path(), ")"));
+                        " (trace kept at ", trace->path(), ", readable by its owner and root only)"));
     return;
   }
-  std::filesystem::remove(trace->path(), ec);  // uploaded and indexed: nothing left on the node
+  // Uploaded and indexed: nothing left on the node.
+  if (absl::Status removed = trace->RemoveName(); !removed.ok()) {
+    spdlog::warn("capture {}: {}", command.capture_id(), std::string(removed.message()));
+  }
   spdlog::info("capture {} of {} indexed as {}", command.capture_id(), target, response->profile_id());
   Report(command, v1::CaptureTarget::INDEXED, response->profile_id(), "");
 }
@@ -230,7 +257,7 @@ void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const std::st
     return;
   }
   absl::Status started = Spawn([this, process, log_file = *confined] {
-    const std::string path = KinetoEndpoint::TracePathFor(log_file, process.pid);
+    const std::string path = KinetoTracePath(log_file, process.pid);
     auto trace = WaitForTraceFile(path, std::chrono::steady_clock::now() + std::chrono::minutes(10),
                                   [this] { return cancelled(); });
     if (!trace.ok()) {
@@ -242,7 +269,8 @@ void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const std::st
       spdlog::warn("not uploading the trace of pid {}: its uid is unknown (no kernel credentials)", process.pid);
       return;
     }
-    auto checked = CheckedFile::Open(*trace, {process.uid});
+    auto checked = CheckedFile::OpenBeneath(options_.kineto_dir, std::filesystem::path(*trace).filename().string(),
+                                            {process.uid});
     if (!checked.ok()) {
       spdlog::warn("not uploading the trace of pid {}: {}", process.pid, std::string(checked.status().message()));
       return;
@@ -260,7 +288,12 @@ void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const std::st
       spdlog::info("uploaded trace of pid {} requested through the dynolog API: profile_id={}",
                    process.pid, response->profile_id());
     } else {
-      spdlog::warn("upload of {} failed: {}", *trace, std::string(response.status().message()));
+      spdlog::warn("upload of {} failed, removing it: {}", *trace, std::string(response.status().message()));
+    }
+    // The folder is shared by every user: a trace left there outlives the request that asked
+    // for it, so it goes either way (the upload, when it worked, keeps the bytes).
+    if (absl::Status removed = checked->RemoveName(); !removed.ok()) {
+      spdlog::warn("trace of pid {}: {}", process.pid, std::string(removed.message()));
     }
   });
   if (!started.ok()) {

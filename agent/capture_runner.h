@@ -6,6 +6,7 @@
 #include <atomic>
 #include <functional>
 #include <list>
+#include <map>
 #include <set>
 #include <memory>
 #include <string>
@@ -53,6 +54,10 @@ class CaptureRunner {
   // The uid whose files registered Kineto process `pid` may hand us; empty when unknown.
   std::vector<int64_t> KinetoOwners(int32_t pid) const;
   bool cancelled() const;
+  // The folder inside kineto_dir where jobs of `uid` write the traces we ask for: created
+  // by us under a random name, mode 0700, owned by `uid` (CreatePrivateFolder), so no other
+  // user can read or plant a trace there. Made again if it has gone (a /tmp cleaner).
+  absl::StatusOr<std::string> KinetoFolderFor(int64_t uid);
 
   Options options_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -66,6 +71,7 @@ class CaptureRunner {
   };
   std::list<Worker> workers_ ABSL_GUARDED_BY(mu_);  // finished ones are joined at the next Spawn
   std::set<std::string> own_log_files_ ABSL_GUARDED_BY(mu_);  // Kineto log files of captures (Execute uploads them)
+  std::map<int64_t, std::string> kineto_folders_ ABSL_GUARDED_BY(mu_);  // by uid: KinetoFolderFor
 };
 
 }  // namespace fleetprof

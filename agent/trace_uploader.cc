@@ -18,7 +18,7 @@ TraceUploader::TraceUploader(TraceUploaderOptions options, std::shared_ptr<grpc:
                    .Name("fleetprof_agent_trace_uploads_total")
                    .Help("Trace files from watched folders, by upload result")
                    .Register(registry)) {
-  for (const char* result : {"ok", "duplicate", "rejected", "retry"}) results_.Add({{"result", result}});
+  for (const char* result : {"ok", "duplicate", "rejected", "refused", "retry"}) results_.Add({{"result", result}});
 }
 
 TraceUploader::~TraceUploader() { Stop(); }
@@ -61,8 +61,9 @@ void TraceUploader::Loop() {
 }
 
 void TraceUploader::UploadOne(const TraceFile& file) {
-  // Jobs may write these folders: read the file itself, never a link's target.
-  auto checked = CheckedFile::Open(file.path, {});
+  // Jobs may write these folders: read the file itself, reached without following a link at
+  // any folder on the way (one may have been swapped for a link since the scan).
+  auto checked = CheckedFile::OpenBeneath(file.root, file.relative, {});
   if (!checked.ok()) {
     results_.Add({{"result", "refused"}}).Increment();
     spdlog::warn("not uploading {}: {}", file.path, std::string(checked.status().message()));

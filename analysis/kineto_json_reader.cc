@@ -73,13 +73,27 @@ absl::Status KinetoJsonReader::Read() {
 
 bool KinetoJsonReader::ReadTopObject() {
   if (!tok_.BeginObject()) return false;
+  bool saw_events = false;
   for (;;) {
     bool done;
     std::string_view key;
     if (!tok_.NextMember(&done, &key)) return false;
-    if (done) return true;
+    if (done) {
+      // Any JSON object is not a trace: without its event list it is some other file (a
+      // config, a credentials file) that must not be stored as an empty profile.
+      if (saw_events) return true;
+      return tok_.FailWith(absl::InvalidArgumentError(absl::StrCat(
+          tok_.source_name(), ": a JSON object without \"traceEvents\" is not a Chrome/Kineto trace")));
+    }
     bool ok;
     if (key == "traceEvents") {
+      char c = 0;
+      if (!tok_.Peek(&c, "'[' starting traceEvents")) return false;
+      if (c != '[') {
+        return tok_.FailWith(absl::InvalidArgumentError(
+            absl::StrCat(tok_.source_name(), ": \"traceEvents\" is not an array, so this is not a Chrome/Kineto trace")));
+      }
+      saw_events = true;
       ok = ReadEvents();
     } else if (key == "distributedInfo") {
       ok = ReadDistributedInfo();

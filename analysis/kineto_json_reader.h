@@ -17,7 +17,8 @@
 // Names longer than kMaxNameBytes are truncated to their first kMaxNameBytes bytes.
 //
 // Errors (absl::Status, naming the source and byte offset): text that is not JSON, a
-// top-level value that is neither object nor array, a value nested deeper than
+// top-level value that is neither object nor array, an object without a "traceEvents"
+// array (INVALID_ARGUMENT: some other JSON file, not a trace), a value nested deeper than
 // JsonTokenizer::kMaxSkipDepth levels, and truncated input ("FILE: unexpected end of
 // input at byte N, expected …").
 

@@ -131,6 +131,7 @@ class XSpaceReader {
 absl::Status XSpaceReader::Read() {
   out_->format = TraceFormat::kXSpace;
   out_->ticks_per_ns = 1000;
+  int64_t planes = 0;
   while (in_.More(kNoLimit, "XSpace")) {
     uint32_t field;
     int wire;
@@ -138,6 +139,7 @@ absl::Status XSpaceReader::Read() {
     if (field == 1 && wire == kLengthDelimited) {
       uint64_t end;
       if (!in_.ReadLength(kNoLimit, &end, "XPlane", "XSpace") || !ReadPlane(end)) break;
+      ++planes;
     } else if (field == 4 && wire == kLengthDelimited) {
       uint64_t end;
       if (!in_.ReadLength(kNoLimit, &end, "hostname", "XSpace")) break;
@@ -148,6 +150,11 @@ absl::Status XSpaceReader::Read() {
     }
   }
   if (!in_.ok()) return in_.status();
+  // Any bytes that happen to decode as protobuf fields are no trace: a profiler's XSpace
+  // always holds at least its host plane.
+  if (planes == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(in_.source_name(), ": no XPlane in it, so not an XSpace trace"));
+  }
   for (auto& [name, plane] : planes_) {
     if (plane.has_stream_line) continue;
     out_->activity.insert(out_->activity.end(), plane.xla_ops.begin(), plane.xla_ops.end());

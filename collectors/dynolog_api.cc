@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "auth/token_hash.h"
+#include "collectors/kineto_config.h"
 #include "collectors/kineto_endpoint.h"
 #include "common/safe_paths.h"
 #include "simdjson.h"
@@ -259,15 +260,21 @@ std::string DynologApiServer::HandleRequest(std::string_view request) {
   if (object["config"].get_string().get(config) || config.empty()) {
     return ErrorReply("setKinetOnDemandRequest needs a non-empty string \"config\"");
   }
+  // Never the client's text: libkineto reads some lines differently than any check here
+  // would ("\vKEY=…" hides a second log file), so the job gets a config rebuilt from what
+  // the strict reading found, and only that.
+  absl::StatusOr<KinetoTraceRequest> trace = ParseKinetoConfig(config);
+  if (!trace.ok()) return ErrorReply(absl::StrCat("config refused: ", std::string(trace.status().message())));
   // The agent reads and uploads the file the config names, as root: only a plain file in
   // the Kineto trace folder, never /etc/... or another user's file.
-  if (const std::string log_file = KinetoEndpoint::LogFileOf(std::string(config)); !log_file.empty()) {
+  if (!trace->log_file.empty()) {
     if (options_.log_dir.empty()) return ErrorReply("this agent accepts no ACTIVITIES_LOG_FILE");
-    auto confined = FileDirectlyIn(options_.log_dir, log_file);
+    auto confined = FileDirectlyIn(options_.log_dir, trace->log_file);
     if (!confined.ok()) {
       return ErrorReply(absl::StrCat("ACTIVITIES_LOG_FILE refused: ", std::string(confined.status().message()),
                                      " (write traces directly into ", options_.log_dir, ")"));
     }
+    trace->log_file = *confined;
   }
   std::vector<int32_t> pids;
   if (simdjson::dom::element value; !object["pids"].get(value)) {
@@ -292,7 +299,7 @@ std::string DynologApiServer::HandleRequest(std::string_view request) {
   }
   process_limit = std::clamp<int64_t>(process_limit, std::numeric_limits<int>::min(),
                                       std::numeric_limits<int>::max());
-  return TriggerReply(endpoint_.Trigger(pids, job_id, std::string(config),
+  return TriggerReply(endpoint_.Trigger(pids, job_id, BuildKinetoConfig(*trace),
                                         static_cast<int>(process_limit)));
 }
 

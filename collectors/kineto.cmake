@@ -5,6 +5,7 @@ find_package(simdjson REQUIRED)
 
 add_library(fleetprof_kineto STATIC
   ${CMAKE_CURRENT_LIST_DIR}/dynolog_api.cc
+  ${CMAKE_CURRENT_LIST_DIR}/kineto_config.cc
   ${CMAKE_CURRENT_LIST_DIR}/kineto_endpoint.cc
   ${CMAKE_CURRENT_LIST_DIR}/kineto_ipc.cc
   ${CMAKE_CURRENT_LIST_DIR}/trace_file_waiter.cc)

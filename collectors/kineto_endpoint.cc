@@ -29,8 +29,6 @@ bool PidNamespaceHas(const std::string& proc_root, int32_t host_pid, int32_t pid
 
 using SteadyClock = std::chrono::steady_clock;
 
-// `dyno gputrace` traces 500 ms when given no duration.
-constexpr int64_t kDefaultDurationMs = 500;
 // Legacy "ctxt" registrations are bounded so a misbehaving client cannot grow them forever.
 constexpr size_t kMaxContextPids = 4096;
 
@@ -39,14 +37,6 @@ int64_t UnixNowNs() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
-
-std::string SingleLine(const std::string& value) {
-  std::string out = value;
-  std::erase_if(out, [](char c) { return c == '\n' || c == '\r'; });
-  return out;
-}
-
-const char* Bool(bool value) { return value ? "true" : "false"; }
 
 std::string JobNameFor(const std::string& proc_root, int32_t environ_pid, int64_t job_id) {
   if (environ_pid > 0) {
@@ -243,7 +233,9 @@ void KinetoEndpoint::HandlePoll(const KinetoDatagram& datagram, const KinetoPoll
     }
     return;
   }
-  const std::string log_file = LogFileOf(config);
+  // Configs come from BuildKinetoConfig, so the strict reading is the job's reading too.
+  absl::StatusOr<KinetoTraceRequest> sent_request = ParseKinetoConfig(config);
+  const std::string log_file = sent_request.ok() ? sent_request->log_file : "";
   spdlog::info("Kineto config handed to pid={} job={} log_file={}", pid, process.job, log_file);
   if (on_triggered_) on_triggered_(process, log_file);
 }
@@ -320,55 +312,6 @@ TriggerResult KinetoEndpoint::Trigger(const std::vector<int32_t>& pids, int64_t 
                absl::StrJoin(pids, ","), job_id, result.matched.size(), result.triggered.size(),
                result.busy);
   return result;
-}
-
-std::string KinetoEndpoint::BuildConfig(const KinetoTraceRequest& request) {
-  std::string config;
-  if (!request.log_file.empty()) {
-    absl::StrAppend(&config, "ACTIVITIES_LOG_FILE=", SingleLine(request.log_file), "\n");
-  }
-  // Like `dyno gputrace`: a start time goes with a duration; iteration mode starts at the
-  // next iteration boundary instead (kineto rejects a config asking for both).
-  if (request.iterations > 0) {
-    absl::StrAppend(&config, "PROFILE_START_ITERATION=0\n", "PROFILE_START_ITERATION_ROUNDUP=1\n",
-                    "ACTIVITIES_ITERATIONS=", request.iterations, "\n");
-  } else {
-    const int64_t duration =
-        request.duration_ms > 0 ? request.duration_ms : kDefaultDurationMs;
-    absl::StrAppend(&config, "PROFILE_START_TIME=", std::max<int64_t>(0, request.start_time_unix_ms),
-                    "\n", "ACTIVITIES_DURATION_MSECS=", duration, "\n");
-  }
-  absl::StrAppend(&config, "PROFILE_REPORT_INPUT_SHAPES=", Bool(request.record_shapes), "\n",
-                  "PROFILE_PROFILE_MEMORY=", Bool(request.profile_memory), "\n",
-                  "PROFILE_WITH_STACK=", Bool(request.with_stack), "\n",
-                  "PROFILE_WITH_FLOPS=", Bool(request.with_flops), "\n",
-                  "PROFILE_WITH_MODULES=", Bool(request.with_modules), "\n");
-  if (!request.trace_id.empty()) {
-    absl::StrAppend(&config, "REQUEST_TRACE_ID=", SingleLine(request.trace_id), "\n");
-  }
-  return config;
-}
-
-std::string KinetoEndpoint::TracePathFor(const std::string& log_file, int32_t pid) {
-  std::string path = log_file;
-  for (const std::string_view suffix : {".pt.trace.json", ".json"}) {
-    if (size_t at = path.find(suffix); at != std::string::npos) {
-      path.insert(at, absl::StrCat("_", pid));
-      return path;
-    }
-  }
-  return path;
-}
-
-std::string KinetoEndpoint::LogFileOf(const std::string& config) {
-  std::string log_file;
-  for (absl::string_view line : absl::StrSplit(config, '\n')) {
-    const size_t eq = line.find('=');
-    if (eq == absl::string_view::npos) continue;
-    if (absl::StripAsciiWhitespace(line.substr(0, eq)) != "ACTIVITIES_LOG_FILE") continue;
-    log_file = std::string(absl::StripAsciiWhitespace(line.substr(eq + 1)));
-  }
-  return log_file;
 }
 
 }  // namespace fleetprof

@@ -21,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/status/status.h"
+#include "collectors/kineto_config.h"
 #include "collectors/kineto_ipc.h"
 
 namespace fleetprof {
@@ -39,20 +40,6 @@ struct KinetoProcess {
   int64_t uid = -1;
 };
 
-// What to trace; BuildConfig() turns it into libkineto's KEY=VALUE config.
-struct KinetoTraceRequest {
-  std::string log_file;            // ACTIVITIES_LOG_FILE; the job inserts _<pid> (TracePathFor)
-  int64_t duration_ms = 0;         // used when iterations == 0; 0 means 500 ms as in `dyno`
-  int64_t iterations = 0;          // > 0: trace this many iterations instead of a duration
-  int64_t start_time_unix_ms = 0;  // 0 = as soon as the job reads the config
-  bool record_shapes = false;
-  bool profile_memory = false;
-  bool with_stack = false;
-  bool with_flops = false;
-  bool with_modules = false;
-  std::string trace_id;  // REQUEST_TRACE_ID, omitted when empty
-};
-
 // The outcome of one Trigger(), in dynolog's terms.
 struct TriggerResult {
   std::vector<int32_t> matched;    // every registered process the request selected
@@ -68,7 +55,7 @@ class KinetoEndpoint {
     std::chrono::seconds forget_after{60};
   };
   // Called on the endpoint's thread each time a config is actually sent to a process, with
-  // the config's ACTIVITIES_LOG_FILE ("" when it names none). Must not block: hand the wait
+  // the config's ACTIVITIES_LOG_FILE ("" when it names none or is not a strict config). Must not block: hand the wait
   // for the trace file to another thread.
   using TriggeredCallback =
       std::function<void(const KinetoProcess& process, const std::string& log_file)>;
@@ -100,15 +87,6 @@ class KinetoEndpoint {
   // poll that asks for an activities config (a poll of type 0 means its profiler is busy).
   TriggerResult Trigger(const std::vector<int32_t>& pids, int64_t job_id,
                         const std::string& config, int process_limit);
-
-  // libkineto's KEY=VALUE lines for `request`, one per line. Newlines inside values are
-  // removed so a value cannot smuggle in a key.
-  static std::string BuildConfig(const KinetoTraceRequest& request);
-  // Where the job writes its trace: `_<pid>` goes before the first ".pt.trace.json", else
-  // before the first ".json"; a name with neither is used unchanged (libkineto's rule).
-  static std::string TracePathFor(const std::string& log_file, int32_t pid);
-  // The value of ACTIVITIES_LOG_FILE in a config ("" when absent); the last one wins.
-  static std::string LogFileOf(const std::string& config);
 
  private:
   struct Registration {

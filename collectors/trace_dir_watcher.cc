@@ -67,9 +67,9 @@ void TraceDirWatcher::ScanDir(const std::string& root, int64_t now_ns, std::vect
     // Settled: unchanged since the last scan and untouched for settle_ns.
     if (seen.handed_out || changed || now_ns - mtime < settle_ns_ || size == 0) continue;
     seen.handed_out = true;
-    TraceFile file{path, job_, size, mtime};
+    const fs::path relative = entry.path().lexically_relative(root);
+    TraceFile file{path, root, relative.string(), job_, size, mtime};
     if (file.job.empty()) {
-      fs::path relative = entry.path().lexically_relative(root);
       file.job = std::distance(relative.begin(), relative.end()) > 1 ? relative.begin()->string()
                                                                     : "unassigned";
     }

@@ -11,7 +11,9 @@
 namespace fleetprof {
 
 struct TraceFile {
-  std::string path;
+  std::string path;      // root + "/" + relative, for logs and the journal
+  std::string root;      // the watched folder it was found in
+  std::string relative;  // its path beneath root: open it with CheckedFile::OpenBeneath
   std::string job;
   int64_t size = 0;
   int64_t mtime_ns = 0;

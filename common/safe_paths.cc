@@ -11,9 +11,11 @@
 #include <fstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/runtime.h"
 
 namespace fleetprof {
 namespace {
@@ -103,45 +105,180 @@ absl::Status EnsureSharedDropFolder(const std::string& dir) {
   return result;
 }
 
+namespace {
+
+absl::Status OpenError(const std::string& path, int err) {
+  if (err == ELOOP) return absl::PermissionDeniedError(absl::StrCat(path, " is a symlink"));
+  if (err == ENOENT) return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(err)));
+  return absl::PermissionDeniedError(absl::StrCat("cannot open ", path, ": ", std::strerror(err)));
+}
+
+// Another user than `self` (and root) could create, rename or replace entries in this folder.
+bool WritableByOthers(const struct stat& folder, uid_t self) {
+  if ((folder.st_mode & (S_IWGRP | S_IWOTH)) != 0) return true;
+  return folder.st_uid != self && folder.st_uid != 0;
+}
+
+// O_NONBLOCK: a FIFO planted under the name must not hang us; O_NOFOLLOW: nor a link.
+constexpr int kFileFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+
+}  // namespace
+
 absl::StatusOr<CheckedFile> CheckedFile::Open(const std::string& path, const std::vector<int64_t>& owners) {
-  // O_NONBLOCK: a FIFO planted under the name must not hang us; O_NOFOLLOW: nor a link.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ELOOP) return absl::PermissionDeniedError(absl::StrCat(path, " is a symlink"));
-    if (err == ENOENT) return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(err)));
-    return absl::PermissionDeniedError(absl::StrCat("cannot open ", path, ": ", std::strerror(err)));
+  const int fd = ::open(path.c_str(), kFileFlags);
+  if (fd < 0) return OpenError(path, errno);
+  return Check(path, fd, owners);
+}
+
+absl::StatusOr<CheckedFile> CheckedFile::OpenBeneath(const std::string& root, const std::string& relative,
+                                                     const std::vector<int64_t>& owners) {
+  const std::string shown = absl::StrCat(root, "/", relative);
+  std::vector<std::string> parts;
+  for (absl::string_view part : absl::StrSplit(relative, '/', absl::SkipEmpty())) {
+    if (part == ".") continue;
+    if (part == "..") return absl::PermissionDeniedError(absl::StrCat(shown, " holds '..'"));
+    parts.emplace_back(part);
   }
-  CheckedFile file(path, fd);
+  if (relative.empty() || relative.front() == '/' || parts.empty() || relative.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("'", absl::CHexEscape(relative), "' is not a relative file path"));
+  }
+  int dir = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return OpenError(root, errno);
+  const uid_t self = ::geteuid();
+  bool others_may_write = false;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    struct stat folder {};
+    if (::fstat(dir, &folder) != 0) {
+      const int err = errno;
+      ::close(dir);
+      return OpenError(shown, err);
+    }
+    others_may_write = others_may_write || WritableByOthers(folder, self);
+    const bool last = i + 1 == parts.size();
+    const int next = ::openat(dir, parts[i].c_str(), last ? kFileFlags : O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const int err = errno;
+    if (last && next >= 0) {
+      absl::StatusOr<CheckedFile> file = Check(shown, next, owners);
+      if (!file.ok()) {
+        ::close(dir);
+        return file.status();
+      }
+      file->folder_fd_ = dir;
+      file->leaf_name_ = parts[i];
+      if (owners.empty() && others_may_write && file->owner_uid() == static_cast<int64_t>(self)) {
+        return absl::PermissionDeniedError(absl::StrCat(
+            shown, " belongs to uid ", self, " (this agent's own user) but lies in a folder other users can write; "
+            "a job's trace belongs to the job's user"));
+      }
+      return file;
+    }
+    ::close(dir);
+    if (next < 0) {
+      // O_DIRECTORY|O_NOFOLLOW on a link fails with ENOTDIR on some kernels, ELOOP on others.
+      if (!last && (err == ENOTDIR || err == ELOOP)) {
+        return absl::PermissionDeniedError(absl::StrCat(shown, ": '", parts[i], "' is not a folder (a symlink?)"));
+      }
+      return OpenError(shown, err);
+    }
+    dir = next;
+  }
+  ::close(dir);
+  return absl::InternalError("unreachable: the walk ends at its last component");
+}
+
+absl::StatusOr<CheckedFile> CheckedFile::Check(std::string path, int fd, const std::vector<int64_t>& owners) {
+  CheckedFile file(std::move(path), fd);
+  const std::string& name = file.path_;
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return absl::InternalError(absl::StrCat("cannot stat ", path, ": ", std::strerror(errno)));
-  if (!S_ISREG(st.st_mode)) return absl::PermissionDeniedError(absl::StrCat(path, " is not a regular file"));
-  if (st.st_nlink != 1) return absl::PermissionDeniedError(absl::StrCat(path, " has other hard links"));
+  if (::fstat(fd, &st) != 0) return absl::InternalError(absl::StrCat("cannot stat ", name, ": ", std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) return absl::PermissionDeniedError(absl::StrCat(name, " is not a regular file"));
+  if (st.st_nlink != 1) return absl::PermissionDeniedError(absl::StrCat(name, " has other hard links"));
   if (!owners.empty() && std::find(owners.begin(), owners.end(), static_cast<int64_t>(st.st_uid)) == owners.end()) {
     std::string allowed;
     for (int64_t uid : owners) absl::StrAppend(&allowed, allowed.empty() ? "" : " or ", uid);
     return absl::PermissionDeniedError(
-        absl::StrCat(path, " belongs to uid ", st.st_uid, ", not to the traced process (uid ", allowed, ")"));
+        absl::StrCat(name, " belongs to uid ", st.st_uid, ", not to the traced process (uid ", allowed, ")"));
   }
+  file.owner_uid_ = st.st_uid;
   return file;
 }
 
-CheckedFile::CheckedFile(CheckedFile&& other) noexcept : path_(std::move(other.path_)), fd_(other.fd_) {
+CheckedFile::CheckedFile(CheckedFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      fd_(other.fd_),
+      owner_uid_(other.owner_uid_),
+      folder_fd_(other.folder_fd_),
+      leaf_name_(std::move(other.leaf_name_)) {
   other.fd_ = -1;
+  other.folder_fd_ = -1;
 }
 
 CheckedFile& CheckedFile::operator=(CheckedFile&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
+    if (folder_fd_ >= 0) ::close(folder_fd_);
     path_ = std::move(other.path_);
     fd_ = other.fd_;
+    owner_uid_ = other.owner_uid_;
+    folder_fd_ = other.folder_fd_;
+    leaf_name_ = std::move(other.leaf_name_);
     other.fd_ = -1;
+    other.folder_fd_ = -1;
   }
   return *this;
 }
 
 CheckedFile::~CheckedFile() {
   if (fd_ >= 0) ::close(fd_);
+  if (folder_fd_ >= 0) ::close(folder_fd_);
+}
+
+absl::Status CheckedFile::RemoveName() const {
+  struct stat opened {};
+  if (fd_ < 0 || ::fstat(fd_, &opened) != 0) return absl::FailedPreconditionError("the file is not open");
+  const int folder = folder_fd_ >= 0 ? folder_fd_ : AT_FDCWD;
+  const std::string name = folder_fd_ >= 0 ? leaf_name_ : path_;
+  struct stat named {};
+  if (::fstatat(folder, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0) {
+    return errno == ENOENT ? absl::OkStatus()
+                           : absl::InternalError(absl::StrCat("cannot stat ", path_, ": ", std::strerror(errno)));
+  }
+  if (named.st_dev != opened.st_dev || named.st_ino != opened.st_ino) {
+    return absl::FailedPreconditionError(absl::StrCat(path_, " names another file now; left in place"));
+  }
+  if (::unlinkat(folder, name.c_str(), 0) != 0 && errno != ENOENT) {
+    return absl::InternalError(absl::StrCat("cannot remove ", path_, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> CreatePrivateFolder(const std::string& shared_dir, const std::string& prefix, int64_t uid) {
+  const int parent = ::open(shared_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (parent < 0) return absl::FailedPreconditionError(absl::StrCat("cannot open ", shared_dir, ": ", std::strerror(errno)));
+  absl::StatusOr<std::string> result = absl::InternalError("no folder name was free");
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const std::string name = SafeFileName(absl::StrCat(prefix, "-", RandomHex(8)));
+    if (::mkdirat(parent, name.c_str(), 0700) != 0) {
+      if (errno == EEXIST) continue;  // someone was there first: never use theirs
+      result = absl::FailedPreconditionError(absl::StrCat("cannot create ", shared_dir, "/", name, ": ", std::strerror(errno)));
+      break;
+    }
+    const int folder = ::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const bool owned = folder >= 0 && ::fchown(folder, static_cast<uid_t>(uid), static_cast<gid_t>(-1)) == 0 &&
+                       ::fchmod(folder, 0700) == 0;
+    const int err = errno;
+    if (folder >= 0) ::close(folder);
+    if (!owned) {
+      ::unlinkat(parent, name.c_str(), AT_REMOVEDIR);
+      result = absl::FailedPreconditionError(
+          absl::StrCat("cannot hand ", shared_dir, "/", name, " to uid ", uid, ": ", std::strerror(err)));
+      break;
+    }
+    result = name;
+    break;
+  }
+  ::close(parent);
+  return result;
 }
 
 std::string CheckedFile::proc_path() const { return absl::StrCat("/proc/self/fd/", fd_); }

@@ -32,6 +32,11 @@ absl::StatusOr<std::string> FileDirectlyIn(const std::string& dir, std::string_v
 // symlink is refused, since its owner could swap files under us.
 absl::Status EnsureSharedDropFolder(const std::string& dir);
 
+// Creates a folder directly inside `shared_dir` (normally an EnsureSharedDropFolder) that
+// only `uid` may enter: mode 0700, owned by `uid`, named `prefix` + "-" + random hex, so no
+// other user can have created or guessed it first. Returns its name (one path component).
+absl::StatusOr<std::string> CreatePrivateFolder(const std::string& shared_dir, const std::string& prefix, int64_t uid);
+
 // A file another process wrote, opened for reading without following a link and checked on
 // the open descriptor: a regular file with one link, owned by one of the allowed uids. A
 // rename or symlink swapped in after the check cannot change what is read, since readers
@@ -40,17 +45,37 @@ class CheckedFile {
  public:
   // `owners`: the uids that may own it; empty accepts any owner (links are still refused).
   static absl::StatusOr<CheckedFile> Open(const std::string& path, const std::vector<int64_t>& owners);
+  // A file at `relative` beneath the folder `root`, reached one component at a time, each
+  // opened with O_NOFOLLOW from the descriptor of the folder above: a folder swapped for a
+  // symlink between a scan and this open (renameat2 RENAME_EXCHANGE) is refused, never
+  // followed, and ".." or an absolute `relative` is refused. `root` itself is the operator's
+  // choice and may be a link. With no `owners` to match (a watched folder: whose job wrote
+  // it is unknown), a file owned by this process's own user (root, for the agent) is refused
+  // when any folder on the way, `root` included, is writable by another user: it is the one
+  // kind of file a job must never make us upload, and not one a job of another user writes.
+  static absl::StatusOr<CheckedFile> OpenBeneath(const std::string& root, const std::string& relative,
+                                                 const std::vector<int64_t>& owners);
   CheckedFile(CheckedFile&& other) noexcept;
   CheckedFile& operator=(CheckedFile&& other) noexcept;
   ~CheckedFile();
 
   const std::string& path() const { return path_; }  // as named when opened
+  int64_t owner_uid() const { return owner_uid_; }
   std::string proc_path() const;                     // the open file, for readers that take a path
+  // Removes the name the file was opened by, when it still names this file (never what was
+  // renamed over it since). Through the folder's own descriptor after OpenBeneath(), so a
+  // folder swapped for a link since cannot point the unlink elsewhere.
+  absl::Status RemoveName() const;
 
  private:
   CheckedFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  // The checks both opens share, on the open descriptor.
+  static absl::StatusOr<CheckedFile> Check(std::string path, int fd, const std::vector<int64_t>& owners);
   std::string path_;
   int fd_ = -1;
+  int64_t owner_uid_ = -1;
+  int folder_fd_ = -1;     // OpenBeneath(): the folder holding the file
+  std::string leaf_name_;  // OpenBeneath(): the file's name in that folder
 };
 
 // The numbers on the `key:` line of `proc_root`/`pid`/status ("Uid", "NSpid", …); empty

@@ -102,6 +102,22 @@ TEST(KinetoJsonReader, RejectsTextThatIsNotJsonWithOffset) {
   EXPECT_THAT(summary.status().message(), HasSubstr("expected end of input"));
 }
 
+// Issue 21: any JSON object used to be stored as a 0-event trace, so a credentials file a job
+// pointed the agent at came back through export. An object needs its "traceEvents" array.
+TEST(KinetoJsonReader, RefusesJsonThatIsNoTrace) {
+  for (const std::string text : {R"({})", R"({"aws_secret_access_key": "x"})", R"({"traceEvents": 5})",
+                                 R"({"traceEvents": {"ph": "X"}})"}) {
+    absl::StatusOr<TraceSummary> summary = AnalyzeJson(text);
+    ASSERT_FALSE(summary.ok()) << text;
+    EXPECT_TRUE(absl::IsInvalidArgument(summary.status())) << summary.status();
+    EXPECT_NE(summary.status().message().find("not a Chrome/Kineto trace"), absl::string_view::npos)
+        << summary.status();
+  }
+  // Empty event lists and bare arrays (the legacy autograd export) are still traces.
+  EXPECT_TRUE(AnalyzeJson(R"({"traceEvents": []})").ok());
+  EXPECT_TRUE(AnalyzeJson(R"([])").ok());
+}
+
 TEST(KinetoJsonReader, SkipsEventsWithWrongValueTypes) {
   absl::StatusOr<TraceSummary> summary = AnalyzeJson(TraceWithEvents(absl::StrCat(
       kGoodEvent, ",",

@@ -194,10 +194,15 @@ TEST(XSpaceReader, RejectsRandomBytesWithClearError) {
   }
 }
 
-TEST(XSpaceReader, EmptyInputIsAnEmptySpace) {
-  TraceSummary s = Analyze("");
-  EXPECT_TRUE(s.devices.empty());
-  EXPECT_EQ(s.events, 0);
+// Was "an empty space" until issue 21: any bytes that decode as protobuf fields (none, a
+// hostname only, a JSON file renamed .xplane.pb) were stored as an empty profile.
+TEST(XSpaceReader, InputWithoutAnyPlaneIsNoTrace) {
+  for (const std::string& bytes : {std::string(), Proto().Bytes(4, "host").bytes()}) {
+    absl::StatusOr<TraceSummary> summary = AnalyzeXSpace(bytes);
+    ASSERT_FALSE(summary.ok());
+    EXPECT_TRUE(absl::IsInvalidArgument(summary.status())) << summary.status();
+    EXPECT_NE(summary.status().message().find("no XPlane"), absl::string_view::npos) << summary.status();
+  }
 }
 
 }  // namespace

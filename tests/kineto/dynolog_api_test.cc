@@ -144,7 +144,7 @@ TEST_F(DynologApiTest, GputraceMatchesByAncestorPidAndTheTraceArrives) {
                        "\"eventProfilersBusy\":0}\n");
 
   // What the agent does with the callback: wait for the job's trace file.
-  const std::string expected = KinetoEndpoint::TracePathFor(log_file, job->pid);
+  const std::string expected = KinetoTracePath(log_file, job->pid);
   absl::StatusOr<std::string> trace =
       WaitForTraceFile(expected, std::chrono::steady_clock::now() + 20s, {});
   ASSERT_TRUE(trace.ok()) << trace.status() << "\n" << wrapped->Output();
@@ -204,17 +204,17 @@ TEST_F(DynologApiTest, GarbageRequestsGetErrorsOrAreDroppedAndServiceContinues) 
   expect_error(Framed("[1,2]"), "not a JSON object");
   expect_error(Framed("{\"fn\":5}"), "no string");
   expect_error(Framed("{\"fn\":\"setKinetOnDemandRequest\"}"), "config");
-  expect_error(Framed("{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"X=1\",\"pids\":[\"a\"]}"),
+  expect_error(Framed("{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"ACTIVITIES_DURATION_MSECS=1\",\"pids\":[\"a\"]}"),
                "pids");
-  expect_error(Framed("{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"X=1\",\"pids\":[-1]}"),
+  expect_error(Framed("{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"ACTIVITIES_DURATION_MSECS=1\",\"pids\":[-1]}"),
                "pids");
-  expect_error(Framed("{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"X=1\",\"job_id\":\"7\"}"),
+  expect_error(Framed("{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"ACTIVITIES_DURATION_MSECS=1\",\"job_id\":\"7\"}"),
                "job_id");
   stalled.join();
 
   EXPECT_EQ(RunDynoStandin(port, {"getStatus"}, dir_.path()), "{\"status\":1}\n");
   std::optional<std::string> ok = RawExchange(
-      port, Framed("{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"X=1\",\"pids\":[0]}"));
+      port, Framed("{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"ACTIVITIES_DURATION_MSECS=1\",\"pids\":[0]}"));
   ASSERT_TRUE(ok.has_value());
   EXPECT_EQ(*ok,
             "{\"processesMatched\":[],\"activityProfilersTriggered\":[],"
@@ -237,11 +237,45 @@ TEST_F(DynologApiTest, TraceRequestsNamingFilesOutsideTheTraceFolderAreRefused) 
                                  std::string("relative.json"), dir + "/.hidden.json", dir + "/a b.json"}) {
     const std::string reply = api_->HandleRequest(
         "{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"ACTIVITIES_LOG_FILE=" + bad + "\\n\",\"pids\":[1]}");
-    EXPECT_NE(reply.find("ACTIVITIES_LOG_FILE refused"), std::string::npos) << bad << ": " << reply;
+    // "a b.json" already fails the strict reading of the config (a space in a value).
+    EXPECT_NE(reply.find("refused"), std::string::npos) << bad << ": " << reply;
   }
   const std::string ok = api_->HandleRequest("{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"ACTIVITIES_LOG_FILE=" +
                                              dir + "/t.json\\n\",\"pids\":[1]}");
   EXPECT_NE(ok.find("processesMatched"), std::string::npos) << ok;
+}
+
+// Security issue 21, item 2: libkineto trims only some whitespace, so a last line
+// "\vACTIVITIES_LOG_FILE=<inside>" passed the old check while the job wrote to the first,
+// arbitrary path. Now such a config is refused, and the job only ever sees a rebuilt one.
+TEST_F(DynologApiTest, ConfigSmugglingPastTheLogFileCheckNeverReachesTheJob) {
+  auto job = StartKinetoStandin(dir_.path(), dir_.path(), "victim");
+  ASSERT_TRUE(WaitForPids({job->pid()})) << job->Output();
+  const std::string inside = dir_.path() + "/ok.json";
+  const std::string pids = ",\"pids\":[" + std::to_string(job->pid()) + "]}";
+  for (const std::string& config : {
+           "ACTIVITIES_LOG_FILE=/etc/cron.d/evil.json\\n\\u000bACTIVITIES_LOG_FILE=" + inside,
+           "ACTIVITIES_LOG_FILE=/etc/cron.d/evil.json\\n\\fACTIVITIES_LOG_FILE=" + inside,
+           "ACTIVITIES_LOG_FILE=/etc/cron.d/evil.json\\r\\nACTIVITIES_LOG_FILE=" + inside,
+           "ACTIVITIES_LOG_FILE=" + inside + "\\nACTIVITIES_LOG_FILE=" + inside,
+           "ACTIVITIES_LOG_FILE=" + inside + " # ACTIVITIES_LOG_FILE=/etc/x.json",
+           "ACTIVITIES_LOG_FILE=" + inside + "\\nACTIVITIES_ENABLED_ACTIVITY_TYPES=cpu_op",
+           "ACTIVITIES_LOG_FILE=" + inside + "=/etc/x.json",
+       }) {
+    const std::string reply =
+        api_->HandleRequest("{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"" + config + "\"" + pids);
+    EXPECT_NE(reply.find("config refused"), std::string::npos) << config << ": " << reply;
+  }
+  // A plain request still works, and the job gets the config rebuilt from it.
+  const std::string reply = api_->HandleRequest(
+      "{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"# from dyno\\n  ACTIVITIES_LOG_FILE = " + inside +
+      "\\nACTIVITIES_DURATION_MSECS=50\\nPROFILE_WITH_STACK=TRUE\\n\"" + pids);
+  EXPECT_NE(reply.find("\"activityProfilersTriggered\":[" + std::to_string(job->pid()) + "]"), std::string::npos)
+      << reply;
+  ASSERT_TRUE(job->WaitForOutput("\"event\": \"wrote\"", 15s)) << job->Output();
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSERT_EQ(triggered_.size(), 1u);
+  EXPECT_EQ(triggered_[0].second, inside);
 }
 
 TEST_F(DynologApiTest, AnExposedApiWantsItsToken) {

@@ -2,7 +2,7 @@
 #include <cstring>
 #include <string>
 
-#include "collectors/kineto_endpoint.h"
+#include "collectors/kineto_config.h"
 #include "collectors/kineto_ipc.h"
 #include "gtest/gtest.h"
 
@@ -26,7 +26,7 @@ TEST(KinetoConfig, DurationTraceHasStartTimeAndDuration) {
   request.record_shapes = true;
   request.with_stack = true;
   request.trace_id = "cap-42";
-  EXPECT_EQ(KinetoEndpoint::BuildConfig(request),
+  EXPECT_EQ(BuildKinetoConfig(request),
             "ACTIVITIES_LOG_FILE=/tmp/fleetprof/job.pt.trace.json\n"
             "PROFILE_START_TIME=1700000000123\n"
             "ACTIVITIES_DURATION_MSECS=2000\n"
@@ -44,7 +44,7 @@ TEST(KinetoConfig, IterationTraceStartsAtNextIterationBoundary) {
   request.iterations = 5;
   request.duration_ms = 999;  // ignored: iterations win
   request.profile_memory = request.with_flops = request.with_modules = true;
-  const std::string config = KinetoEndpoint::BuildConfig(request);
+  const std::string config = BuildKinetoConfig(request);
   EXPECT_NE(config.find("ACTIVITIES_ITERATIONS=5\n"), std::string::npos) << config;
   EXPECT_NE(config.find("PROFILE_START_ITERATION=0\n"), std::string::npos) << config;
   EXPECT_NE(config.find("PROFILE_START_ITERATION_ROUNDUP=1\n"), std::string::npos) << config;
@@ -57,7 +57,7 @@ TEST(KinetoConfig, IterationTraceStartsAtNextIterationBoundary) {
 }
 
 TEST(KinetoConfig, NoDurationMeansDynoDefaultOf500Ms) {
-  const std::string config = KinetoEndpoint::BuildConfig(KinetoTraceRequest{});
+  const std::string config = BuildKinetoConfig(KinetoTraceRequest{});
   EXPECT_NE(config.find("ACTIVITIES_DURATION_MSECS=500\n"), std::string::npos) << config;
   EXPECT_NE(config.find("PROFILE_START_TIME=0\n"), std::string::npos) << config;
   EXPECT_EQ(config.find("ACTIVITIES_LOG_FILE"), std::string::npos) << config;
@@ -67,25 +67,84 @@ TEST(KinetoConfig, NewlinesInValuesCannotInjectKeys) {
   KinetoTraceRequest request;
   request.log_file = "/tmp/a.json\nACTIVITIES_DURATION_MSECS=999999";
   request.trace_id = "x\r\nPROFILE_WITH_STACK=true";
-  const std::string config = KinetoEndpoint::BuildConfig(request);
+  const std::string config = BuildKinetoConfig(request);
   EXPECT_EQ(config.find("\nACTIVITIES_DURATION_MSECS=999999"), std::string::npos) << config;
   EXPECT_EQ(config.find("\nPROFILE_WITH_STACK=true"), std::string::npos) << config;
-  EXPECT_EQ(KinetoEndpoint::LogFileOf(config), "/tmp/a.jsonACTIVITIES_DURATION_MSECS=999999");
+  EXPECT_EQ(config.rfind("ACTIVITIES_LOG_FILE=/tmp/a.jsonACTIVITIES_DURATION_MSECS=999999\n", 0), 0u) << config;
+  // And the strict reading refuses what came out (a second '='): nothing names a log file.
+  EXPECT_FALSE(ParseKinetoConfig(config).ok());
 }
 
 TEST(KinetoConfig, TracePathInsertsPidLikeLibkineto) {
-  EXPECT_EQ(KinetoEndpoint::TracePathFor("/tmp/x.pt.trace.json", 123), "/tmp/x_123.pt.trace.json");
-  EXPECT_EQ(KinetoEndpoint::TracePathFor("/tmp/y.json", 7), "/tmp/y_7.json");
-  EXPECT_EQ(KinetoEndpoint::TracePathFor("/tmp/dir.json/z.json", 7), "/tmp/dir_7.json/z.json");
-  EXPECT_EQ(KinetoEndpoint::TracePathFor("/tmp/trace", 7), "/tmp/trace");
+  EXPECT_EQ(KinetoTracePath("/tmp/x.pt.trace.json", 123), "/tmp/x_123.pt.trace.json");
+  EXPECT_EQ(KinetoTracePath("/tmp/y.json", 7), "/tmp/y_7.json");
+  EXPECT_EQ(KinetoTracePath("/tmp/dir.json/z.json", 7), "/tmp/dir_7.json/z.json");
+  EXPECT_EQ(KinetoTracePath("/tmp/trace", 7), "/tmp/trace");
 }
 
-TEST(KinetoConfig, LogFileIsReadBackFromConfigText) {
-  EXPECT_EQ(KinetoEndpoint::LogFileOf("PROFILE_START_TIME=0\nACTIVITIES_LOG_FILE = /tmp/a.json \n"),
-            "/tmp/a.json");
-  EXPECT_EQ(KinetoEndpoint::LogFileOf("ACTIVITIES_LOG_FILE=/a.json\nACTIVITIES_LOG_FILE=/b.json"),
-            "/b.json");
-  EXPECT_EQ(KinetoEndpoint::LogFileOf("ACTIVITIES_DURATION_MSECS=5"), "");
+TEST(KinetoConfig, ADynoRequestIsReadBackIntoTheSameRequest) {
+  // What `dyno gputrace` sends, in both modes, with a comment and blanks around the values.
+  absl::StatusOr<KinetoTraceRequest> duration = ParseKinetoConfig(
+      "# dyno\n ACTIVITIES_LOG_FILE = /tmp/a.json \nPROFILE_START_TIME=1700000000123\n"
+      "ACTIVITIES_DURATION_MSECS=2000\nPROFILE_REPORT_INPUT_SHAPES=true\nPROFILE_PROFILE_MEMORY=False\n"
+      "PROFILE_WITH_STACK=true\nPROFILE_WITH_FLOPS=false\nPROFILE_WITH_MODULES=false\n\n");
+  ASSERT_TRUE(duration.ok()) << duration.status();
+  EXPECT_EQ(duration->log_file, "/tmp/a.json");
+  EXPECT_EQ(duration->start_time_unix_ms, 1700000000123);
+  EXPECT_EQ(duration->duration_ms, 2000);
+  EXPECT_TRUE(duration->record_shapes && duration->with_stack);
+  EXPECT_FALSE(duration->profile_memory || duration->with_flops || duration->with_modules);
+
+  absl::StatusOr<KinetoTraceRequest> iterations = ParseKinetoConfig(
+      "ACTIVITIES_LOG_FILE=/tmp/b.json\nPROFILE_START_ITERATION=0\nPROFILE_START_ITERATION_ROUNDUP=10\n"
+      "ACTIVITIES_ITERATIONS=3\nREQUEST_TRACE_ID=abc-1\nREQUEST_GROUP_TRACE_ID=g.2\nACTIVITIES_WARMUP_PERIOD_SECS=5");
+  ASSERT_TRUE(iterations.ok()) << iterations.status();
+  const std::string rebuilt = BuildKinetoConfig(*iterations);
+  EXPECT_EQ(rebuilt,
+            "ACTIVITIES_LOG_FILE=/tmp/b.json\nPROFILE_START_ITERATION=0\nPROFILE_START_ITERATION_ROUNDUP=10\n"
+            "ACTIVITIES_ITERATIONS=3\nACTIVITIES_WARMUP_PERIOD_SECS=5\nPROFILE_REPORT_INPUT_SHAPES=false\n"
+            "PROFILE_PROFILE_MEMORY=false\nPROFILE_WITH_STACK=false\nPROFILE_WITH_FLOPS=false\n"
+            "PROFILE_WITH_MODULES=false\nREQUEST_TRACE_ID=abc-1\nREQUEST_GROUP_TRACE_ID=g.2\n");
+  // Our own configs read back to what built them.
+  absl::StatusOr<KinetoTraceRequest> again = ParseKinetoConfig(rebuilt);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(BuildKinetoConfig(*again), rebuilt);
+}
+
+TEST(KinetoConfig, AnythingLibkinetoCouldReadDifferentlyIsRefusedNamingTheLine) {
+  const std::pair<std::string, std::string> refused[] = {
+      {"ACTIVITIES_LOG_FILE=/etc/x.json\n\vACTIVITIES_LOG_FILE=/tmp/a.json", "line 2: holds the control character \\x0b"},
+      {"ACTIVITIES_LOG_FILE=/tmp/a.json\r\n", "line 1: holds the control character \\x0d"},
+      {std::string("ACTIVITIES_LOG_FILE=/tmp/a\0.json", 32), "control character \\x00"},
+      {"ACTIVITIES_LOG_FILE=/tmp/a.json\nACTIVITIES_LOG_FILE=/tmp/b.json", "line 2: ACTIVITIES_LOG_FILE is given twice"},
+      {"ACTIVITIES_LOG_FILE=/tmp/a.json#x", "'#' after text"},
+      {"ACTIVITIES_LOG_FILE=/tmp/a.json=b", "second '='"},
+      {"ACTIVITIES_LOG_FILE", "not KEY=VALUE"},
+      {"activities_log_file=/tmp/a.json", "is not A-Z 0-9 _"},
+      {"ACTIVITIES_ENABLED_ACTIVITY_TYPES=cpu_op", "unknown key ACTIVITIES_ENABLED_ACTIVITY_TYPES"},
+      {"ACTIVITIES_DURATION_MSECS=-5", "whole number in 1..3600000"},
+      {"ACTIVITIES_DURATION_MSECS=0x10", "whole number"},
+      {"ACTIVITIES_DURATION_MSECS=99999999999999999999", "whole number"},
+      {"PROFILE_WITH_STACK=yes", "true or false"},
+      {"ACTIVITIES_LOG_FILE=/tmp/a b.json", "space"},
+      {"ACTIVITIES_LOG_FILE=/tmp/\xc3\xa9.json", "outside ASCII"},
+      {"ACTIVITIES_ITERATIONS=3\nACTIVITIES_DURATION_MSECS=5", "choose one"},
+      {"PROFILE_START_ITERATION=3", "need ACTIVITIES_ITERATIONS"},
+      {"REQUEST_TRACE_ID=" + std::string(129, 'a'), "1..128 characters"},
+  };
+  for (const auto& [config, why] : refused) {
+    absl::StatusOr<KinetoTraceRequest> parsed = ParseKinetoConfig(config);
+    ASSERT_FALSE(parsed.ok()) << config;
+    EXPECT_TRUE(absl::IsInvalidArgument(parsed.status())) << parsed.status();
+    EXPECT_NE(parsed.status().message().find(why), absl::string_view::npos) << config << " -> " << parsed.status();
+  }
+}
+
+TEST(KinetoConfig, ControlCharactersInBuiltValuesAreDropped) {
+  KinetoTraceRequest request;
+  request.log_file = "/tmp/a.json";
+  request.trace_id = "id\v\f\x01-1";
+  EXPECT_NE(BuildKinetoConfig(request).find("REQUEST_TRACE_ID=id-1\n"), std::string::npos);
 }
 
 TEST(KinetoPayload, PollDecodesTypeJobAndAncestry) {

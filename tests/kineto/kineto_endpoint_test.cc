@@ -30,7 +30,7 @@ std::string DurationConfig(const std::string& log_file, int duration_ms) {
   KinetoTraceRequest request;
   request.log_file = log_file;
   request.duration_ms = duration_ms;
-  return KinetoEndpoint::BuildConfig(request);
+  return BuildKinetoConfig(request);
 }
 
 class KinetoEndpointTest : public ::testing::Test {
@@ -103,7 +103,7 @@ TEST_F(KinetoEndpointTest, HandsQueuedConfigToPollingProcessExactlyOnce) {
   EXPECT_NE(output.find("ACTIVITIES_LOG_FILE=" + log_file), std::string::npos) << output;
   EXPECT_NE(output.find("\"configs\": 1,"), std::string::npos) << output;
   EXPECT_TRUE(::fleetprof::testing::PathExists(
-      KinetoEndpoint::TracePathFor(log_file, process->pid)));
+      KinetoTracePath(log_file, process->pid)));
 
   const auto handed_out = HandedOut();
   ASSERT_EQ(handed_out.size(), 1u);
@@ -200,7 +200,7 @@ TEST_F(KinetoEndpointTest, ClientThatNeverWritesTimesOutWithClearMessage) {
             1u);
   ASSERT_TRUE(standin->WaitForOutput("\"event\": \"not_written\"", 15s)) << standin->Output();
 
-  const std::string expected = KinetoEndpoint::TracePathFor(log_file, process->pid);
+  const std::string expected = KinetoTracePath(log_file, process->pid);
   absl::StatusOr<std::string> trace =
       WaitForTraceFile(expected, std::chrono::steady_clock::now() + 1s, {});
   ASSERT_FALSE(trace.ok());

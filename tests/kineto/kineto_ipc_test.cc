@@ -69,12 +69,12 @@ TEST(KinetoAbstractAddress, StandinReachesEndpointOnDynologAbstractName) {
   KinetoTraceRequest request;
   request.log_file = dir.path() + "/abstract.json";
   request.duration_ms = 50;
-  EXPECT_EQ(endpoint->Trigger({standin->pid()}, 0, KinetoEndpoint::BuildConfig(request), 1)
+  EXPECT_EQ(endpoint->Trigger({standin->pid()}, 0, BuildKinetoConfig(request), 1)
                 .triggered.size(),
             1u);
   ASSERT_TRUE(standin->WaitForOutput("\"event\": \"wrote\"", 15s)) << standin->Output();
   EXPECT_TRUE(::fleetprof::testing::PathExists(
-      KinetoEndpoint::TracePathFor(request.log_file, standin->pid())));
+      KinetoTracePath(request.log_file, standin->pid())));
 }
 
 // A datagram socket of our own with an abstract name, so the endpoint can answer it.

@@ -58,7 +58,7 @@ TEST_F(TraceDirWatcherTest, WaitsForAFileStillBeingWritten) {
 }
 
 TEST_F(TraceDirWatcherTest, JournalRemembersUploadsAcrossRestarts) {
-  TraceFile file{dir_ + "/t.json", "j", 10, 99};
+  TraceFile file{dir_ + "/t.json", dir_, "t.json", "j", 10, 99};
   {
     UploadJournal journal;
     ASSERT_TRUE(journal.Open(dir_ + "/journal").ok());

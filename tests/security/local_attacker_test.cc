@@ -1,0 +1,169 @@
+// Issue 21, other local users against the root agent: each test runs the attack as a second
+// uid (a child that drops to it with setresuid, as `setpriv --reuid` does) against the real
+// server and agent binaries, and checks that nothing of root's reaches a profile.
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/fs.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/platform/process_runner.h"
+#include "tests/platform/test_cluster.h"
+#include "tests/test_support.h"
+
+namespace fleetprof::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr uid_t kAttacker = 1001;
+constexpr char kSecretMarker[] = "ROOT-ONLY-CREDENTIALS-5f1c";
+
+// Root can switch uid; without root there is no second user to be.
+#define REQUIRE_ROOT()                                                          \
+  do {                                                                          \
+    if (::geteuid() != 0) {                                                     \
+      if (DataRequired()) FAIL() << "these tests run as root (CI does)";        \
+      GTEST_SKIP() << "not root: cannot act as a second local user";            \
+    }                                                                           \
+  } while (0)
+
+// Runs `body` in a child process as uid/gid kAttacker with no supplementary groups, until
+// the parent kills it. Returns the child's pid.
+template <typename Body>
+pid_t RunAsAttacker(Body body) {
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  if (::setgroups(0, nullptr) != 0 || ::setresgid(kAttacker, kAttacker, kAttacker) != 0 ||
+      ::setresuid(kAttacker, kAttacker, kAttacker) != 0) {
+    ::_exit(97);
+  }
+  body();
+  ::_exit(0);
+}
+
+void Reap(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+}
+
+std::string Trace(const std::string& event_name, size_t padding) {
+  return absl::StrCat(R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":")", event_name,
+                      R"(","pid":1,"tid":1,"ts":1,"dur":2}],"pad":")", std::string(padding, 'p'), "\"}");
+}
+
+std::vector<std::string> ProfileIds(const std::string& json) {
+  std::vector<std::string> ids;
+  const std::string key = "\"profile_id\":\"";
+  for (size_t at = json.find(key); at != std::string::npos; at = json.find(key, at + 1)) {
+    const size_t start = at + key.size();
+    ids.push_back(json.substr(start, json.find('"', start) - start));
+  }
+  return ids;
+}
+
+// Item 1 (High): the attacker owns a folder under the agent's --trace_dir and swaps a
+// sub-folder of finished traces for a symlink to a root-only folder (renameat2
+// RENAME_EXCHANGE) over and over, so that the agent's open may land on root's file between
+// its scan and its read. On 52e8783, root's file was uploaded and readable through export.
+TEST(LocalAttacker, TraceDirSymlinkRaceNeverUploadsRootsFiles) {
+  REQUIRE_ROOT();
+  const std::string trace_root = MakeTempDir();
+  const std::string secret_dir = MakeTempDir();  // 0700, root's
+  ::chmod(trace_root.c_str(), 0755);
+  const std::string job_dir = trace_root + "/jobA";
+  ASSERT_EQ(::mkdir(job_dir.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(job_dir.c_str(), kAttacker, kAttacker), 0);
+  {
+    std::ofstream(secret_dir + "/creds.json") << Trace(kSecretMarker, 10);
+    ::chmod((secret_dir + "/creds.json").c_str(), 0600);
+  }
+
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer()) << cluster.ServerLog();
+  ASSERT_GE(cluster.StartAgent({"--trace_dir=" + trace_root, "--scan_interval_ms=20", "--settle_ms=60"}), 0);
+
+  const int seconds = 60;
+  const pid_t attacker = RunAsAttacker([&] {
+    const std::string real = job_dir + "/d", link = job_dir + "/l";
+    ::mkdir(real.c_str(), 0755);
+    if (::symlink(secret_dir.c_str(), link.c_str()) != 0) ::_exit(98);
+    size_t round = 0;
+    auto next_decoy = Clock::now();
+    while (true) {
+      // A fresh decoy now and then (a new size: the watcher hands it out again once settled),
+      // written while "d" is the real folder; in between "d" flips between folder and link.
+      if (Clock::now() >= next_decoy) {
+        struct stat st {};
+        if (::lstat(real.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+          std::ofstream(real + "/creds.json", std::ios::trunc) << Trace(absl::StrCat("decoy-", round), round % 50);
+          ++round;
+          next_decoy = Clock::now() + std::chrono::milliseconds(250);
+        }
+      }
+      // As fast as it goes: a scan sees either, and so may the open that follows it.
+      ::syscall(SYS_renameat2, AT_FDCWD, real.c_str(), AT_FDCWD, link.c_str(), RENAME_EXCHANGE);
+      std::this_thread::yield();
+    }
+  });
+  // Load beside the race, so the agent's scan and open are scheduled unevenly.
+  const pid_t load = RunAsAttacker([] {
+    volatile uint64_t spin = 0;
+    while (true) ++spin;
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  Reap(attacker);
+  Reap(load);
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // uploads in flight finish
+
+  const std::vector<std::string> ids = ProfileIds(cluster.Cli({"profiles", "--json"}).out);
+  size_t leaked = 0, decoys = 0;
+  std::string sample;
+  for (const std::string& id : ids) {
+    const std::string bytes = HttpGet(cluster.http_addr(), "/api/v1/profiles/" + id + "/export?format=original");
+    if (bytes.find(kSecretMarker) != std::string::npos) ++leaked;
+    if (bytes.find("decoy-") != std::string::npos) ++decoys;
+    if (sample.empty()) sample = bytes.substr(0, 300);
+  }
+  EXPECT_EQ(leaked + decoys, ids.size()) << "every stored profile is read back; one was: " << sample;
+  const std::string metrics = HttpGet(cluster.agent_metrics_addr(0), "/metrics");
+  const size_t refused = metrics.find("fleetprof_agent_trace_uploads_total{result=\"refused\"}");
+  std::cout << "symlink race for " << seconds << " s: " << ids.size() << " decoys uploaded, " << leaked
+            << " carried root's file; agent: "
+            << (refused == std::string::npos ? "no refusals" : metrics.substr(refused, metrics.find('\n', refused) - refused))
+            << std::endl;
+  EXPECT_EQ(leaked, 0) << "root's file was uploaded";
+  EXPECT_GE(ids.size(), 10u) << "the race was not exercised: too few uploads";
+  fs::remove_all(trace_root);
+  fs::remove_all(secret_dir);
+}
+
+// Item 1, the server's part: a JSON file that is no trace (what a planted link to a
+// credentials file hands the agent) is refused with a clear error and nothing is kept.
+TEST(LocalAttacker, ServerRefusesJsonThatIsNoTrace) {
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer()) << cluster.ServerLog();
+  const std::string creds = cluster.root() + "/creds.json";
+  std::ofstream(creds) << R"({"aws_access_key_id": "AKIA", "aws_secret_access_key": ")" << kSecretMarker << "\"}";
+  CommandResult upload = cluster.Cli({"upload", creds, "--job", "j"});
+  EXPECT_NE(upload.exit_code, 0) << upload.out;
+  EXPECT_NE(upload.err.find("without \"traceEvents\" is not a Chrome/Kineto trace"), std::string::npos) << upload.err;
+  EXPECT_TRUE(ProfileIds(cluster.Cli({"profiles", "--json"}).out).empty());
+}
+
+}  // namespace
+}  // namespace fleetprof::testing
