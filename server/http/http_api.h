@@ -1,7 +1,7 @@
 #pragma once
 // The HTTP/JSON API on the server's HTTP listener: /healthz, /metrics, and every /api/v1
 // route, which the binder serves from the .proto declarations (api/http_binder.h) — this file
-// only carries requests between cpp-httplib and the binder. Errors are
+// only carries requests between the listener (http_server.h) and the binder. Errors are
 // {"error":{"code","message"}} with the mapped HTTP status.
 
 #include <functional>

@@ -1,133 +1,273 @@
 #include "server/http/http_server.h"
 
-#include <sys/socket.h>
+#include <algorithm>
+#include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "httplib.h"
-#include "proto/proto_json.h"
+#include "absl/strings/str_split.h"
 #include "api/http_status.h"
+#include "boost/asio/steady_timer.hpp"
+#include "boost/asio/strand.hpp"
+#include "server/http/http_connection.h"
+#include "server/http/http_server_impl.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
-
 namespace {
 
-std::unique_ptr<httplib::Server> MakeServer(const HttpServerOptions& options) {
-  if (options.tls_cert.empty()) return std::make_unique<httplib::Server>();
-  return std::make_unique<httplib::SSLServer>(
-      options.tls_cert.c_str(), options.tls_key.c_str(),
-      options.tls_client_ca.empty() ? nullptr : options.tls_client_ca.c_str());
+namespace beast = boost::beast;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+// The event loop's own threads: socket reads, writes and TLS records. Handlers run on the
+// workers, so two keep every core busy on this machine's size without a thread per client.
+constexpr int kLoopThreads = 2;
+
+std::vector<std::string> Segments(std::string_view path) {
+  if (!path.empty() && path.front() == '/') path.remove_prefix(1);
+  if (path.empty()) return {};
+  std::vector<std::string> out;
+  for (absl::string_view part : absl::StrSplit(absl::string_view(path.data(), path.size()), '/')) out.emplace_back(part);
+  return out;
 }
+
+bool Matches(const HttpServer::Impl::RouteEntry& route, const std::vector<std::string>& path) {
+  if (path.size() < route.segments.size() || (!route.rest && path.size() != route.segments.size())) return false;
+  for (size_t i = 0; i < route.segments.size(); ++i) {
+    const std::string& want = route.segments[i];
+    if (want == "*" ? path[i].empty() : want != path[i]) return false;
+  }
+  return true;
+}
+
+// Accepts connections one after another for as long as the server runs.
+class Acceptor : public std::enable_shared_from_this<Acceptor> {
+ public:
+  explicit Acceptor(HttpServer::Impl* server) : server_(server), retry_(server->loop) {}
+
+  void Accept() {
+    server_->acceptor->async_accept(net::make_strand(server_->loop),
+                                    [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
+                                      self->OnAccept(ec, std::move(socket));
+                                    });
+  }
+
+ private:
+  void OnAccept(beast::error_code ec, tcp::socket socket) {
+    if (server_->stopping.load() || ec == net::error::operation_aborted) return;
+    if (ec) {
+      // Out of descriptors and the like: give one back if a client is only waiting, and
+      // try again shortly instead of spinning on the listener.
+      spdlog::warn("HTTP accept: {}", ec.message());
+      server_->ShedOne();
+      retry_.expires_after(std::chrono::milliseconds(50));
+      retry_.async_wait([self = shared_from_this()](beast::error_code) { self->Accept(); });
+      return;
+    }
+    if (server_->open() >= server_->options.max_connections && !server_->ShedOne()) {
+      beast::error_code ignored;
+      socket.close(ignored);  // every connection is busy with a request: none can go
+    } else {
+      socket.set_option(tcp::no_delay(true), ec);  // Nagle plus delayed ACKs cost ~40 ms a request
+      Serve(std::move(socket));
+    }
+    Accept();
+  }
+
+  void Serve(tcp::socket socket) {
+    if (server_->tls.has_value()) {
+      using Stream = beast::ssl_stream<beast::tcp_stream>;
+      auto connection = std::make_shared<http_beast::HttpConnection<Stream>>(
+          server_, Stream(beast::tcp_stream(std::move(socket)), *server_->tls));
+      connection->Start(server_->Register(connection));
+    } else {
+      auto connection =
+          std::make_shared<http_beast::HttpConnection<beast::tcp_stream>>(server_, beast::tcp_stream(std::move(socket)));
+      connection->Start(server_->Register(connection));
+    }
+  }
+
+  HttpServer::Impl* server_;
+  net::steady_timer retry_;
+};
 
 }  // namespace
 
-HttpServer::HttpServer(HttpServerOptions options)
-    : options_(std::move(options)), server_(MakeServer(options_)) {
-  const int threads = std::max(1, options_.threads);
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  server_->set_payload_max_length(options_.max_body_bytes);
-  server_->set_read_timeout(options_.timeout_s, 0);
-  server_->set_write_timeout(options_.timeout_s, 0);
-  // Responses go out as header and body writes; without NODELAY, Nagle plus delayed ACKs add
-  // ~40 ms to every keep-alive request.
-  server_->set_tcp_nodelay(true);
-  // cpp-httplib's default socket options set SO_REUSEPORT, which would let a second process
-  // bind the same port and take part of our connections; SO_REUSEADDR alone still allows a
-  // prompt restart. The listening socket is kept for the backlog below.
-  server_->set_socket_options([this](int sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    listen_socket_ = sock;
-  });
-  server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    // Debian's cpp-httplib answers "Accept-Encoding: br" (every browser) with Brotli at its
-    // slowest quality: 4 MB of JSON took 14 s. gzip does the same job in milliseconds, so the
-    // request is read as if it had not offered br. The request object is ours to edit: httplib
-    // hands it over as const only by its handler signature.
-    auto& headers = const_cast<httplib::Request&>(req).headers;
-    for (auto it = headers.find("Accept-Encoding"); it != headers.end() && it->first == "Accept-Encoding"; ++it) {
-      std::string& value = it->second;
-      for (size_t at; (at = value.find("br")) != std::string::npos;) value.replace(at, 2, "identity");
+HttpServer::Impl::Impl(HttpServerOptions options_in)
+    : options(std::move(options_in)), workers(static_cast<size_t>(std::max(1, options.threads))) {}
+
+HttpResponse HttpServer::Impl::Handle(const HttpRequest& request) const {
+  HttpResponse response;
+  try {
+    if (check && check(request, response)) return response;
+    const std::vector<std::string> path = Segments(request.path);
+    for (const RouteEntry& route : routes) {
+      if (route.method == request.method && Matches(route, path)) {
+        route.handler(request, response);
+        return response;
+      }
     }
-    if (check_ && check_(req, res)) return httplib::Server::HandlerResponse::Handled;
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  server_->set_keep_alive_timeout(5);
-  server_->set_keep_alive_max_count(1000);
-  // Every error without a body of its own (no route, body too large, bad request line) gets
-  // the API's JSON error shape, so clients never have to parse two kinds of failure.
-  server_->set_error_handler(httplib::Server::HandlerWithResponse(
-      [this](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    std::string message;
-    switch (res.status) {
-      case 404:
-        message = absl::StrCat("no such page or API route: ", req.method, " ", req.path);
-        break;
-      case 413:
-        message = absl::StrCat("request body over the limit of ", options_.max_body_bytes, " bytes");
-        break;
-      default:
-        message = absl::StrCat("HTTP ", res.status, " for ", req.method, " ", req.path);
+    if (request.method == "GET" && fallback) {
+      fallback(request, response);
+      return response;
     }
-    res.set_content(HttpErrorJson(HttpStatusCodeName(res.status), message), "application/json");
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  server_->set_exception_handler([](const httplib::Request& req, httplib::Response& res,
-                                    std::exception_ptr error) {
-    std::string what = "unknown error";
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    spdlog::error("HTTP {} {} failed: {}", req.method, req.path, what);
-    res.status = 500;
-    res.set_content(HttpErrorJson("INTERNAL", "internal error; the server log has the details"),
-                    "application/json");
-  });
+    response.status = 404;
+    response.SetContent(HttpErrorJson("NOT_FOUND", absl::StrCat("no such page or API route: ", request.method, " ",
+                                                                request.path)),
+                        "application/json");
+  } catch (const std::exception& e) {
+    spdlog::error("HTTP {} {} failed: {}", request.method, request.path, e.what());
+    response = HttpResponse();
+    response.status = 500;
+    response.SetContent(HttpErrorJson("INTERNAL", "internal error; the server log has the details"), "application/json");
+  }
+  return response;
 }
+
+HttpServer::Impl::Registration HttpServer::Impl::Register(const std::shared_ptr<HttpConnectionBase>& connection) {
+  absl::MutexLock lock(&mu);
+  ++open_count;
+  return connections.insert(connections.end(), connection);
+}
+
+void HttpServer::Impl::Unregister(Registration registration) {
+  absl::MutexLock lock(&mu);
+  --open_count;
+  connections.erase(registration);
+}
+
+bool HttpServer::Impl::ShedOne() {
+  std::shared_ptr<HttpConnectionBase> oldest;
+  {
+    absl::MutexLock lock(&mu);
+    int64_t since = std::numeric_limits<int64_t>::max();
+    for (const auto& weak : connections) {
+      std::shared_ptr<HttpConnectionBase> connection = weak.lock();
+      if (connection == nullptr || !connection->waiting.load()) continue;
+      if (const int64_t t = connection->waiting_since_ns.load(); t < since) {
+        since = t;
+        oldest = std::move(connection);
+      }
+    }
+  }
+  if (oldest == nullptr) return false;
+  oldest->waiting = false;  // not chosen twice while its close is on the way
+  oldest->CloseIfWaiting();
+  shed.fetch_add(1);
+  return true;
+}
+
+int64_t HttpServer::Impl::open() const {
+  absl::MutexLock lock(&mu);
+  return open_count;
+}
+
+HttpServer::HttpServer(HttpServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
+void HttpServer::Route(std::string_view method, std::string pattern, Handler handler) {
+  Impl::RouteEntry route;
+  route.method = std::string(method);
+  route.segments = Segments(pattern);
+  if (!route.segments.empty() && route.segments.back() == "**") {
+    route.segments.pop_back();
+    route.rest = true;
+  }
+  route.handler = std::move(handler);
+  impl_->routes.push_back(std::move(route));
+}
+
+void HttpServer::SetFallback(Handler handler) { impl_->fallback = std::move(handler); }
+
+void HttpServer::set_request_check(RequestCheck check) { impl_->check = std::move(check); }
+
+int64_t HttpServer::open_connections() const { return impl_->open(); }
+
+int64_t HttpServer::shed_connections() const { return impl_->shed.load(); }
+
 absl::StatusOr<int> HttpServer::Start() {
-  if (!server_->is_valid()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot use the TLS files for --http_addr (--tls_cert ", options_.tls_cert, ", --tls_key ",
-        options_.tls_key, options_.tls_client_ca.empty() ? "" : ", --tls_client_ca " + options_.tls_client_ca,
-        "): unreadable, not PEM, or the key does not match the certificate"));
+  Impl& s = *impl_;
+  if (s.started) return absl::FailedPreconditionError("the HTTP server is already started");
+  const HttpServerOptions& options = s.options;
+  if (!options.tls_cert.empty()) {
+    try {
+      s.tls.emplace(net::ssl::context::tls_server);
+      s.tls->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                         net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1 |
+                         net::ssl::context::single_dh_use);
+      s.tls->use_certificate_chain_file(options.tls_cert);
+      s.tls->use_private_key_file(options.tls_key, net::ssl::context::pem);
+      if (!options.tls_client_ca.empty()) {
+        s.tls->load_verify_file(options.tls_client_ca);
+        s.tls->set_verify_mode(net::ssl::verify_peer | net::ssl::verify_fail_if_no_peer_cert);
+      }
+    } catch (const std::exception& e) {
+      s.tls.reset();
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot use the TLS files for --http_addr (--tls_cert ", options.tls_cert, ", --tls_key ", options.tls_key,
+          options.tls_client_ca.empty() ? "" : ", --tls_client_ca " + options.tls_client_ca,
+          "): unreadable, not PEM, or the key does not match the certificate (", e.what(), ")"));
+    }
   }
-  const size_t colon = options_.address.rfind(':');
+  const size_t colon = options.address.rfind(':');
   int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(options_.address.substr(colon + 1), &port) ||
-      port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--http_addr ", options_.address, ": want HOST:PORT"));
+  if (colon == std::string::npos || !absl::SimpleAtoi(options.address.substr(colon + 1), &port) || port < 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("--http_addr ", options.address, ": want HOST:PORT"));
   }
-  std::string host = options_.address.substr(0, colon);
+  std::string host = options.address.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  if (port == 0) {
-    port = server_->bind_to_any_port(host);
-    if (port < 0) port = 0;
-  } else if (!server_->bind_to_port(host, port)) {
-    port = 0;
+  beast::error_code ec;
+  tcp::resolver resolver(s.loop);
+  const auto found = resolver.resolve(host, absl::StrCat(port), tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  if (ec || found.empty()) {
+    return absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ", options.address, ": ",
+                                               ec ? ec.message() : "no such address"));
   }
-  if (port == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ", options_.address));
+  s.acceptor.emplace(net::make_strand(s.loop));
+  const tcp::endpoint endpoint = found.begin()->endpoint();
+  // SO_REUSEADDR for a prompt restart; never SO_REUSEPORT, which would let a second process
+  // bind the same port and take part of our connections.
+  s.acceptor->open(endpoint.protocol(), ec);
+  if (!ec) s.acceptor->set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) s.acceptor->bind(endpoint, ec);
+  if (!ec) s.acceptor->listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    s.acceptor.reset();
+    return absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ", options.address, ": ", ec.message()));
   }
-  // The library listens with a backlog of 5: a burst of new connections (16 dashboard panels
-  // at once) overflows it and waits for a 1 s SYN retransmit. Listening again resizes it.
-  if (listen_socket_ >= 0) ::listen(listen_socket_, SOMAXCONN);
-  listener_ = std::thread([this] { server_->listen_after_bind(); });
-  return port;
+  const int bound = s.acceptor->local_endpoint().port();
+  std::make_shared<Acceptor>(&s)->Accept();
+  for (int i = 0; i < kLoopThreads; ++i) s.loop_threads.emplace_back([&s] { s.loop.run(); });
+  s.started = true;
+  return bound;
 }
 
 void HttpServer::Stop() {
-  if (!listener_.joinable()) return;
-  server_->stop();
-  listener_.join();
+  Impl& s = *impl_;
+  if (!s.started || s.stopping.exchange(true)) return;
+  net::post(s.acceptor->get_executor(), [&s] {
+    beast::error_code ignored;
+    s.acceptor->close(ignored);
+  });
+  // Requests being handled still answer (with "Connection: close"); waiting ones go now.
+  {
+    absl::MutexLock lock(&s.mu);
+    for (const auto& weak : s.connections) {
+      if (auto connection = weak.lock()) connection->CloseIfWaiting();
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(std::min(s.options.timeout_s, 10));
+  while (s.open() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  s.loop.stop();
+  for (std::thread& thread : s.loop_threads) thread.join();
+  s.loop_threads.clear();
+  s.workers.stop();
+  s.workers.join();
 }
 
 }  // namespace fleetprof
