@@ -1,5 +1,7 @@
 #include "common/runtime.h"
 
+#include <sys/resource.h>
+
 #include <signal.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -50,6 +52,17 @@ absl::StatusOr<std::string> ReadFileUpTo(const std::string& path, size_t max_byt
     return absl::InvalidArgumentError(absl::StrCat(path, " is larger than ", max_bytes, " bytes"));
   }
   return text;
+}
+
+int64_t RaiseOpenFileLimit() {
+  rlimit limit {};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  return limit.rlim_cur == RLIM_INFINITY ? int64_t{1} << 20 : static_cast<int64_t>(limit.rlim_cur);
 }
 
 std::string HostName() {

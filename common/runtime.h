@@ -20,6 +20,10 @@ std::string RandomHex(int bytes);
 // INVALID_ARGUMENT when it is larger; both name the path.
 absl::StatusOr<std::string> ReadFileUpTo(const std::string& path, size_t max_bytes);
 
+// Raises this process's soft limit of open files to its hard limit (a server with thousands
+// of connections needs more than the usual 1024) and returns the limit now in force.
+int64_t RaiseOpenFileLimit();
+
 // This machine's host name ("localhost" if it cannot be read).
 std::string HostName();
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "analysis/trace_limits.h"
 #include "api/api_catalog.h"
 #include "common/flags.h"
@@ -71,9 +72,11 @@ struct ServerFlags {
   int64_t heartbeat_ms = 2000;
   int64_t stale_upload_hours = 24;
   int64_t job_idle_minutes = 15;
-  int64_t http_threads = 16;
+  int64_t http_threads = 0;  // 0: one per core, at least 2
   int64_t http_max_body_kb = 1024;
   int64_t http_timeout_s = 10;
+  int64_t http_max_connections = 4096;
+  std::vector<std::string> http_allowed_hosts;
   std::string auth_tokens_file;
   std::string tls_cert;
   std::string tls_key;
@@ -109,16 +112,29 @@ absl::StatusOr<HttpServerOptions> HttpOptionsFrom(const ServerFlags& flags) {
     if (value >= 1 && value <= max) return absl::OkStatus();
     return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value, ": want 1..", max));
   };
-  for (absl::Status s : {check("http_threads", flags.http_threads, 1024),
+  for (absl::Status s : {check("http_threads", flags.http_threads == 0 ? 1 : flags.http_threads, 1024),
                          check("http_max_body_kb", flags.http_max_body_kb, int64_t{1} << 20),
-                         check("http_timeout_s", flags.http_timeout_s, 3600)}) {
+                         check("http_timeout_s", flags.http_timeout_s, 3600),
+                         check("http_max_connections", flags.http_max_connections, 1'000'000)}) {
     if (!s.ok()) return s;
   }
   HttpServerOptions options;
   options.address = flags.http_addr;
-  options.threads = static_cast<int>(flags.http_threads);
+  // Handlers run on the loop's threads (no hand-over per request): past the cores, more
+  // threads only help handlers that wait on the disk, and cost every request a wake-up.
+  options.threads = flags.http_threads > 0 ? static_cast<int>(flags.http_threads)
+                                           : static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
   options.max_body_bytes = flags.http_max_body_kb << 10;
   options.timeout_s = static_cast<int>(flags.http_timeout_s);
+  // Each connection is a descriptor: keep room under the process's limit for the database,
+  // gRPC and the files being uploaded (at the cap, idle connections are shed).
+  const int64_t descriptors = RaiseOpenFileLimit();
+  options.max_connections = static_cast<int>(std::min<int64_t>(flags.http_max_connections,
+                                                               std::max<int64_t>(64, descriptors - 512)));
+  if (options.max_connections < flags.http_max_connections) {
+    spdlog::warn("--http_max_connections={} lowered to {}: this process may open {} files", flags.http_max_connections,
+                 options.max_connections, descriptors);
+  }
   options.tls_cert = flags.tls_cert;
   options.tls_key = flags.tls_key;
   options.tls_client_ca = flags.tls_client_ca;
@@ -387,7 +403,11 @@ int Run(const ServerFlags& flags) {
     return "";
   };
   backends.metrics_text = [&collectables] { return MetricsText(collectables); };
-  RegisterHttpAccess(http, guard.get());
+  BrowserPolicy browser;
+  for (const std::string& list : flags.http_allowed_hosts) {
+    for (absl::string_view name : absl::StrSplit(list, ',', absl::SkipWhitespace())) browser.allowed_hosts.emplace_back(name);
+  }
+  RegisterHttpAccess(http, guard.get(), std::move(browser));
   RegisterHttpApi(http, backends);
   RegisterWebUi(http);
   auto http_port = http.Start();
@@ -500,9 +520,19 @@ int main(int argc, char** argv) {
              "gRPC calls served at once, agent streams included (more: RESOURCE_EXHAUSTED)");
   set.AddInt("max_open_files", &flags.max_open_files,
              "database files kept open at once (at least 20; -1: all, RocksDB's default)");
-  set.AddInt("http_threads", &flags.http_threads, "HTTP requests served at once");
+  set.AddInt("http_threads", &flags.http_threads,
+             "threads of the HTTP listener's event loop = requests handled at once (0: one per core, at least 2); "
+             "idle and slow connections hold none");
   set.AddInt("http_max_body_kb", &flags.http_max_body_kb, "largest HTTP request body, KiB (larger: 413)");
-  set.AddInt("http_timeout_s", &flags.http_timeout_s, "HTTP read and write timeout per request, seconds");
+  set.AddInt("http_timeout_s", &flags.http_timeout_s,
+             "HTTP deadline, seconds: for a request's header (from the connection's start or the last answer), "
+             "its body, a TLS handshake, each write");
+  set.AddRepeated("http_allowed_hosts", &flags.http_allowed_hosts,
+                  "without tokens, host names (comma-separated, repeatable) that HTTP requests may address beyond "
+                  "localhost and 127.0.0.1; others get 403 (a web page could otherwise reach this server through a "
+                  "name of its own: DNS rebinding)");
+  set.AddInt("http_max_connections", &flags.http_max_connections,
+             "HTTP connections open at once; beyond, the one idle longest is closed for the new one");
   set.AddInt("heartbeat_ms", &flags.heartbeat_ms, "heartbeat interval asked of agents");
   set.AddInt("job_idle_minutes", &flags.job_idle_minutes,
              "per-job profile gauges disappear after this long without a new profile");

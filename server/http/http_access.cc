@@ -1,20 +1,43 @@
 #include "server/http/http_access.h"
 
+#include <utility>
+
 #include "api/access_policy.h"
 #include "api/http_status.h"
 
 namespace fleetprof {
+namespace {
 
-void RegisterHttpAccess(HttpServer& server, const AccessGuard* guard) {
-  server.set_request_check([guard](const HttpRequest& req, HttpResponse& res) {
+bool Refuse(const absl::Status& status, HttpResponse& res) {
+  res.status = HttpStatusFor(status.code());
+  if (res.status == 401) res.SetHeader("WWW-Authenticate", "Bearer realm=\"fleetprof\"");
+  res.SetContent(HttpErrorJson(status), "application/json");
+  return true;
+}
+
+}  // namespace
+
+void RegisterHttpAccess(HttpServer& server, const AccessGuard* guard, BrowserPolicy browser) {
+  browser.tokens = guard->enabled();
+  server.set_request_check([guard, browser = std::move(browser)](const HttpRequest& req, HttpResponse& res) {
     const AccessRule rule = RuleForHttp(req.method, req.path);
+    // Health checks and the web app's files reveal nothing and change nothing; probes call
+    // /healthz with whatever Host their orchestrator uses.
     if (rule.is_public) return false;
+    BrowserRequest seen;
+    seen.method = req.method;
+    // A read-only POST (a query with a body) is a read: a page that sends one learns nothing
+    // unless the Host rule lets it read the answer.
+    seen.is_write = req.method != "GET" && req.method != "HEAD" && rule.scope != Scope::kRead;
+    seen.has_body = !req.body.empty();
+    seen.content_type = req.Header("Content-Type");
+    seen.origin = req.Header("Origin");
+    seen.sec_fetch_site = req.Header("Sec-Fetch-Site");
+    seen.host = req.Header("Host");
+    if (absl::Status s = CheckBrowserRequest(seen, browser); !s.ok()) return Refuse(s, res);
     absl::StatusOr<Principal> caller = guard->Authorize(req.Header("Authorization"), rule.scope);
     if (caller.ok()) return false;
-    res.status = HttpStatusFor(caller.status().code());
-    if (res.status == 401) res.SetHeader("WWW-Authenticate", "Bearer realm=\"fleetprof\"");
-    res.SetContent(HttpErrorJson(caller.status()), "application/json");
-    return true;
+    return Refuse(caller.status(), res);
   });
 }
 

@@ -1,9 +1,9 @@
 #pragma once
 // One client connection of HttpServer, plain TCP or TLS (`Stream`), as a chain of
 // asynchronous steps on the connection's strand: [handshake] → read header → [100-continue]
-// → read body → handle (on a worker) → write → read header again or close. Every step but
-// the handler runs on the event loop, so a slow client costs a socket, not a thread; each
-// has a deadline (HttpServerOptions::timeout_s). Included by http_server.cc only.
+// → read body → handle → write → read header again or close. Waiting for the client never
+// holds a thread, so a slow client costs a socket, not a thread; each wait has a deadline
+// (HttpServerOptions::timeout_s). Included by http_server.cc only.
 
 #include <chrono>
 #include <memory>
@@ -71,6 +71,7 @@ class HttpConnection : public HttpConnectionBase, public std::enable_shared_from
 
   void ReadHeader() {
     waiting = true;
+    shedding = false;
     waiting_since_ns = SteadyNanos();
     if (server_->stopping.load()) return Close();
     parser_.emplace();
@@ -148,11 +149,10 @@ class HttpConnection : public HttpConnectionBase, public std::enable_shared_from
     for (const auto& field : message) request->headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
     request->body = std::move(message.body());
     parser_.reset();
-    net::post(server_->workers, [self = this->shared_from_this(), request] {
-      HttpResponse response = self->server_->Handle(*request);
-      net::post(self->stream_.get_executor(),
-                [self, response = std::move(response)]() mutable { self->Write(std::move(response)); });
-    });
+    // Handled right here, on the loop thread that read it: the loop runs on `threads`
+    // threads, so a slow handler holds one of them while the others carry on with every
+    // other connection's I/O, and a request costs no hand-over to another thread.
+    Write(server_->Handle(*request));
   }
 
   template <class Message>
@@ -194,26 +194,22 @@ class HttpConnection : public HttpConnectionBase, public std::enable_shared_from
                              });
   }
 
-  // Reads the next piece on a worker (a file read may block), then writes it here.
+  // Reads the next piece (a file read may block this loop thread, as a handler may), then writes it.
   void NextChunk(std::shared_ptr<analysis::ByteSource> source, bool keep) {
     chunk_.resize(kChunkBytes);
-    net::post(server_->workers, [self = this->shared_from_this(), source, keep] {
-      absl::StatusOr<size_t> n = source->Read(self->chunk_.data(), self->chunk_.size());
-      net::post(self->stream_.get_executor(), [self, source, keep, n = std::move(n)] {
-        if (!n.ok()) return self->Close();  // cut: never a short file that looks whole
-        self->Deadline();
-        if (*n == 0) {
-          net::async_write(self->stream_, http::make_chunk_last(),
-                           [self, keep](beast::error_code ec, size_t) { self->Written(ec, keep); });
-          return;
-        }
-        net::async_write(self->stream_, http::make_chunk(net::const_buffer(self->chunk_.data(), *n)),
-                         [self, source, keep](beast::error_code ec, size_t) {
-                           if (ec) return self->Close();
-                           self->NextChunk(source, keep);
-                         });
-      });
-    });
+    absl::StatusOr<size_t> n = source->Read(chunk_.data(), chunk_.size());
+    if (!n.ok()) return Close();  // cut: never a short file that looks whole
+    Deadline();
+    if (*n == 0) {
+      net::async_write(stream_, http::make_chunk_last(),
+                       [self = this->shared_from_this(), keep](beast::error_code ec, size_t) { self->Written(ec, keep); });
+      return;
+    }
+    net::async_write(stream_, http::make_chunk(net::const_buffer(chunk_.data(), *n)),
+                     [self = this->shared_from_this(), source, keep](beast::error_code ec, size_t) {
+                       if (ec) return self->Close();
+                       self->NextChunk(source, keep);
+                     });
   }
 
   void Written(beast::error_code ec, bool keep) {

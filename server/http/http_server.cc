@@ -20,10 +20,6 @@ namespace beast = boost::beast;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-// The event loop's own threads: socket reads, writes and TLS records. Handlers run on the
-// workers, so two keep every core busy on this machine's size without a thread per client.
-constexpr int kLoopThreads = 2;
-
 std::vector<std::string> Segments(std::string_view path) {
   if (!path.empty() && path.front() == '/') path.remove_prefix(1);
   if (path.empty()) return {};
@@ -95,7 +91,7 @@ class Acceptor : public std::enable_shared_from_this<Acceptor> {
 }  // namespace
 
 HttpServer::Impl::Impl(HttpServerOptions options_in)
-    : options(std::move(options_in)), workers(static_cast<size_t>(std::max(1, options.threads))) {}
+    : options(std::move(options_in)), loop(std::max(1, options.threads)) {}
 
 HttpResponse HttpServer::Impl::Handle(const HttpRequest& request) const {
   HttpResponse response;
@@ -144,7 +140,7 @@ bool HttpServer::Impl::ShedOne() {
     int64_t since = std::numeric_limits<int64_t>::max();
     for (const auto& weak : connections) {
       std::shared_ptr<HttpConnectionBase> connection = weak.lock();
-      if (connection == nullptr || !connection->waiting.load()) continue;
+      if (connection == nullptr || !connection->waiting.load() || connection->shedding.load()) continue;
       if (const int64_t t = connection->waiting_since_ns.load(); t < since) {
         since = t;
         oldest = std::move(connection);
@@ -152,7 +148,7 @@ bool HttpServer::Impl::ShedOne() {
     }
   }
   if (oldest == nullptr) return false;
-  oldest->waiting = false;  // not chosen twice while its close is on the way
+  oldest->shedding = true;  // not chosen twice while its close is on the way
   oldest->CloseIfWaiting();
   shed.fetch_add(1);
   return true;
@@ -240,7 +236,7 @@ absl::StatusOr<int> HttpServer::Start() {
   }
   const int bound = s.acceptor->local_endpoint().port();
   std::make_shared<Acceptor>(&s)->Accept();
-  for (int i = 0; i < kLoopThreads; ++i) s.loop_threads.emplace_back([&s] { s.loop.run(); });
+  for (int i = 0; i < std::max(1, options.threads); ++i) s.loop_threads.emplace_back([&s] { s.loop.run(); });
   s.started = true;
   return bound;
 }
@@ -266,8 +262,6 @@ void HttpServer::Stop() {
   s.loop.stop();
   for (std::thread& thread : s.loop_threads) thread.join();
   s.loop_threads.clear();
-  s.workers.stop();
-  s.workers.join();
 }
 
 }  // namespace fleetprof

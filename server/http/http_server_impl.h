@@ -16,7 +16,6 @@
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/asio/ssl/context.hpp"
-#include "boost/asio/thread_pool.hpp"
 #include "server/http/http_server.h"
 
 namespace fleetprof {
@@ -30,6 +29,7 @@ class HttpConnectionBase {
   virtual void CloseIfWaiting() = 0;
   std::atomic<bool> waiting{true};
   std::atomic<int64_t> waiting_since_ns{0};
+  std::atomic<bool> shedding{false};  // chosen by ShedOne(), its close on the way
 };
 
 class HttpServer::Impl {
@@ -61,8 +61,8 @@ class HttpServer::Impl {
   std::atomic<bool> stopping{false};
   std::atomic<int64_t> shed{0};
 
-  // Declared before the loop and the workers: connections still queued there unregister
-  // while they are destroyed.
+  // Declared before the loop: connections still queued there unregister while they are
+  // destroyed.
   mutable absl::Mutex mu;
   std::list<std::weak_ptr<HttpConnectionBase>> connections ABSL_GUARDED_BY(mu);
   int64_t open_count ABSL_GUARDED_BY(mu) = 0;
@@ -70,8 +70,7 @@ class HttpServer::Impl {
   boost::asio::io_context loop;
   std::optional<boost::asio::ssl::context> tls;
   std::optional<boost::asio::ip::tcp::acceptor> acceptor;
-  std::vector<std::thread> loop_threads;
-  boost::asio::thread_pool workers;
+  std::vector<std::thread> loop_threads;  // `threads` of them: reads, writes, TLS and handlers
   bool started = false;
 };
 

@@ -369,6 +369,57 @@ std::set<std::string> FilesUnder(const std::string& dir, int depth = 64) {
   return files;
 }
 
+// Issue 21, item 8: without tokens, a web page the user visits could POST a schedule as
+// text/plain (no preflight) and, through a name of its own resolving to 127.0.0.1 (DNS
+// rebinding), read every answer. On 52e8783 both worked; now the edge refuses them, and the
+// server's own page, curl with a JSON body and names given by --http_allowed_hosts still work.
+TEST(BrowserPages, WithoutTokensAWebPageFromElsewhereCanNeitherWriteNorRead) {
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer("127.0.0.1:0", {"--http_allowed_hosts=profiler.internal"})) << cluster.ServerLog();
+  const std::string port = cluster.http_addr().substr(cluster.http_addr().rfind(':') + 1);
+  httplib::Client http("http://" + cluster.http_addr());
+  const std::string schedule = R"({"job":"victim","every_ms":60000,"duration_ms":1000})";
+  const auto schedules = [&] {
+    httplib::Result res = http.Get("/api/v1/schedules");
+    return res ? res->body : "unreachable";
+  };
+
+  httplib::Result plain = http.Post("/api/v1/schedules", schedule, "text/plain");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->status, 400) << plain->body;
+  EXPECT_NE(plain->body.find("Content-Type: application/json"), std::string::npos) << plain->body;
+
+  httplib::Result foreign = http.Post("/api/v1/schedules", {{"Origin", "http://evil.example"}}, schedule, "application/json");
+  ASSERT_TRUE(foreign);
+  EXPECT_EQ(foreign->status, 403) << foreign->body;
+  httplib::Result fetch_site =
+      http.Post("/api/v1/schedules", {{"Sec-Fetch-Site", "cross-site"}}, schedule, "application/json");
+  ASSERT_TRUE(fetch_site);
+  EXPECT_EQ(fetch_site->status, 403) << fetch_site->body;
+  EXPECT_EQ(schedules().find("victim"), std::string::npos) << "no schedule was made: " << schedules();
+
+  // DNS rebinding: the page's own name, now pointing at 127.0.0.1, in the Host header.
+  httplib::Result rebound = http.Get("/api/v1/profiles", {{"Host", "rebind.evil.example:" + port}});
+  ASSERT_TRUE(rebound);
+  EXPECT_EQ(rebound->status, 403) << rebound->body;
+  EXPECT_NE(rebound->body.find("--http_allowed_hosts"), std::string::npos) << rebound->body;
+  httplib::Result health = http.Get("/healthz", {{"Host", "10.1.2.3:" + port}});
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200) << "probes use any Host";
+
+  for (const std::string& host : std::vector<std::string>{"localhost:" + port, "profiler.internal:" + port, "127.0.0.1"}) {
+    httplib::Result ok = http.Get("/api/v1/profiles", {{"Host", host}});
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200) << host << ": " << ok->body;
+  }
+  httplib::Result same_origin = http.Post(
+      "/api/v1/schedules", {{"Origin", "http://" + cluster.http_addr()}, {"Sec-Fetch-Site", "same-origin"}}, schedule,
+      "application/json; charset=utf-8");
+  ASSERT_TRUE(same_origin);
+  EXPECT_EQ(same_origin->status, 200) << same_origin->body;
+  EXPECT_NE(schedules().find("victim"), std::string::npos);
+}
+
 TEST(AgentPaths, HostileJobValuesNeverPlaceAFileOutsideTheAgentsFolders) {
   using namespace std::string_literals;
   TestCluster cluster;
