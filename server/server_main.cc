@@ -403,6 +403,13 @@ int Run(const ServerFlags& flags) {
     return "";
   };
   backends.metrics_text = [&collectables] { return MetricsText(collectables); };
+  absl::Mutex reload_mu;
+  std::string reload_error;  // under reload_mu: the last SIGHUP reload's error, if it failed
+  backends.warnings = [&reload_mu, &reload_error]() -> std::string {
+    absl::MutexLock lock(&reload_mu);
+    // /healthz is public: the reason is in the log, not here.
+    return reload_error.empty() ? "" : "the last reload of the tokens file failed; the previous principals stay (see the log)";
+  };
   BrowserPolicy browser;
   for (const std::string& list : flags.http_allowed_hosts) {
     for (absl::string_view name : absl::StrSplit(list, ',', absl::SkipWhitespace())) browser.allowed_hosts.emplace_back(name);
@@ -443,6 +450,10 @@ int Run(const ServerFlags& flags) {
       if (serving.load()) server->GetHealthCheckService()->SetServingStatus(healthy);
     }
     metrics.SetStorageHealth(healthy, (*store)->UnreadableRecords());
+    // Agent streams that have not said hello in time (server/grpc/agent_service.cc).
+    if (const int late = grpc_access.CancelExpired(RealClock()->MonotonicNanos()); late > 0) {
+      spdlog::info("closed {} agent streams that sent no hello in time", late);
+    }
     if (health_ticks++ % 5 == 0) {
       metrics.SetStoredProfiles((*store)->CountProfiles(), (*store)->DiskBytes(), (*store)->TimelineDiskBytes(),
                                 (*store)->RawDiskBytes());
@@ -457,15 +468,25 @@ int Run(const ServerFlags& flags) {
     return 1;
   }
 
-  int sig = WaitForShutdownSignal([&guard, &flags, &registry] {
+  int sig = WaitForShutdownSignal([&] {
     if (!guard->enabled()) return;
-    if (absl::Status s = guard->Reload(); !s.ok()) {
-      spdlog::error("SIGHUP: tokens file not reloaded, the previous principals stay: {}", std::string(s.message()));
-    } else {
-      spdlog::info("SIGHUP: {} principals reloaded from {}", guard->principal_count(), flags.auth_tokens_file);
-      // A revoked agent token must not keep its node's stream and its capture commands.
-      registry.CloseSessionsUnless([&guard](const Principal& p) { return guard->StillValid(p, Scope::kAgent); });
+    absl::Status s = guard->Reload();
+    {
+      absl::MutexLock lock(&reload_mu);
+      reload_error = s.ok() ? "" : std::string(s.message());
     }
+    if (!s.ok()) {
+      metrics.RecordTokensReload(false, 0);
+      spdlog::error("SIGHUP: tokens file not reloaded, the previous principals stay: {}", std::string(s.message()));
+      return;
+    }
+    // A revoked token ends what it opened: agent sessions, uploads, watches, streams that
+    // never said hello. Each stream also checks its caller on every message.
+    registry.CloseSessionsUnless([&guard](const Principal& p) { return guard->StillValid(p, Scope::kAgent); });
+    const int revoked = grpc_access.CancelRevoked();
+    metrics.RecordTokensReload(true, revoked);
+    spdlog::info("SIGHUP: {} principals reloaded from {}; {} calls of revoked tokens cancelled", guard->principal_count(),
+                 flags.auth_tokens_file, revoked);
   });
   spdlog::info("signal {} received: draining", sig);
   server->GetHealthCheckService()->SetServingStatus(false);

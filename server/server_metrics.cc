@@ -88,8 +88,25 @@ ServerMetrics::ServerMetrics()
                               .Help("Stored records that did not parse since the server started (each is "
                                     "logged; profiles are listed as unreadable)")
                               .Register(*registry_)
-                              .Add({})) {
+                              .Add({})),
+      token_reloads_(prometheus::BuildCounter()
+                         .Name("fleetprof_server_tokens_reloads_total")
+                         .Help("Reloads of --auth_tokens_file on SIGHUP by result (ok, failed: the file was "
+                               "refused and the principals loaded before stay in force)")
+                         .Register(*registry_)),
+      token_reload_failed_(prometheus::BuildGauge()
+                               .Name("fleetprof_server_tokens_reload_failed")
+                               .Help("1 while the last reload of --auth_tokens_file failed (the server runs on "
+                                     "the previous principals; /healthz says so)")
+                               .Register(*registry_)
+                               .Add({})),
+      revoked_calls_(prometheus::BuildCounter()
+                         .Name("fleetprof_server_revoked_calls_total")
+                         .Help("Calls in progress (streams, uploads) cancelled because a reload removed their token")
+                         .Register(*registry_)
+                         .Add({})) {
   storage_serving_.Set(1);
+  for (const char* result : {"ok", "failed"}) token_reloads_.Add({{"result", result}});
   for (const char* reason : {"flush", "compaction", "write", "memtable", "manifest"}) {
     storage_errors_.Add({{"reason", reason}});
   }
@@ -133,6 +150,12 @@ void ServerMetrics::RecordStorageError(const std::string& reason) {
 void ServerMetrics::SetStorageHealth(bool serving, int64_t unreadable_records) {
   storage_serving_.Set(serving ? 1 : 0);
   unreadable_records_.Set(static_cast<double>(unreadable_records));
+}
+
+void ServerMetrics::RecordTokensReload(bool ok, int revoked_calls) {
+  token_reloads_.Add({{"result", ok ? "ok" : "failed"}}).Increment();
+  token_reload_failed_.Set(ok ? 0 : 1);
+  revoked_calls_.Increment(revoked_calls);
 }
 
 void ServerMetrics::RecordCaptureTarget(const std::string& state) {

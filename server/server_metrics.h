@@ -37,6 +37,9 @@ class ServerMetrics {
   void RecordStorageError(const std::string& reason);
   // Whether the database takes writes, and stored records that did not parse since start.
   void SetStorageHealth(bool serving, int64_t unreadable_records);
+  // A SIGHUP reload of the tokens file: ok, or failed (the previous principals stay);
+  // `revoked_calls`: calls in progress cancelled because their token is gone.
+  void RecordTokensReload(bool ok, int revoked_calls);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -57,6 +60,9 @@ class ServerMetrics {
   prometheus::Family<prometheus::Counter>& storage_errors_;
   prometheus::Gauge& storage_serving_;
   prometheus::Gauge& unreadable_records_;
+  prometheus::Family<prometheus::Counter>& token_reloads_;
+  prometheus::Gauge& token_reload_failed_;
+  prometheus::Counter& revoked_calls_;
 };
 
 }  // namespace fleetprof

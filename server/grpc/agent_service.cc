@@ -5,11 +5,15 @@
 #include "absl/synchronization/mutex.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 #include "common/text_checks.h"
 #include "server/grpc/grpc_status.h"
 
 namespace fleetprof {
 namespace {
+
+// How long a new stream may take to say hello (agents send it at once).
+constexpr int64_t kHelloTimeoutNs = int64_t{10} * 1'000'000'000;
 
 // One agent's Connect stream. Reads one message at a time (hello first, then heartbeats and
 // capture updates); commands from other threads (captures) queue in `Outbox` and are written
@@ -26,12 +30,19 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::S
       return;
     }
     caller_ = *std::move(caller);
+    // A stream that never says hello would hold its slot for as long as the client likes.
+    service_->access()->SetStepDeadline(context, RealClock()->MonotonicNanos() + kHelloTimeoutNs);
     StartRead(&in_);
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
       End(context_->IsCancelled() ? grpc::Status::CANCELLED : grpc::Status::OK);
+      return;
+    }
+    // Each message is checked again: a token revoked since the stream opened ends it here.
+    if (auto caller = service_->access()->Caller(context_); !caller.ok()) {
+      End(ToGrpcStatus(caller.status()));
       return;
     }
     if (node_.empty()) {
@@ -144,6 +155,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::S
     if (!session.ok()) return ToGrpcStatus(session.status());
     node_ = node;
     session_ = *session;
+    service_->access()->SetStepDeadline(context_, 0);
     return grpc::Status::OK;
   }
 

@@ -1,6 +1,7 @@
 #include "server/grpc/grpc_access.h"
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "api/access_policy.h"
 
 namespace fleetprof {
@@ -56,18 +57,25 @@ std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterfac
   return factories;
 }
 
-void GrpcAccess::Decide(const grpc::ServerContextBase* context, const char* method, std::string_view authorization) {
-  absl::StatusOr<Principal> decision = [&]() -> absl::StatusOr<Principal> {
+void GrpcAccess::Decide(grpc::ServerContextBase* context, const char* method, std::string_view authorization) {
+  Call call;
+  call.context = context;
+  call.decision = [&]() -> absl::StatusOr<Principal> {
     absl::StatusOr<AccessRule> rule = RuleForGrpcMethod(method);
     if (!rule.ok()) return rule.status();
+    call.scope = rule->scope;
     if (rule->is_public) return AnonymousPrincipal();
     return guard_->Authorize(authorization, rule->scope);
   }();
   absl::MutexLock lock(&mu_);
-  calls_.insert_or_assign(context, std::move(decision));
+  calls_.insert_or_assign(context, std::move(call));
 }
 
-void GrpcAccess::Forget(const grpc::ServerContextBase* context) {
+void GrpcAccess::Forget(const grpc::ServerContextBase* context) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  if (cancelling_.load() == std::this_thread::get_id()) {
+    calls_.erase(context);  // destroyed inside TryCancel: CancelWhere holds mu_ on this thread
+    return;
+  }
   absl::MutexLock lock(&mu_);
   calls_.erase(context);
 }
@@ -76,7 +84,52 @@ absl::StatusOr<Principal> GrpcAccess::Caller(const grpc::ServerContextBase* cont
   absl::MutexLock lock(&mu_);
   auto it = calls_.find(context);
   if (it == calls_.end()) return absl::InternalError("the access check did not run for this call");
-  return it->second;
+  const Call& call = it->second;
+  if (Revoked(call)) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("the token of '", call.decision->name, "' was revoked while this call was open"));
+  }
+  return call.decision;
+}
+
+bool GrpcAccess::Revoked(const Call& call) const {
+  // Public methods (health checks) act as the anonymous principal, whom no reload revokes.
+  return call.decision.ok() && call.decision->authenticated && !guard_->StillValid(*call.decision, call.scope);
+}
+
+void GrpcAccess::SetStepDeadline(const grpc::ServerContextBase* context, int64_t monotonic_ns) const {
+  absl::MutexLock lock(&mu_);
+  if (auto it = calls_.find(context); it != calls_.end()) it->second.step_deadline_ns = monotonic_ns;
+}
+
+int GrpcAccess::CancelRevoked() {
+  return CancelWhere([this](const Call& call) { return Revoked(call); });
+}
+
+int GrpcAccess::CancelExpired(int64_t now_monotonic_ns) {
+  return CancelWhere([now_monotonic_ns](const Call& call) {
+    return call.step_deadline_ns != 0 && call.step_deadline_ns <= now_monotonic_ns;
+  });
+}
+
+int GrpcAccess::CancelWhere(const std::function<bool(const Call&)>& pick) {
+  absl::MutexLock lock(&mu_);
+  std::vector<const grpc::ServerContextBase*> victims;
+  for (auto& [key, call] : calls_) {
+    if (pick(call)) victims.push_back(key);
+  }
+  cancelling_ = std::this_thread::get_id();
+  int cancelled = 0;
+  for (const grpc::ServerContextBase* key : victims) {
+    auto it = calls_.find(key);  // an earlier cancel may have ended and forgotten it
+    if (it == calls_.end()) continue;
+    it->second.step_deadline_ns = 0;  // once
+    grpc::ServerContextBase* context = it->second.context;
+    context->TryCancel();
+    ++cancelled;
+  }
+  cancelling_ = std::thread::id();
+  return cancelled;
 }
 
 }  // namespace fleetprof

@@ -24,7 +24,7 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
  public:
   UploadReactor(Ingestor* ingestor, const GrpcAccess* access, WorkerPool* workers,
                 grpc::CallbackServerContext* context, v1::UploadResponse* response)
-      : workers_(workers), context_(context), response_(response) {
+      : access_(access), workers_(workers), context_(context), response_(response) {
     auto caller = access->Caller(context);
     if (!caller.ok()) {
       Finish(ToGrpcStatus(caller.status()));
@@ -46,6 +46,15 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
       if (answered_) return;  // broken off while this read waited: a worker answers
     }
     session_->ClientSent();
+    // Each message, and the end that commits, is checked again: a token revoked since the
+    // upload began stores nothing more.
+    if (auto caller = access_->Caller(context_); !caller.ok()) {
+      workers_->Post([this, status = caller.status()] {
+        session_->Finish(/*broken=*/true);  // keeps what came for a resume with a valid token
+        Answer(status);
+      });
+      return;
+    }
     if (!ok) {
       // The end of the stream: clean when the client closed it, broken when cancelled.
       workers_->Post([this] { Answer(session_->Finish(/*broken=*/context_->IsCancelled())); });
@@ -91,6 +100,7 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
     Finish(Reply(std::move(result), response_));
   }
 
+  const GrpcAccess* access_;
   WorkerPool* workers_;
   grpc::CallbackServerContext* context_;
   v1::UploadResponse* response_;

@@ -26,7 +26,11 @@ void RegisterHttpApi(HttpServer& server, const HttpApiBackends& backends) {
   server.Route("GET", "/healthz", [b](const HttpRequest&, HttpResponse& res) {
     const std::string reason = b.not_serving ? b.not_serving() : "";
     res.status = reason.empty() ? 200 : 503;
-    res.SetContent(reason.empty() ? "ok\n" : reason + "\n", "text/plain");
+    std::string text = reason.empty() ? "ok\n" : reason + "\n";
+    if (const std::string warnings = b.warnings ? b.warnings() : ""; !warnings.empty()) {
+      absl::StrAppend(&text, "warning: ", warnings, "\n");
+    }
+    res.SetContent(std::move(text), "text/plain");
   });
   server.Route("GET", "/metrics", [b](const HttpRequest&, HttpResponse& res) {
     res.SetContent(b.metrics_text(), "text/plain; version=0.0.4; charset=utf-8");

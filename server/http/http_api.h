@@ -17,6 +17,9 @@ struct HttpApiBackends {
   // Empty while the server serves; else why not ("draining", "storage: …"): /healthz
   // answers 200 "ok" or 503 with the reason.
   std::function<std::string()> not_serving;
+  // Empty, or what an operator should know while the server serves (a refused tokens
+  // reload): /healthz stays 200 and adds it as "warning: …" lines.
+  std::function<std::string()> warnings;
   // The Prometheus text of every metric the server exports, for /metrics.
   std::function<std::string()> metrics_text;
 };

@@ -321,6 +321,110 @@ TEST_F(SecurityTest, RevokingAnAgentTokenEndsItsStream) {
   EXPECT_FALSE(connected());
 }
 
+// Removes `line` from the tokens file and reloads it.
+void Revoke(const TestCluster& cluster, const std::string& tokens, const std::string& line) {
+  std::ifstream in(tokens);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_NE(text.find(line), std::string::npos) << line;
+  text.erase(text.find(line), line.size());
+  std::ofstream(tokens) << text;
+  ASSERT_EQ(::kill(cluster.server_pid(), SIGHUP), 0);
+}
+
+std::string MetricsText(const TestCluster& cluster) {
+  httplib::Client http("http://" + cluster.http_addr());
+  httplib::Result res = http.Get("/metrics", {{"Authorization", "Bearer only_read"}});
+  return res ? res->body : "";
+}
+
+// Issue 21, item 6: on 52e8783 the principal was taken when a stream began, so a stream
+// opened before a revoke registered its node afterwards and an upload opened before it
+// committed. Now the reload cancels both, and each message is checked again.
+TEST_F(SecurityTest, ARevokedTokenEndsTheStreamsItOpenedBeforeTheReload) {
+  const std::string trace = testing::CorpusPath("kineto/mi250_rocm62.json.gz");
+  FLEETPROF_REQUIRE_PATH(trace);
+  std::ifstream file(trace, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 1000u);
+
+  // An agent stream without its hello yet, and an upload half sent.
+  auto agents = v1::AgentService::NewStub(Channel());
+  grpc::ClientContext agent_context;
+  agent_context.AddMetadata("authorization", "Bearer agent_n1");
+  auto agent_stream = agents->Connect(&agent_context);
+  auto ingest = v1::IngestService::NewStub(Channel());
+  grpc::ClientContext upload_context;
+  upload_context.AddMetadata("authorization", "Bearer only_ingest");
+  v1::UploadResponse response;
+  auto upload = ingest->Upload(&upload_context, &response);
+  v1::UploadRequest first;
+  first.mutable_metadata()->set_upload_id("revoked-upload");
+  first.mutable_metadata()->set_job("revoked");
+  first.mutable_metadata()->set_file_name("mi250.json.gz");
+  ASSERT_TRUE(upload->Write(first));
+  v1::UploadRequest half;
+  half.set_chunk(bytes.substr(0, bytes.size() / 2));
+  ASSERT_TRUE(upload->Write(half));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // both calls are in the server
+
+  Revoke(cluster_, tokens_, Sha256Hex("agent_n1") + " agent,ingest n1\n");
+  Revoke(cluster_, tokens_, Sha256Hex("only_ingest") + " ingest only_ingest\n");
+  const auto revoked_calls = [&] {
+    const std::string text = MetricsText(cluster_);
+    const std::string name = "\nfleetprof_server_revoked_calls_total ";
+    const size_t at = text.find(name);
+    return at == std::string::npos ? -1 : std::stoi(text.substr(at + name.size()));
+  };
+  ASSERT_TRUE(Eventually(10, [&] { return revoked_calls() >= 2; })) << revoked_calls() << cluster_.ServerLog();
+
+  v1::AgentMessage hello;
+  hello.mutable_hello()->set_node("n1");
+  agent_stream->Write(hello);  // may fail: the call is gone
+  v1::ServerMessage welcome;
+  EXPECT_FALSE(agent_stream->Read(&welcome)) << "no welcome for a revoked token";
+  EXPECT_NE(agent_stream->Finish().error_code(), grpc::StatusCode::OK);
+  EXPECT_EQ(Cli({"agents", "--json"}, "only_read").out.find("\"n1\""), std::string::npos) << "n1 never registered";
+
+  v1::UploadRequest rest;
+  rest.set_chunk(bytes.substr(bytes.size() / 2));
+  upload->Write(rest);
+  upload->WritesDone();
+  EXPECT_NE(upload->Finish().error_code(), grpc::StatusCode::OK);
+  CommandResult listed = Cli({"profiles", "--job", "revoked", "--json"}, "only_read");
+  EXPECT_EQ(listed.out.find("profile_id"), std::string::npos) << "nothing committed: " << listed.out;
+}
+
+TEST_F(SecurityTest, AStreamThatNeverSaysHelloIsClosed) {
+  auto agents = v1::AgentService::NewStub(Channel());
+  grpc::ClientContext context;
+  context.AddMetadata("authorization", "Bearer agent_n1");
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  const auto start = std::chrono::steady_clock::now();
+  auto stream = agents->Connect(&context);
+  v1::ServerMessage message;
+  EXPECT_FALSE(stream->Read(&message));
+  const grpc::Status status = stream->Finish();
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED) << status.error_message();
+  EXPECT_LT(waited, 30) << "closed by the server's hello deadline (10 s), not the client's (60 s)";
+  std::cout << "a stream without hello was closed after " << waited << " s" << std::endl;
+}
+
+TEST_F(SecurityTest, AFailedReloadIsLoudAndThePreviousTokensStay) {
+  std::ofstream(tokens_, std::ios::app) << "not-a-hash read broken\n";
+  ASSERT_EQ(::kill(cluster_.server_pid(), SIGHUP), 0);
+  ASSERT_TRUE(Eventually(10, [&] {
+    return MetricsText(cluster_).find("\nfleetprof_server_tokens_reload_failed 1\n") != std::string::npos;
+  })) << cluster_.ServerLog();
+  httplib::Client http("http://" + cluster_.http_addr());
+  httplib::Result health = http.Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200) << "the server still serves";
+  EXPECT_NE(health->body.find("warning: the last reload of the tokens file failed"), std::string::npos) << health->body;
+  EXPECT_NE(MetricsText(cluster_).find("fleetprof_server_tokens_reloads_total{result=\"failed\"} 1"), std::string::npos);
+  EXPECT_EQ(Cli({"profiles"}, "only_read").exit_code, 0) << "the previous principals stay";
+}
+
 TEST_F(SecurityTest, AnUploadIdBelongsToThePrincipalThatStartedIt) {
   const std::string trace = testing::CorpusPath("kineto/mi250_rocm62.json.gz");
   FLEETPROF_REQUIRE_PATH(trace);
