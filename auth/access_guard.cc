@@ -1,10 +1,16 @@
 #include "auth/access_guard.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "auth/token_hash.h"
@@ -39,6 +45,27 @@ std::string ScopeList(uint32_t scopes) {
   return names.empty() ? "none" : absl::StrJoin(names, ",");
 }
 
+// Whoever may write the tokens file may grant themselves every scope: it must belong to root
+// or to this server's user and be writable by nobody else. stat() follows links, so a
+// Kubernetes Secret's chain of symlinks is judged by the file it ends at.
+absl::Status CheckTokensFileOwnership(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat("tokens file ", path, ": ", std::strerror(errno)));
+  }
+  if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+    return absl::PermissionDeniedError(absl::StrCat("tokens file ", path, " belongs to uid ", st.st_uid,
+                                                    ": it must belong to root or to this server's user (uid ",
+                                                    ::geteuid(), ")"));
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat("tokens file ", path, " is writable by its group or others (mode ",
+                                                    absl::StrFormat("%04o", st.st_mode & 07777),
+                                                    "): anyone who may write it may grant themselves any scope; chmod go-w"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string_view BearerToken(std::string_view authorization) {
@@ -52,6 +79,7 @@ std::string_view BearerToken(std::string_view authorization) {
 }
 
 absl::StatusOr<AccessGuard::Principals> AccessGuard::Parse(const std::string& path) {
+  if (absl::Status s = CheckTokensFileOwnership(path); !s.ok()) return s;
   auto text = ReadFileUpTo(path, kMaxTokensFileBytes);
   if (!text.ok()) return absl::Status(text.status().code(), absl::StrCat("tokens file: ", text.status().message()));
   Principals principals;

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "absl/strings/str_cat.h"
 #include "common/utf8.h"
 
 namespace fleetprof {
@@ -41,6 +42,13 @@ bool IsHostPort(std::string_view address) {
     value = value * 10 + static_cast<uint32_t>(c - '0');
   }
   return value >= 1 && value <= 65535;
+}
+
+absl::Status CheckPrintableText(std::string_view what, std::string_view text, size_t max_bytes) {
+  if (IsPrintableUtf8(text, max_bytes)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(absl::string_view(what.data(), what.size()), " must be 1-", max_bytes,
+                                                  " bytes of printable UTF-8 (no control characters), got ",
+                                                  text.size(), " bytes"));
 }
 
 }  // namespace fleetprof

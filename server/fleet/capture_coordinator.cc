@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/runtime.h"
+#include "common/text_checks.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
@@ -144,6 +145,11 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
   }
   if (request.job().empty() && request.node().empty() && request.target().empty()) {
     return absl::InvalidArgumentError("name a job, a node or a target to capture");
+  }
+  // They reach logs, tables and terminals (`fleetprof captures`): no escapes, no control bytes.
+  for (const auto& [what, text] : {std::pair{"job", &request.job()}, {"node", &request.node()}, {"target", &request.target()}}) {
+    if (text->empty()) continue;
+    if (absl::Status s = CheckPrintableText(what, *text, 253); !s.ok()) return s;
   }
 
   const int64_t now = clock_->Now();

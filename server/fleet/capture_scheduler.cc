@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/runtime.h"
+#include "common/text_checks.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
@@ -50,6 +51,10 @@ CaptureScheduler::~CaptureScheduler() { loop_.reset(); }
 
 absl::StatusOr<v1::Schedule> CaptureScheduler::Create(const v1::CreateScheduleRequest& request) {
   if (request.job().empty()) return absl::InvalidArgumentError("a schedule needs a job (--job)");
+  if (absl::Status s = CheckPrintableText("job", request.job(), 253); !s.ok()) return s;
+  if (!request.node().empty()) {
+    if (absl::Status s = CheckPrintableText("node", request.node(), 253); !s.ok()) return s;
+  }
   if (request.every_ms() < kMinEveryMs || request.every_ms() > kMaxEveryMs) {
     return absl::InvalidArgumentError(absl::StrCat("every must lie between 1s and 168h (", kMinEveryMs, " to ",
                                                    kMaxEveryMs, " ms), not ", request.every_ms(), " ms"));

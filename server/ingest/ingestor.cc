@@ -23,6 +23,8 @@ v1::ProfileInfo ProfileInfoFor(const v1::UploadRecord& record, const std::string
   info.set_start_ns(summary.start_ns);
   info.set_end_ns(summary.end_ns);
   *info.mutable_labels() = metadata.labels();
+  // Who uploaded it, where tokens say so (an agent's principal is its node).
+  if (!record.owner().empty()) (*info.mutable_labels())[std::string(kUploadedByLabel)] = record.owner();
   if (auto rank = summary.metadata.find("rank"); rank != summary.metadata.end()) {
     info.mutable_labels()->insert({"rank", rank->second});  // an uploader's own label wins
   }
@@ -76,11 +78,9 @@ absl::StatusOr<v1::UploadState> Ingestor::GetUploadState(const std::string& uplo
   }
   auto record = store_->GetUpload(upload_id);
   if (!record.ok()) return record.status();
-  if (record->has_value()) {
-    if (absl::Status s = CheckUploadOwner(**record, caller); !s.ok()) return s;
-  }
   v1::UploadState response;
-  if (!record->has_value()) {
+  // Another principal's upload reads as unknown: its existence is not theirs to learn.
+  if (!record->has_value() || !CheckUploadOwner(**record, caller).ok()) {
     response.set_state(v1::UploadState::UNKNOWN);
   } else if (!(*record)->profile_id().empty()) {
     response.set_state(v1::UploadState::COMMITTED);

@@ -9,6 +9,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -59,7 +60,8 @@ class Ingestor : private UploadSessionContext {
                                                        std::function<bool()> abort);
   // The same for a transport that reads its messages with a blocking call (tests, tools).
   absl::StatusOr<v1::UploadResponse> Upload(UploadStream& stream, const Principal& caller);
-  // Where an upload stands, so an interrupted one can resume.
+  // Where an upload stands, so an interrupted one can resume. Another principal's upload
+  // answers UNKNOWN, as one never seen does.
   absl::StatusOr<v1::UploadState> GetUploadState(const std::string& upload_id, const Principal& caller);
 
   // With tokens on, an upload labelled capture_id=C is accepted only when this says capture C
@@ -93,6 +95,10 @@ class Ingestor : private UploadSessionContext {
   absl::Mutex active_mu_;
   std::set<std::string> active_uploads_ ABSL_GUARDED_BY(active_mu_);
 };
+
+// The label the server gives each profile uploaded with a token: the principal's name. A
+// client may not set it.
+inline constexpr std::string_view kUploadedByLabel = "uploaded_by";
 
 // An upload id started by one principal cannot be resumed, read or taken over by another
 // (PERMISSION_DENIED). Uploads from before tokens were turned on (no owner) stay open to any

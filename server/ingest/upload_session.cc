@@ -41,20 +41,18 @@ class TimelineCleanup {
 // Job, node, labels and file name end up in keys, labels of metrics, tables and logs: printable
 // UTF-8 of sane length, or the upload is refused before any byte is stored.
 absl::Status CheckUploadTexts(const v1::UploadMetadata& metadata) {
-  auto bad = [](const char* what, const std::string& text, size_t max) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " must be 1-", max,
-                                                    " bytes of printable UTF-8 (no control characters), got ",
-                                                    text.size(), " bytes"));
-  };
-  if (!IsPrintableUtf8(metadata.job(), 253)) return bad("job", metadata.job(), 253);
-  if (!metadata.node().empty() && !IsPrintableUtf8(metadata.node(), 253)) return bad("node", metadata.node(), 253);
-  if (!metadata.file_name().empty() && !IsPrintableUtf8(metadata.file_name(), 1024)) {
-    return bad("file_name", metadata.file_name(), 1024);
+  if (absl::Status s = CheckPrintableText("job", metadata.job(), 253); !s.ok()) return s;
+  if (!metadata.node().empty()) {
+    if (absl::Status s = CheckPrintableText("node", metadata.node(), 253); !s.ok()) return s;
+  }
+  if (!metadata.file_name().empty()) {
+    if (absl::Status s = CheckPrintableText("file_name", metadata.file_name(), 1024); !s.ok()) return s;
   }
   if (metadata.labels_size() > 64) return absl::InvalidArgumentError("at most 64 labels per upload");
   for (const auto& [key, value] : metadata.labels()) {
-    if (!IsPrintableUtf8(key, 128)) return bad("a label key", key, 128);
-    if (!value.empty() && !IsPrintableUtf8(value, 1024)) return bad(absl::StrCat("label ", key).c_str(), value, 1024);
+    if (absl::Status s = CheckPrintableText("a label key", key, 128); !s.ok()) return s;
+    if (value.empty()) continue;
+    if (absl::Status s = CheckPrintableText(absl::StrCat("label ", key), value, 1024); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -147,8 +145,18 @@ absl::StatusOr<bool> UploadSession::Begin(v1::UploadRequest first) {
       return absl::PermissionDeniedError(absl::StrCat("agent '", caller_.name, "' may upload only as node '",
                                                       caller_.name, "', not '", metadata.node(), "'"));
     }
-  } else if (caller_.authenticated && metadata.labels().count("capture_id")) {
-    return absl::PermissionDeniedError("the capture_id label is set by agents only (this token has no agent scope)");
+  }
+  if (metadata.labels().count(std::string(kUploadedByLabel))) {
+    return absl::InvalidArgumentError(absl::StrCat("the ", std::string(kUploadedByLabel), " label is set by the server"));
+  }
+  if (caller_.node().empty() && caller_.authenticated) {
+    // What only an agent can vouch for: that a profile came from its own capture.
+    for (const char* reserved : {"capture_id", "source"}) {
+      if (metadata.labels().count(reserved)) {
+        return absl::PermissionDeniedError(
+            absl::StrCat("the ", reserved, " label is set by agents only (this token has no agent scope)"));
+      }
+    }
   }
   if (auto label = metadata.labels().find("capture_id");
       caller_.authenticated && label != metadata.labels().end() &&
@@ -156,11 +164,19 @@ absl::StatusOr<bool> UploadSession::Begin(v1::UploadRequest first) {
     return absl::PermissionDeniedError(
         absl::StrCat("capture ", label->second, " has no target on node ", metadata.node()));
   }
+  // The owner first: another principal's attempt must not hold the id (the owner's resume
+  // would then be refused as in progress elsewhere).
+  auto owned = store->GetUpload(id);
+  if (!owned.ok()) return owned.status();
+  if (owned->has_value()) {
+    if (absl::Status s = CheckUploadOwner(**owned, caller_); !s.ok()) return s;
+  }
   if (!context_->ClaimUploadId(id)) {
     return absl::AbortedError(absl::StrCat("upload ", id, " is already in progress on another stream"));
   }
   claimed_id_ = id;
 
+  // Read again under the claim: another stream may have committed it meanwhile.
   auto existing = store->GetUpload(id);
   if (!existing.ok()) return existing.status();
   if (existing->has_value()) {

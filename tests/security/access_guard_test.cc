@@ -1,4 +1,5 @@
 // The token check and the access tables, without a transport.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -102,6 +103,34 @@ TEST_F(AccessGuardTest, ReloadPicksUpChangesAndKeepsTheOldSetOnError) {
   std::ofstream(path) << "garbage\n";
   EXPECT_FALSE((*guard)->Reload().ok());
   EXPECT_TRUE((*guard)->Authorize("Bearer new", Scope::kRead).ok());  // still in force
+}
+
+// Issue 21, item 9: on 52e8783 a tokens file anyone could write was read as it was.
+TEST_F(AccessGuardTest, ATokensFileOthersMayWriteOrOwnIsRefused) {
+  const std::string path = Write(Sha256Hex("t") + " read a\n");
+  ASSERT_TRUE(AccessGuard::FromTokensFile(path).ok());
+  ASSERT_EQ(::chmod(path.c_str(), 0666), 0);
+  auto writable = AccessGuard::FromTokensFile(path);
+  ASSERT_FALSE(writable.ok());
+  EXPECT_NE(writable.status().message().find("writable by its group or others (mode 0666)"), std::string::npos)
+      << writable.status().message();
+  ASSERT_EQ(::chmod(path.c_str(), 0620), 0);
+  EXPECT_FALSE(AccessGuard::FromTokensFile(path).ok());
+  ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
+  // A Kubernetes Secret: the mounted name is a link to ..data/NAME, ..data a link to a folder.
+  const std::string secret = dir_ + "/secret";
+  ASSERT_EQ(::mkdir(secret.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((secret + "/..2026_12_02").c_str(), 0755), 0);
+  ASSERT_EQ(::rename(path.c_str(), (secret + "/..2026_12_02/tokens").c_str()), 0);
+  ASSERT_EQ(::symlink("..2026_12_02", (secret + "/..data").c_str()), 0);
+  ASSERT_EQ(::symlink("..data/tokens", (secret + "/tokens").c_str()), 0);
+  EXPECT_TRUE(AccessGuard::FromTokensFile(secret + "/tokens").ok());
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown((secret + "/..2026_12_02/tokens").c_str(), 1001, 1001), 0);
+    auto foreign = AccessGuard::FromTokensFile(secret + "/tokens");
+    ASSERT_FALSE(foreign.ok());
+    EXPECT_NE(foreign.status().message().find("belongs to uid 1001"), std::string::npos) << foreign.status().message();
+  }
 }
 
 TEST(AccessPolicy, HttpRoutesNeedTheirScope) {

@@ -443,7 +443,34 @@ TEST_F(SecurityTest, AnUploadIdBelongsToThePrincipalThatStartedIt) {
   v1::GetUploadStateRequest request;
   request.set_upload_id("shared-1");
   v1::UploadState state;
-  EXPECT_EQ(stub->GetUploadState(&context, request, &state).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  // Issue 21, item 9: on 52e8783 this answered PERMISSION_DENIED while an unused id answered
+  // UNKNOWN, so anyone could probe which upload ids exist. Another's id now reads as unknown.
+  ASSERT_TRUE(stub->GetUploadState(&context, request, &state).ok());
+  EXPECT_EQ(state.state(), v1::UploadState::UNKNOWN);
+  EXPECT_EQ(state.profile_id(), "");
+  // The uploader is recorded and shown.
+  CommandResult listed = Cli({"profiles", "--job", "j", "--json"}, "only_read");
+  EXPECT_NE(listed.out.find("\"uploaded_by\":\"ops\""), std::string::npos) << listed.out;
+  CommandResult spoofed = Cli({"upload", trace, "--job", "j", "--label", "uploaded_by=admin", "--json"}, "operator");
+  EXPECT_EQ(spoofed.exit_code, 1);
+  EXPECT_NE(spoofed.err.find("uploaded_by label is set by the server"), std::string::npos) << spoofed.err;
+  // Labels only an agent can vouch for are refused to other principals.
+  CommandResult forged = Cli({"upload", trace, "--job", "j", "--label", "source=capture", "--json"}, "operator");
+  EXPECT_EQ(forged.exit_code, 1);
+  EXPECT_NE(forged.err.find("source label is set by agents only"), std::string::npos) << forged.err;
+}
+
+// Issue 21, item 9: job names reach logs and terminals (`fleetprof captures`); on 52e8783 a
+// capture or schedule took escape sequences and newlines as its job.
+TEST_F(SecurityTest, CaptureAndScheduleJobNamesArePrintableText) {
+  for (const std::string& job : {std::string("evil\x1b[2J"), std::string("two\nlines"), std::string(300, 'j')}) {
+    CommandResult capture = Cli({"capture", "--job", job, "--json"}, "operator");
+    EXPECT_NE(capture.exit_code, 0);
+    EXPECT_NE(capture.err.find("printable UTF-8"), std::string::npos) << capture.err;
+    CommandResult schedule = Cli({"schedule", "--job", job, "--every", "30m", "--json"}, "all_but_read");
+    EXPECT_NE(schedule.exit_code, 0);
+    EXPECT_NE(schedule.err.find("printable UTF-8"), std::string::npos) << schedule.err;
+  }
 }
 
 TEST_F(SecurityTest, SighupReloadsTheTokensFile) {
