@@ -128,6 +128,8 @@ void Agent::StartKineto(const std::shared_ptr<grpc::Channel>& channel) {
   kineto_up.Set(kineto_ ? 1 : 0);
   CaptureRunner::Options capture_options{config_.node, config_.state_dir + "/xprof",
                                          config_.kineto_trace_dir, config_.proc_root};
+  capture_options.max_trace_bytes = config_.max_trace_mb << 20;
+  capture_options.max_capture_memory_bytes = config_.max_capture_memory_mb << 20;
   captures_ = std::make_unique<CaptureRunner>(capture_options, channel, kineto_.get(),
                                               [this](const v1::AgentMessage& m) { link_->Send(m); });
   if (kineto_ && !config_.dynolog_addr.empty()) {

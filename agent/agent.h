@@ -44,6 +44,8 @@ struct AgentConfig {
   int64_t sample_interval_ms = 10000;
   int64_t max_job_series = 100;  // --max_job_series: job label values per metric family
   int64_t discover_interval_ms = 5000;
+  int64_t max_trace_mb = 1024;          // the largest trace one profiler server may hand back
+  int64_t max_capture_memory_mb = 16384;  // all captures in flight together
   ClientSecurity security;      // token and TLS towards the server
   std::string dynolog_token;    // required in each dynolog API request when set
 };

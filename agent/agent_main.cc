@@ -55,6 +55,10 @@ int main(int argc, char** argv) {
   set.AddInt("max_job_series", &config.max_job_series,
              "job label values per metric family; the jobs past it add up under job=\"other\"");
   set.AddInt("discover_interval_ms", &config.discover_interval_ms, "how often /proc is scanned for XLA jobs");
+  set.AddInt("max_trace_mb", &config.max_trace_mb,
+             "largest trace an XLA profiler server may hand back in one answer, MiB (larger: the capture fails)");
+  set.AddInt("max_capture_memory_mb", &config.max_capture_memory_mb,
+             "MiB that all XLA captures in flight may hold together; each reserves --max_trace_mb of it");
   fleetprof::ClientSecurityFlags security;
   fleetprof::AddClientSecurityFlags(set, &security);
   std::string dynolog_token_file;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "rpc/upload_client.h"
+#include "collectors/job_network.h"
 #include "collectors/trace_file_waiter.h"
 #include "collectors/xprof_client.h"
 #include "common/runtime.h"
@@ -141,7 +142,21 @@ absl::StatusOr<CheckedFile> CaptureRunner::Trigger(const v1::CaptureCommand& com
     // reach the path, so it stays one folder directly under the agent's xprof folder.
     xprof.session_id = SafeFileName(absl::StrCat(command.capture_id(), "_", target.address()));
     xprof.host_name = options_.node;
+    if (target.pid() > 0) {
+      // The address came from the job's environment: only its own profiler server, reached
+      // from inside its network namespace (collectors/job_network.h).
+      if (absl::Status s = CheckJobProfilerAddress(options_.proc_root, target.pid(), target.address()); !s.ok()) {
+        return s;
+      }
+      xprof.connect = [proc_root = options_.proc_root, pid = target.pid(), address = target.address()] {
+        return ConnectInJobNetwork(proc_root, pid, address, 5000);
+      };
+    }
+    absl::StatusOr<int64_t> budget = ReserveTraceBytes();
+    if (!budget.ok()) return budget.status();
+    xprof.max_trace_bytes = *budget;
     auto trace = CaptureXprof(xprof, [this] { return cancelled(); });
+    ReleaseTraceBytes(*budget);
     if (!trace.ok()) return trace.status();
     // Written by this agent (the trace came in the response) or by the job's profiler
     // server (older servers write the file themselves): then it must be the job's user's.
@@ -299,6 +314,25 @@ void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const std::st
   if (!started.ok()) {
     spdlog::warn("not waiting for the trace of pid {}: {}", process.pid, std::string(started.message()));
   }
+}
+
+absl::StatusOr<int64_t> CaptureRunner::ReserveTraceBytes() {
+  absl::MutexLock lock(&mu_);
+  const int64_t left = options_.max_capture_memory_bytes - reserved_trace_bytes_;
+  const int64_t take = std::min(options_.max_trace_bytes, left);
+  // Less than an eighth of a full answer would fail most traces after the wait: refuse now.
+  if (take < std::max<int64_t>(1, options_.max_trace_bytes / 8)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "XLA captures in flight hold ", reserved_trace_bytes_ >> 20, " MiB of --max_capture_memory_mb=",
+        options_.max_capture_memory_bytes >> 20, "; try again when they are done"));
+  }
+  reserved_trace_bytes_ += take;
+  return take;
+}
+
+void CaptureRunner::ReleaseTraceBytes(int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  reserved_trace_bytes_ -= bytes;
 }
 
 }  // namespace fleetprof

@@ -28,6 +28,8 @@ class CaptureRunner {
     std::string xprof_dir;   // repository_root handed to XLA profiler servers
     std::string kineto_dir;  // where Kineto clients write (PyTorch accepts /tmp/... only); absolute
     std::string proc_root = "/proc";  // for the uid of a traced process
+    int64_t max_trace_bytes = int64_t{1} << 30;            // one XLA answer (--max_trace_mb)
+    int64_t max_capture_memory_bytes = int64_t{16} << 30;  // all XLA answers in flight together
   };
   using Sender = std::function<void(const v1::AgentMessage&)>;
 
@@ -54,6 +56,11 @@ class CaptureRunner {
   // The uid whose files registered Kineto process `pid` may hand us; empty when unknown.
   std::vector<int64_t> KinetoOwners(int32_t pid) const;
   bool cancelled() const;
+  // Takes up to max_trace_bytes of the memory budget for one XLA answer: what it got, or
+  // RESOURCE_EXHAUSTED when the captures in flight hold nearly all of it. Give it back with
+  // ReleaseTraceBytes.
+  absl::StatusOr<int64_t> ReserveTraceBytes();
+  void ReleaseTraceBytes(int64_t bytes);
   // The folder inside kineto_dir where jobs of `uid` write the traces we ask for: created
   // by us under a random name, mode 0700, owned by `uid` (CreatePrivateFolder), so no other
   // user can read or plant a trace there. Made again if it has gone (a /tmp cleaner).
@@ -72,6 +79,7 @@ class CaptureRunner {
   std::list<Worker> workers_ ABSL_GUARDED_BY(mu_);  // finished ones are joined at the next Spawn
   std::set<std::string> own_log_files_ ABSL_GUARDED_BY(mu_);  // Kineto log files of captures (Execute uploads them)
   std::map<int64_t, std::string> kineto_folders_ ABSL_GUARDED_BY(mu_);  // by uid: KinetoFolderFor
+  int64_t reserved_trace_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // of max_capture_memory_bytes, by captures in flight
 };
 
 }  // namespace fleetprof

@@ -5,12 +5,9 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/net_address.h"  // IsLoopbackAddress
 
 namespace fleetprof {
-
-// True for numeric 127.0.0.0/8 and ::1, and "localhost" (with or without :port, [ ] and
-// gRPC's ipv4:/ipv6: prefixes). Other names are not loopback, whatever they resolve to.
-bool IsLoopbackAddress(const std::string& address);
 
 struct ListenerSecurity {
   bool tokens = false;    // a tokens file is configured

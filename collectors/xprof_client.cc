@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include <grpcpp/create_channel_posix.h>
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
@@ -119,6 +120,7 @@ class XprofCapture {
   tensorflow::ProfileRequest BuildRequest() const;
   std::chrono::milliseconds Deadline() const;
   // One Profile call that gives up when `cancelled_()` turns true.
+  grpc::Status Dial();
   grpc::Status CallProfile(std::chrono::milliseconds deadline,
                            const tensorflow::ProfileRequest& request,
                            tensorflow::ProfileResponse* response, bool* was_cancelled);
@@ -187,15 +189,6 @@ absl::StatusOr<std::string> XprofCapture::Run() {
   trace_path_ = (fs::path(options_.repository_root) / options_.session_id /
                  XprofTraceFileName(options_.host_name)).string();
 
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(INT_MAX);  // traces are hundreds of MB; the default is 4 MB
-  // Reconnect soon enough that a retry after UNAVAILABLE really dials again.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  channel_ = grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
-  stub_ = tensorflow::ProfilerService::NewStub(channel_);
-
   const tensorflow::ProfileRequest request = BuildRequest();
   const int max_attempts = std::max(1, options_.max_attempts);
   spdlog::info("xprof: capturing {} ms from {} (session {}, host {})", options_.duration_ms,
@@ -204,7 +197,8 @@ absl::StatusOr<std::string> XprofCapture::Run() {
     tensorflow::ProfileResponse response;
     bool was_cancelled = false;
     last_deadline_ = Deadline();
-    const grpc::Status status = CallProfile(last_deadline_, request, &response, &was_cancelled);
+    grpc::Status status = Dial();
+    if (status.ok()) status = CallProfile(last_deadline_, request, &response, &was_cancelled);
     if (was_cancelled) {
       SendTerminate();
       return absl::CancelledError(
@@ -225,6 +219,31 @@ absl::StatusOr<std::string> XprofCapture::Run() {
           absl::StrCat("xprof capture from ", options_.address, " cancelled while retrying"));
     }
   }
+}
+
+// A channel for the next attempt: a fresh socket through options_.connect (a channel made
+// from a descriptor never reconnects), else one gRPC dials and redials itself.
+grpc::Status XprofCapture::Dial() {
+  grpc::ChannelArguments args;
+  // Traces are hundreds of MB (gRPC's default is 4 MB), but never more than the agent allows.
+  args.SetMaxReceiveMessageSize(static_cast<int>(std::clamp<int64_t>(options_.max_trace_bytes, 1, INT_MAX)));
+  if (options_.connect) {
+    absl::StatusOr<int> fd = options_.connect();
+    if (!fd.ok()) {
+      return grpc::Status(absl::IsUnavailable(fd.status()) ? grpc::StatusCode::UNAVAILABLE
+                                                           : grpc::StatusCode::PERMISSION_DENIED,
+                          std::string(fd.status().message()));
+    }
+    channel_ = grpc::CreateCustomInsecureChannelFromFd(options_.address, *fd, args);
+  } else if (channel_ == nullptr) {
+    // Reconnect soon enough that a retry after UNAVAILABLE really dials again.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+    channel_ = grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
+  }
+  stub_ = tensorflow::ProfilerService::NewStub(channel_);
+  return grpc::Status::OK;
 }
 
 grpc::Status XprofCapture::CallProfile(std::chrono::milliseconds deadline,
@@ -287,7 +306,8 @@ absl::Status XprofCapture::DescribeFailure(const grpc::Status& status, int attem
                                            "(is it the job's profiler port?): ", detail));
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
       return FromGrpc(status, absl::StrCat("profiler server at ", address,
-                                           " returned a trace too large to receive: ", detail));
+                                           " returned a trace larger than this agent takes (--max_trace_mb=",
+                                           options_.max_trace_bytes >> 20, "): ", detail));
     default:
       return FromGrpc(status, absl::StrCat("profiler server at ", address, " failed the capture (",
                                            static_cast<int>(status.error_code()), "): ", detail));

@@ -27,6 +27,13 @@ struct XprofCaptureOptions {
   std::string session_id;  // "" = a fresh "fleetprof_<unix ms>"
   std::string host_name;   // "" = the address; ':' becomes '_' in the file name
   int max_attempts = 3;    // UNAVAILABLE and ALREADY_EXISTS are retried, up to this many calls
+  // The largest answer taken (agent --max_trace_mb): a larger one fails RESOURCE_EXHAUSTED
+  // before it is held whole, so a profiler server cannot fill the agent's memory.
+  int64_t max_trace_bytes = int64_t{1} << 30;
+  // When set, each attempt dials through it: a socket already connected (for an address a
+  // job gave, from inside the job's network namespace: collectors/job_network.h) that the
+  // call's channel is made from. Unset: gRPC dials `address` itself.
+  std::function<absl::StatusOr<int>()> connect;
 };
 
 // Runs one capture and returns the local path of the written `.xplane.pb`.

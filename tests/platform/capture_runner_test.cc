@@ -83,6 +83,7 @@ CaptureRunner::Options RunnerOptions() {
   options.node = "n1";
   options.xprof_dir = ::testing::TempDir();
   options.kineto_dir = ::testing::TempDir();
+  options.max_trace_bytes = int64_t{64} << 20;  // 32 captures at once stay within the memory budget
   return options;
 }
 
@@ -105,6 +106,30 @@ TEST(CaptureRunnerTest, AtMost32CapturesRunAtOnce) {
     EXPECT_EQ(reports.Of("t0").state(), v1::CaptureTarget::RUNNING);
   }  // the runner cancels the 32 hanging captures and joins them
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30));
+}
+
+// Issue 21, item 7: each XLA capture holds its answer in memory until it is written, so the
+// captures in flight share one budget (--max_capture_memory_mb) and one past it fails at once.
+TEST(CaptureRunnerTest, CapturesBeyondTheMemoryBudgetFailClearly) {
+  SilentPort silent;
+  ASSERT_GT(silent.port(), 0);
+  Reports reports;
+  CaptureRunner::Options options = RunnerOptions();
+  options.max_trace_bytes = int64_t{100} << 20;
+  options.max_capture_memory_bytes = int64_t{250} << 20;  // two full answers and a half
+  CaptureRunner runner(options, grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()), nullptr,
+                       [&](const v1::AgentMessage& m) { reports.Add(m); });
+  for (int i = 0; i < 4; ++i) runner.Run(HangingCapture(silent.port(), i));
+  ASSERT_TRUE(reports.WaitFor(v1::CaptureTarget::FAILED, 1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a second failure would show by now
+  int failed = 0;
+  for (int i = 0; i < 4; ++i) {
+    const v1::CaptureUpdate update = reports.Of("t" + std::to_string(i));
+    if (update.state() != v1::CaptureTarget::FAILED) continue;
+    ++failed;
+    EXPECT_NE(update.error().find("hold 250 MiB of --max_capture_memory_mb=250"), std::string::npos) << update.error();
+  }
+  EXPECT_EQ(failed, 1) << "the third takes the 50 MiB left; only the fourth finds none";
 }
 
 TEST(CaptureRunnerTest, ACaptureWithoutAThreadIsReportedFailed) {

@@ -1,6 +1,7 @@
 // CaptureXprof against a real stand-in profiler server (profiler_standin.py, a separate Python
 // process serving tensorflow.ProfilerService), covering each way a JAX/TF job can answer.
 
+#include "collectors/job_network.h"
 #include "collectors/xprof_client.h"
 
 #include <netinet/in.h>
@@ -234,6 +235,35 @@ TEST_F(XprofClientTest, XSpaceLargerThan64MBArrivesIntact) {
   ASSERT_TRUE(path.ok()) << path.status() << "\n" << standin_.Log();
   EXPECT_EQ(fs::file_size(*path), fs::file_size(large_path));
   EXPECT_TRUE(ReadBytes(*path) == ReadBytes(large_path)) << "received bytes differ";
+}
+
+// Issue 21, item 7: on 52e8783 the agent took answers up to INT_MAX bytes (a fake profiler
+// server grew it to 2.4 GB). Now a larger answer fails at the limit and leaves no file.
+TEST_F(XprofClientTest, ATraceOverTheAgentsLimitFailsAndLeavesNoFile) {
+  StartStandIn(Mode("emit"));
+  XprofCaptureOptions options = CaptureOptions("capped_session");
+  options.max_trace_bytes = 1 << 20;  // the corpus XSpace is 3 MB
+  const absl::StatusOr<std::string> path = CaptureXprof(options);
+  ASSERT_FALSE(path.ok());
+  EXPECT_EQ(path.status().code(), absl::StatusCode::kResourceExhausted) << path.status();
+  EXPECT_NE(path.status().message().find("--max_trace_mb"), std::string::npos) << path.status();
+  EXPECT_FALSE(fs::exists(repository_root_ + "/capped_session/worker-0_6009.xplane.pb"));
+}
+
+// An address a job gave is dialled by the agent itself, inside the job's network namespace,
+// and each attempt gets a fresh socket (a channel made from a descriptor never redials).
+TEST_F(XprofClientTest, ACaptureThroughAJobNamespaceSocketArrivesIntact) {
+  StartStandIn(Mode("busy"));  // the first call fails: the retry needs a second socket
+  XprofCaptureOptions options = CaptureOptions("fd_session");
+  int dials = 0;
+  options.connect = [&]() -> absl::StatusOr<int> {
+    ++dials;
+    return ConnectInJobNetwork("/proc", ::getpid(), standin_.address(), 5000);
+  };
+  const absl::StatusOr<std::string> path = CaptureXprof(options);
+  ASSERT_TRUE(path.ok()) << path.status() << "\n" << standin_.Log();
+  EXPECT_EQ(ReadBytes(*path), ReadBytes(CorpusXSpace()));
+  EXPECT_EQ(dials, 2);
 }
 
 TEST_F(XprofClientTest, CancelDuringLongCaptureReturnsPromptlyAndTerminatesTheSession) {
