@@ -230,9 +230,8 @@ void DynologApiServer::Stop() {
     const uint64_t one = 1;
     if (::write(wake_fd_, &one, sizeof(one)) < 0) spdlog::warn("waking the dynolog API failed");
     thread_.join();
-    absl::MutexLock lock(&mutex_);
-    mutex_.Await(absl::Condition(
-        +[](int* active) { return *active == 0; }, &active_));
+    absl::MutexLock lock(&connections_->mutex);
+    connections_->mutex.Await(absl::Condition(+[](int* active) { return *active == 0; }, &connections_->active));
   }
   if (listen_fd_ >= 0) ::close(listen_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
@@ -271,26 +270,27 @@ void DynologApiServer::Admit(int fd, std::optional<int64_t> caller_uid) {
   const int64_t key = UidKey(caller_uid);
   std::string refused;
   {
-    absl::MutexLock lock(&mutex_);
-    if (active_ >= options_.max_connections) {
-      refused = absl::StrCat("busy: ", active_, " connections in progress, try again");
-    } else if (active_by_uid_[key] >= options_.max_connections_per_uid) {
-      refused = absl::StrCat("busy: ", active_by_uid_[key], " connections of this user in progress, try again");
+    ConnectionCounts& counts = *connections_;
+    absl::MutexLock lock(&counts.mutex);
+    if (counts.active >= options_.max_connections) {
+      refused = absl::StrCat("busy: ", counts.active, " connections in progress, try again");
+    } else if (counts.by_uid[key] >= options_.max_connections_per_uid) {
+      refused = absl::StrCat("busy: ", counts.by_uid[key], " connections of this user in progress, try again");
     } else {
-      ++active_;
-      ++active_by_uid_[key];
+      ++counts.active;
+      ++counts.by_uid[key];
     }
   }
   if (refused.empty()) {
     try {
-      std::thread([this, fd, caller_uid, key] {
+      std::thread([this, fd, caller_uid, key, counts = connections_] {
         ServeConnection(fd, caller_uid);
         ::close(fd);
-        Release(key);
+        counts->Release(key);  // the last use of this server
       }).detach();
       return;
     } catch (const std::system_error&) {
-      Release(key);
+      connections_->Release(key);
       refused = "busy: cannot start a thread";
     }
   }
@@ -299,10 +299,10 @@ void DynologApiServer::Admit(int fd, std::optional<int64_t> caller_uid) {
   ::close(fd);
 }
 
-void DynologApiServer::Release(int64_t uid_key) {
-  absl::MutexLock lock(&mutex_);
-  --active_;
-  if (--active_by_uid_[uid_key] == 0) active_by_uid_.erase(uid_key);
+void DynologApiServer::ConnectionCounts::Release(int64_t uid_key) {
+  absl::MutexLock lock(&mutex);
+  --active;
+  if (--by_uid[uid_key] == 0) by_uid.erase(uid_key);
 }
 
 void DynologApiServer::ServeConnection(int fd, std::optional<int64_t> caller_uid) {

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -75,7 +76,15 @@ class DynologApiServer {
   // Serves `fd` on a thread of its own, or refuses it when a limit is reached.
   void Admit(int fd, std::optional<int64_t> caller_uid);
   void ServeConnection(int fd, std::optional<int64_t> caller_uid);
-  void Release(int64_t uid_key);
+
+  // Connections in progress, by caller uid (-1: callers not named). Shared with their
+  // threads, so the last one's unlock never touches a server that Stop() has let go.
+  struct ConnectionCounts {
+    absl::Mutex mutex;
+    int active ABSL_GUARDED_BY(mutex) = 0;
+    std::map<int64_t, int> by_uid ABSL_GUARDED_BY(mutex);
+    void Release(int64_t uid_key);
+  };
 
   KinetoEndpoint& endpoint_;
   const Options options_;
@@ -84,10 +93,7 @@ class DynologApiServer {
   int wake_fd_ = -1;
   int port_ = 0;
   std::thread thread_;
-
-  absl::Mutex mutex_;
-  int active_ ABSL_GUARDED_BY(mutex_) = 0;
-  std::map<int64_t, int> active_by_uid_ ABSL_GUARDED_BY(mutex_);  // -1: callers not named
+  const std::shared_ptr<ConnectionCounts> connections_ = std::make_shared<ConnectionCounts>();
 };
 
 }  // namespace fleetprof
