@@ -130,9 +130,10 @@ void Agent::StartKineto(const std::shared_ptr<grpc::Channel>& channel) {
                                          config_.kineto_trace_dir, config_.proc_root};
   captures_ = std::make_unique<CaptureRunner>(capture_options, channel, kineto_.get(),
                                               [this](const v1::AgentMessage& m) { link_->Send(m); });
-  if (kineto_ && !config_.dynolog_addr.empty()) {
+  if (kineto_ && (!config_.dynolog_addr.empty() || !config_.dynolog_socket.empty())) {
     DynologApiServer::Options api;
     api.listen_address = config_.dynolog_addr;
+    api.unix_socket = config_.dynolog_socket;
     api.log_dir = config_.kineto_trace_dir;
     api.token = config_.dynolog_token;
     dynolog_ = std::make_unique<DynologApiServer>(*kineto_, api);
@@ -145,7 +146,7 @@ void Agent::StartKineto(const std::shared_ptr<grpc::Channel>& channel) {
 }
 
 std::string Agent::dynolog_addr() const {
-  return dynolog_ ? WithPort(config_.dynolog_addr, dynolog_->port()) : "";
+  return dynolog_ && !config_.dynolog_addr.empty() ? WithPort(config_.dynolog_addr, dynolog_->port()) : "";
 }
 
 void Agent::Stop() {
