@@ -132,9 +132,10 @@ void Agent::StartKineto(const std::shared_ptr<grpc::Channel>& channel) {
   capture_options.max_capture_memory_bytes = config_.max_capture_memory_mb << 20;
   captures_ = std::make_unique<CaptureRunner>(capture_options, channel, kineto_.get(),
                                               [this](const v1::AgentMessage& m) { link_->Send(m); });
-  if (kineto_ && !config_.dynolog_addr.empty()) {
+  if (kineto_ && (!config_.dynolog_addr.empty() || !config_.dynolog_socket.empty())) {
     DynologApiServer::Options api;
     api.listen_address = config_.dynolog_addr;
+    api.unix_socket = config_.dynolog_socket;
     api.log_dir = config_.kineto_trace_dir;
     api.token = config_.dynolog_token;
     dynolog_ = std::make_unique<DynologApiServer>(*kineto_, api);
@@ -147,7 +148,7 @@ void Agent::StartKineto(const std::shared_ptr<grpc::Channel>& channel) {
 }
 
 std::string Agent::dynolog_addr() const {
-  return dynolog_ ? WithPort(config_.dynolog_addr, dynolog_->port()) : "";
+  return dynolog_ && !config_.dynolog_addr.empty() ? WithPort(config_.dynolog_addr, dynolog_->port()) : "";
 }
 
 void Agent::Stop() {

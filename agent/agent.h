@@ -30,6 +30,7 @@ struct AgentConfig {
   std::string server = "127.0.0.1:7070";
   std::string metrics_addr = "127.0.0.1:7072";
   std::string dynolog_addr = "127.0.0.1:1778";
+  std::string dynolog_socket;  // the dynolog API on a unix socket too; empty: off
   std::string node;
   std::vector<std::string> trace_dirs;
   std::vector<std::string> targets;  // --target job=J,xprof=HOST:PORT

@@ -35,7 +35,11 @@ int main(int argc, char** argv) {
   set.AddString("server", &config.server, "fleetprof-server gRPC address");
   set.AddString("metrics_addr", &config.metrics_addr, "HTTP listen address for /metrics");
   set.AddString("dynolog_addr", &config.dynolog_addr,
-                "dynolog-compatible TCP API for `dyno gputrace` (empty: off; off loopback it needs --dynolog_token_file)");
+                "dynolog-compatible TCP API for `dyno gputrace` (empty: off; off loopback it needs --dynolog_token_file); "
+                "a caller traces only its own user's processes (root: all), its uid taken from the kernel");
+  set.AddString("dynolog_socket", &config.dynolog_socket,
+                "also serve the dynolog API on this unix socket (mode 0666, in a folder only the agent's user can write; "
+                "empty: off). Any caller may trace only its own user's processes, root every process");
   set.AddString("node", &config.node, "this node's name");
   set.AddRepeated("trace_dir", &config.trace_dirs, "folder to watch for finished trace files");
   set.AddRepeated("target", &config.targets, "an XLA profiler server to capture: job=J,xprof=HOST:PORT");

@@ -1,16 +1,16 @@
 #include "collectors/dynolog_api.h"
 
-#include <netdb.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <system_error>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +19,7 @@
 #include "auth/token_hash.h"
 #include "collectors/kineto_config.h"
 #include "collectors/kineto_endpoint.h"
+#include "collectors/peer_identity.h"
 #include "common/safe_paths.h"
 #include "simdjson.h"
 #include "spdlog/spdlog.h"
@@ -56,10 +57,18 @@ std::string ErrorReply(std::string_view message) {
 }
 
 std::string TriggerReply(const TriggerResult& result) {
-  return absl::StrCat("{\"processesMatched\":[", absl::StrJoin(result.matched, ","),
-                      "],\"activityProfilersTriggered\":[", absl::StrJoin(result.triggered, ","),
-                      "],\"eventProfilersTriggered\":[],\"activityProfilersBusy\":", result.busy,
-                      ",\"eventProfilersBusy\":0}");
+  std::string reply = absl::StrCat(
+      "{\"processesMatched\":[", absl::StrJoin(result.matched, ","), "],\"activityProfilersTriggered\":[",
+      absl::StrJoin(result.triggered, ","), "],\"eventProfilersTriggered\":[],\"activityProfilersBusy\":",
+      result.busy, ",\"eventProfilersBusy\":0");
+  // `dyno` prints the reply: say why a process the user expected was left out.
+  if (result.other_users > 0) {
+    absl::StrAppend(&reply, ",\"processesOfOtherUsers\":", result.other_users, ",\"note\":",
+                    JsonString(absl::StrCat(result.other_users,
+                                            " selected process(es) belong to another user and were not "
+                                            "triggered: only root or a process's own user may trace it")));
+  }
+  return reply + "}";
 }
 
 // Waits until `fd` is ready for `events`, the deadline passes, or the server is stopping.
@@ -107,16 +116,79 @@ bool SendFramed(int fd, const std::string& reply, int wake_fd, SteadyClock::time
          WriteFull(fd, reply.data(), reply.size(), wake_fd, deadline);
 }
 
-// Splits "host:port" or "[v6]:port".
-bool SplitHostPort(const std::string& address, std::string* host, std::string* port) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon + 1 == address.size()) return false;
-  *host = address.substr(0, colon);
-  *port = address.substr(colon + 1);
-  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
-    *host = host->substr(1, host->size() - 2);
+// Counts of connections by caller; callers the kernel could not name share one.
+int64_t UidKey(std::optional<int64_t> uid) { return uid.value_or(-1); }
+
+// Refuses a connection past a limit without waiting on it: the reply fits the fresh
+// socket's buffer, and a request already there is read so that closing sends no reset.
+void Refuse(int fd, const std::string& message) {
+  const std::string reply = ErrorReply(message);
+  const int32_t length = static_cast<int32_t>(reply.size());
+  std::string framed(reinterpret_cast<const char*>(&length), sizeof(length));
+  framed += reply;
+  if (::send(fd, framed.data(), framed.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) return;
+  ::shutdown(fd, SHUT_WR);
+  char sink[4096];
+  while (::recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0) {
   }
-  return !host->empty();
+}
+
+// What a setKinetOnDemandRequest asks for, checked.
+struct TriggerRequest {
+  std::vector<int32_t> pids;
+  int64_t job_id = 0;
+  int process_limit = kDefaultProcessLimit;
+  std::string config;  // rebuilt from the strict reading of the client's
+};
+
+// InvalidArgument with the message of the error reply for a request that cannot be served.
+absl::StatusOr<TriggerRequest> ReadTriggerRequest(simdjson::dom::object& object, const std::string& log_dir) {
+  std::string_view config;
+  if (object["config"].get_string().get(config) || config.empty()) {
+    return absl::InvalidArgumentError("setKinetOnDemandRequest needs a non-empty string \"config\"");
+  }
+  // Never the client's text: libkineto reads some lines differently than any check here
+  // would ("\vKEY=…" hides a second log file), so the job gets a config rebuilt from what
+  // the strict reading found, and only that.
+  absl::StatusOr<KinetoTraceRequest> trace = ParseKinetoConfig(config);
+  if (!trace.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("config refused: ", trace.status().message()));
+  }
+  // The agent reads and uploads the file the config names, as root: only a plain file in
+  // the Kineto trace folder, never /etc/... or another user's file.
+  if (!trace->log_file.empty()) {
+    if (log_dir.empty()) return absl::InvalidArgumentError("this agent accepts no ACTIVITIES_LOG_FILE");
+    auto confined = FileDirectlyIn(log_dir, trace->log_file);
+    if (!confined.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("ACTIVITIES_LOG_FILE refused: ", confined.status().message(),
+                                                     " (write traces directly into ", log_dir, ")"));
+    }
+    trace->log_file = *confined;
+  }
+  TriggerRequest out;
+  if (simdjson::dom::element value; !object["pids"].get(value)) {
+    simdjson::dom::array array;
+    if (value.get_array().get(array)) return absl::InvalidArgumentError("\"pids\" must be an array of integers");
+    for (simdjson::dom::element item : array) {
+      int64_t pid = 0;
+      if (item.get_int64().get(pid) || pid < 0 || pid > std::numeric_limits<int32_t>::max()) {
+        return absl::InvalidArgumentError("\"pids\" must be an array of integers");
+      }
+      out.pids.push_back(static_cast<int32_t>(pid));
+    }
+  }
+  if (simdjson::dom::element value; !object["job_id"].get(value) && value.get_int64().get(out.job_id)) {
+    return absl::InvalidArgumentError("\"job_id\" must be an integer");
+  }
+  int64_t process_limit = kDefaultProcessLimit;
+  if (simdjson::dom::element value;
+      !object["process_limit"].get(value) && value.get_int64().get(process_limit)) {
+    return absl::InvalidArgumentError("\"process_limit\" must be an integer");
+  }
+  out.process_limit = static_cast<int>(std::clamp<int64_t>(process_limit, std::numeric_limits<int>::min(),
+                                                            std::numeric_limits<int>::max()));
+  out.config = BuildKinetoConfig(*trace);
+  return out;
 }
 
 }  // namespace
@@ -127,87 +199,113 @@ DynologApiServer::DynologApiServer(KinetoEndpoint& endpoint, Options options)
 DynologApiServer::~DynologApiServer() { Stop(); }
 
 absl::Status DynologApiServer::Start() {
-  if (listen_fd_ >= 0) return absl::FailedPreconditionError("dynolog API already started");
-  const std::string& address = options_.listen_address;
-  std::string host, port;
-  if (!SplitHostPort(address, &host, &port)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dynolog API address \"", address, "\" is not host:port"));
+  if (listen_fd_ >= 0 || unix_.fd() >= 0) return absl::FailedPreconditionError("dynolog API already started");
+  if (options_.listen_address.empty() && options_.unix_socket.empty()) {
+    return absl::InvalidArgumentError("dynolog API has neither a TCP address nor a unix socket");
   }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  if (int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dynolog API address ", address, ": ", ::gai_strerror(rc)));
+  if (!options_.listen_address.empty()) {
+    absl::StatusOr<int> fd = ListenTcp(options_.listen_address, &port_);
+    if (!fd.ok()) return fd.status();
+    listen_fd_ = *fd;
   }
-  std::string last_error = "no usable address";
-  for (addrinfo* ai = found; ai != nullptr && listen_fd_ < 0; ai = ai->ai_next) {
-    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) continue;
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, 16) == 0) {
-      listen_fd_ = fd;
-    } else {
-      last_error = std::strerror(errno);
-      ::close(fd);
+  if (!options_.unix_socket.empty()) {
+    absl::StatusOr<UnixListener> listener = UnixListener::Listen(options_.unix_socket);
+    if (!listener.ok()) {
+      Stop();
+      return listener.status();
     }
+    unix_ = *std::move(listener);
   }
-  ::freeaddrinfo(found);
-  if (listen_fd_ < 0) {
-    return absl::UnavailableError(
-        absl::StrCat("dynolog API cannot listen on ", address, ": ", last_error));
-  }
-  sockaddr_storage bound{};
-  socklen_t bound_len = sizeof(bound);
-  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&bound), &bound_len);
-  port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  spdlog::info("dynolog-compatible API listening on {} (port {})", address, port_);
+  spdlog::info("dynolog-compatible API listening on {}{}{}", options_.listen_address,
+               port_ > 0 ? absl::StrCat(" (port ", port_, ")") : "",
+               unix_.fd() >= 0 ? absl::StrCat(" and ", unix_.path()) : "");
   thread_ = std::thread([this] { AcceptLoop(); });
   return absl::OkStatus();
 }
 
 void DynologApiServer::Stop() {
   if (thread_.joinable()) {
+    // The eventfd stays readable once written: the accept loop and every connection see it.
     const uint64_t one = 1;
     if (::write(wake_fd_, &one, sizeof(one)) < 0) spdlog::warn("waking the dynolog API failed");
     thread_.join();
+    absl::MutexLock lock(&connections_->mutex);
+    connections_->mutex.Await(absl::Condition(+[](int* active) { return *active == 0; }, &connections_->active));
   }
   if (listen_fd_ >= 0) ::close(listen_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
+  unix_.Close();
   listen_fd_ = wake_fd_ = -1;
 }
 
 void DynologApiServer::AcceptLoop() {
   while (true) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    const int rc = ::poll(fds, 2, -1);
+    pollfd fds[3] = {{wake_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}, {unix_.fd(), POLLIN, 0}};
+    const int rc = ::poll(fds, 3, -1);  // poll skips the negative fd of a listener not used
     if (rc < 0 && errno == EINTR) continue;
     if (rc < 0) {
       spdlog::error("dynolog API poll(): {}", std::strerror(errno));
       return;
     }
-    if (fds[1].revents & POLLIN) return;
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) {
-      // Out of descriptors and the like: back off instead of spinning on the listener.
-      if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) {
-        spdlog::warn("dynolog API accept(): {}", std::strerror(errno));
-        ::poll(nullptr, 0, 100);
+    if (fds[0].revents & POLLIN) return;
+    for (int i = 1; i < 3; ++i) {
+      if ((fds[i].revents & POLLIN) == 0) continue;
+      const int fd = ::accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) {
+        // Out of descriptors and the like: back off instead of spinning on the listener.
+        if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) {
+          spdlog::warn("dynolog API accept(): {}", std::strerror(errno));
+          ::poll(nullptr, 0, 100);
+        }
+        continue;
       }
-      continue;
+      // Asked now, while the client certainly still holds its socket.
+      Admit(fd, i == 1 ? TcpPeerUid(fd) : UnixPeerUid(fd));
     }
-    ServeConnection(fd);
-    ::close(fd);
   }
 }
 
-void DynologApiServer::ServeConnection(int fd) {
+void DynologApiServer::Admit(int fd, std::optional<int64_t> caller_uid) {
+  const int64_t key = UidKey(caller_uid);
+  std::string refused;
+  {
+    ConnectionCounts& counts = *connections_;
+    absl::MutexLock lock(&counts.mutex);
+    if (counts.active >= options_.max_connections) {
+      refused = absl::StrCat("busy: ", counts.active, " connections in progress, try again");
+    } else if (counts.by_uid[key] >= options_.max_connections_per_uid) {
+      refused = absl::StrCat("busy: ", counts.by_uid[key], " connections of this user in progress, try again");
+    } else {
+      ++counts.active;
+      ++counts.by_uid[key];
+    }
+  }
+  if (refused.empty()) {
+    try {
+      std::thread([this, fd, caller_uid, key, counts = connections_] {
+        ServeConnection(fd, caller_uid);
+        ::close(fd);
+        counts->Release(key);  // the last use of this server
+      }).detach();
+      return;
+    } catch (const std::system_error&) {
+      connections_->Release(key);
+      refused = "busy: cannot start a thread";
+    }
+  }
+  spdlog::debug("dynolog API: refused a connection of uid {}: {}", key, refused);
+  Refuse(fd, refused);
+  ::close(fd);
+}
+
+void DynologApiServer::ConnectionCounts::Release(int64_t uid_key) {
+  absl::MutexLock lock(&mutex);
+  --active;
+  if (--by_uid[uid_key] == 0) by_uid.erase(uid_key);
+}
+
+void DynologApiServer::ServeConnection(int fd, std::optional<int64_t> caller_uid) {
   const auto deadline = SteadyClock::now() + options_.request_timeout;
   int32_t length = 0;
   if (!ReadFull(fd, reinterpret_cast<char*>(&length), sizeof(length), wake_fd_, deadline)) {
@@ -227,12 +325,12 @@ void DynologApiServer::ServeConnection(int fd) {
     spdlog::debug("dynolog API: request of {} bytes did not arrive in time", length);
     return;
   }
-  if (!SendFramed(fd, HandleRequest(request), wake_fd_, deadline)) {
+  if (!SendFramed(fd, HandleRequest(request, caller_uid), wake_fd_, deadline)) {
     spdlog::debug("dynolog API: client went away before the reply");
   }
 }
 
-std::string DynologApiServer::HandleRequest(std::string_view request) {
+std::string DynologApiServer::HandleRequest(std::string_view request, std::optional<int64_t> caller_uid) {
   simdjson::dom::parser parser;
   simdjson::padded_string padded(request);
   simdjson::dom::element document;
@@ -248,6 +346,9 @@ std::string DynologApiServer::HandleRequest(std::string_view request) {
     if (object["auth_token"].get_string().get(token) || !ConstantTimeEquals(token, options_.token)) {
       return ErrorReply("this API requires \"auth_token\" (the agent's --dynolog_token_file)");
     }
+    // The token is the operator's secret: a remote holder of it is trusted like root. A
+    // local caller stays the user the kernel names.
+    if (!caller_uid.has_value()) caller_uid = 0;
   }
 
   if (fn == "getStatus") return "{\"status\":1}";
@@ -255,52 +356,17 @@ std::string DynologApiServer::HandleRequest(std::string_view request) {
   if (fn != "setKinetOnDemandRequest") {
     return ErrorReply(absl::StrCat("unknown fn \"", std::string(fn), "\""));
   }
-
-  std::string_view config;
-  if (object["config"].get_string().get(config) || config.empty()) {
-    return ErrorReply("setKinetOnDemandRequest needs a non-empty string \"config\"");
+  if (!caller_uid.has_value()) {
+    return ErrorReply(
+        "trace requests need a caller the kernel can name: connect over loopback from this host or "
+        "use the agent's --dynolog_socket (only root or a process's own user may trace it)");
   }
-  // Never the client's text: libkineto reads some lines differently than any check here
-  // would ("\vKEY=…" hides a second log file), so the job gets a config rebuilt from what
-  // the strict reading found, and only that.
-  absl::StatusOr<KinetoTraceRequest> trace = ParseKinetoConfig(config);
-  if (!trace.ok()) return ErrorReply(absl::StrCat("config refused: ", std::string(trace.status().message())));
-  // The agent reads and uploads the file the config names, as root: only a plain file in
-  // the Kineto trace folder, never /etc/... or another user's file.
-  if (!trace->log_file.empty()) {
-    if (options_.log_dir.empty()) return ErrorReply("this agent accepts no ACTIVITIES_LOG_FILE");
-    auto confined = FileDirectlyIn(options_.log_dir, trace->log_file);
-    if (!confined.ok()) {
-      return ErrorReply(absl::StrCat("ACTIVITIES_LOG_FILE refused: ", std::string(confined.status().message()),
-                                     " (write traces directly into ", options_.log_dir, ")"));
-    }
-    trace->log_file = *confined;
-  }
-  std::vector<int32_t> pids;
-  if (simdjson::dom::element value; !object["pids"].get(value)) {
-    simdjson::dom::array array;
-    if (value.get_array().get(array)) return ErrorReply("\"pids\" must be an array of integers");
-    for (simdjson::dom::element item : array) {
-      int64_t pid = 0;
-      if (item.get_int64().get(pid) || pid < 0 || pid > std::numeric_limits<int32_t>::max()) {
-        return ErrorReply("\"pids\" must be an array of integers");
-      }
-      pids.push_back(static_cast<int32_t>(pid));
-    }
-  }
-  int64_t job_id = 0;
-  if (simdjson::dom::element value; !object["job_id"].get(value) && value.get_int64().get(job_id)) {
-    return ErrorReply("\"job_id\" must be an integer");
-  }
-  int64_t process_limit = kDefaultProcessLimit;
-  if (simdjson::dom::element value;
-      !object["process_limit"].get(value) && value.get_int64().get(process_limit)) {
-    return ErrorReply("\"process_limit\" must be an integer");
-  }
-  process_limit = std::clamp<int64_t>(process_limit, std::numeric_limits<int>::min(),
-                                      std::numeric_limits<int>::max());
-  return TriggerReply(endpoint_.Trigger(pids, job_id, BuildKinetoConfig(*trace),
-                                        static_cast<int>(process_limit)));
+  absl::StatusOr<TriggerRequest> trigger = ReadTriggerRequest(object, options_.log_dir);
+  if (!trigger.ok()) return ErrorReply(std::string(trigger.status().message()));
+  spdlog::info("dynolog API: trace request from uid {}", *caller_uid);
+  // Root traces any process; everyone else only processes registered with their own uid.
+  const std::optional<int64_t> owner = *caller_uid == 0 ? std::nullopt : caller_uid;
+  return TriggerReply(endpoint_.Trigger(trigger->pids, trigger->job_id, trigger->config, trigger->process_limit, owner));
 }
 
 }  // namespace fleetprof

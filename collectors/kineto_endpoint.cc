@@ -283,7 +283,8 @@ std::vector<KinetoProcess> KinetoEndpoint::Processes() const {
 }
 
 TriggerResult KinetoEndpoint::Trigger(const std::vector<int32_t>& pids, int64_t job_id,
-                                      const std::string& config, int process_limit) {
+                                      const std::string& config, int process_limit,
+                                      std::optional<int64_t> owner_uid) {
   const bool all_pids =
       pids.empty() || std::find(pids.begin(), pids.end(), 0) != pids.end();
   TriggerResult result;
@@ -296,6 +297,10 @@ TriggerResult KinetoEndpoint::Trigger(const std::vector<int32_t>& pids, int64_t 
           return std::find(pids.begin(), pids.end(), p) != pids.end();
         });
     if (!selected) continue;
+    if (owner_uid.has_value() && process.uid != *owner_uid) {
+      ++result.other_users;
+      continue;
+    }
     result.matched.push_back(pid);
     if (registration.pending_config.has_value()) {
       ++result.busy;
@@ -308,9 +313,9 @@ TriggerResult KinetoEndpoint::Trigger(const std::vector<int32_t>& pids, int64_t 
     registration.pending_config = config;
     result.triggered.push_back(pid);
   }
-  spdlog::info("Kineto trigger: pids=[{}] job_id={} matched {} triggered {} busy {}",
-               absl::StrJoin(pids, ","), job_id, result.matched.size(), result.triggered.size(),
-               result.busy);
+  spdlog::info("Kineto trigger: pids=[{}] job_id={} for uid {}: matched {} triggered {} busy {} other users' {}",
+               absl::StrJoin(pids, ","), job_id, owner_uid ? absl::StrCat(*owner_uid) : "any",
+               result.matched.size(), result.triggered.size(), result.busy, result.other_users);
   return result;
 }
 

@@ -45,6 +45,9 @@ struct TriggerResult {
   std::vector<int32_t> matched;    // every registered process the request selected
   std::vector<int32_t> triggered;  // those that got the config queued
   int busy = 0;                    // matched processes that still had a config pending
+  // Processes the request selected but that belong to another user than the caller's
+  // (never in `matched`: a caller may trigger only its own processes unless it is root).
+  int other_users = 0;
 };
 
 class KinetoEndpoint {
@@ -85,8 +88,11 @@ class KinetoEndpoint {
   // keeps it; at most `process_limit` processes are triggered (<= 0: no limit). An empty
   // config triggers nothing. Each queued config is sent exactly once, on the process's next
   // poll that asks for an activities config (a poll of type 0 means its profiler is busy).
+  // `owner_uid` set: only processes registered with that uid are selected (one whose uid is
+  // unknown never is); nullopt: any process, for root and the agent's own captures.
   TriggerResult Trigger(const std::vector<int32_t>& pids, int64_t job_id,
-                        const std::string& config, int process_limit);
+                        const std::string& config, int process_limit,
+                        std::optional<int64_t> owner_uid = std::nullopt);
 
  private:
   struct Registration {

@@ -15,6 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     options.log_dir = "/nonexistent/fleetprof-fuzz";
     return new DynologApiServer(*endpoint, options);
   }();
-  (void)api->HandleRequest(std::string_view(reinterpret_cast<const char*>(data), size));
+  // As root, so that a trace request is read all the way.
+  (void)api->HandleRequest(std::string_view(reinterpret_cast<const char*>(data), size), 0);
   return 0;
 }

@@ -1,13 +1,19 @@
-// The dynolog-compatible TCP API, driven by a `dyno`-like Python client and by raw sockets,
-// with fake PyTorch processes on the other side of the Kineto endpoint.
+// The dynolog-compatible TCP API, driven by a `dyno`-like Python client and by raw sockets
+// (TCP and unix), with fake PyTorch processes on the other side of the Kineto endpoint.
 #include "collectors/dynolog_api.h"
 
 #include <arpa/inet.h>
+#include <grp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <functional>
+#include <iostream>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -26,18 +32,36 @@ using ::fleetprof::testing::RunDynoStandin;
 using ::fleetprof::testing::StartKinetoStandin;
 using ::fleetprof::testing::TempDir;
 
-// Sends raw bytes on a fresh connection; returns the framed reply's JSON, or nullopt when the
-// server closed without replying. `hold_open` keeps our write side open (a stalled client).
-std::optional<std::string> RawExchange(int port, const std::string& bytes, bool hold_open = false) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+int ConnectTcp(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     ::close(fd);
-    return std::nullopt;
+    return -1;
   }
+  return fd;
+}
+
+int ConnectUnix(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Sends raw bytes on connection `fd` and closes it; returns the framed reply's JSON, or
+// nullopt when the server closed without replying. `hold_open` keeps our write side open (a
+// stalled client). No gtest assertions: it also runs in forked children.
+std::optional<std::string> Exchange(int fd, const std::string& bytes, bool hold_open = false) {
+  if (fd < 0) return std::nullopt;
   timeval timeout{10, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   if (!bytes.empty()) ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
@@ -50,9 +74,43 @@ std::optional<std::string> RawExchange(int port, const std::string& bytes, bool 
   if (received.size() < 4) return std::nullopt;
   int32_t length = 0;
   std::memcpy(&length, received.data(), 4);
-  EXPECT_EQ(static_cast<size_t>(length), received.size() - 4);
+  if (static_cast<size_t>(length) != received.size() - 4) return "bad framing: " + received;
   return received.substr(4);
 }
+
+std::optional<std::string> RawExchange(int port, const std::string& bytes, bool hold_open = false) {
+  return Exchange(ConnectTcp(port), bytes, hold_open);
+}
+
+// Runs `exchange` in a child process that is uid `uid` (as `setpriv --reuid` makes it) and
+// returns the reply it got, "" for none.
+std::string AsUser(uid_t uid, const std::function<std::optional<std::string>()>& exchange) {
+  int out[2];
+  if (::pipe(out) != 0) return "pipe failed";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(out[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0) {
+      ::_exit(97);
+    }
+    const std::string reply = exchange().value_or("");
+    (void)!::write(out[1], reply.data(), reply.size());
+    ::_exit(0);
+  }
+  ::close(out[1]);
+  std::string reply;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::read(out[0], buffer, sizeof(buffer))) > 0) reply.append(buffer, n);
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? reply : "child failed to become uid " + std::to_string(uid);
+}
+
+constexpr int64_t kRoot = 0;
+constexpr char kTraceAll[] =
+    "{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"ACTIVITIES_DURATION_MSECS=100\",\"pids\":[0]}";
 
 std::string Framed(const std::string& json) {
   const int32_t length = static_cast<int32_t>(json.size());
@@ -183,7 +241,7 @@ TEST_F(DynologApiTest, ProcessLimitCapsTriggersAndPendingCountsAsBusy) {
 
 TEST_F(DynologApiTest, GarbageRequestsGetErrorsOrAreDroppedAndServiceContinues) {
   const int port = api_->port();
-  // Stalled client first: it holds the (single) connection slot until request_timeout.
+  // Stalled client first: it holds its connection until request_timeout, and others go on.
   std::thread stalled([port] { RawExchange(port, std::string("\x10\x00", 2), true); });
   std::this_thread::sleep_for(50ms);
 
@@ -236,12 +294,13 @@ TEST_F(DynologApiTest, TraceRequestsNamingFilesOutsideTheTraceFolderAreRefused) 
   for (const std::string& bad : {std::string("/etc/shadow"), dir + "/../x.json", dir + "/sub/x.json",
                                  std::string("relative.json"), dir + "/.hidden.json", dir + "/a b.json"}) {
     const std::string reply = api_->HandleRequest(
-        "{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"ACTIVITIES_LOG_FILE=" + bad + "\\n\",\"pids\":[1]}");
+        "{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"ACTIVITIES_LOG_FILE=" + bad + "\\n\",\"pids\":[1]}", kRoot);
     // "a b.json" already fails the strict reading of the config (a space in a value).
     EXPECT_NE(reply.find("refused"), std::string::npos) << bad << ": " << reply;
   }
   const std::string ok = api_->HandleRequest("{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"ACTIVITIES_LOG_FILE=" +
-                                             dir + "/t.json\\n\",\"pids\":[1]}");
+                                             dir + "/t.json\\n\",\"pids\":[1]}",
+                                             kRoot);
   EXPECT_NE(ok.find("processesMatched"), std::string::npos) << ok;
 }
 
@@ -263,13 +322,13 @@ TEST_F(DynologApiTest, ConfigSmugglingPastTheLogFileCheckNeverReachesTheJob) {
            "ACTIVITIES_LOG_FILE=" + inside + "=/etc/x.json",
        }) {
     const std::string reply =
-        api_->HandleRequest("{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"" + config + "\"" + pids);
+        api_->HandleRequest("{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"" + config + "\"" + pids, kRoot);
     EXPECT_NE(reply.find("config refused"), std::string::npos) << config << ": " << reply;
   }
   // A plain request still works, and the job gets the config rebuilt from it.
   const std::string reply = api_->HandleRequest(
       "{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"# from dyno\\n  ACTIVITIES_LOG_FILE = " + inside +
-      "\\nACTIVITIES_DURATION_MSECS=50\\nPROFILE_WITH_STACK=TRUE\\n\"" + pids);
+      "\\nACTIVITIES_DURATION_MSECS=50\\nPROFILE_WITH_STACK=TRUE\\n\"" + pids, kRoot);
   EXPECT_NE(reply.find("\"activityProfilersTriggered\":[" + std::to_string(job->pid()) + "]"), std::string::npos)
       << reply;
   ASSERT_TRUE(job->WaitForOutput("\"event\": \"wrote\"", 15s)) << job->Output();
@@ -283,10 +342,112 @@ TEST_F(DynologApiTest, AnExposedApiWantsItsToken) {
   options.listen_address = "127.0.0.1:0";
   options.token = "s3cret";
   DynologApiServer guarded(*endpoint_, options);
-  EXPECT_NE(guarded.HandleRequest("{\"fn\":\"getStatus\"}").find("requires \\\"auth_token\\\""), std::string::npos)
-      << guarded.HandleRequest("{\"fn\":\"getStatus\"}");
-  EXPECT_NE(guarded.HandleRequest("{\"fn\":\"getStatus\",\"auth_token\":\"wrong\"}").find("error"), std::string::npos);
-  EXPECT_EQ(guarded.HandleRequest("{\"fn\":\"getStatus\",\"auth_token\":\"s3cret\"}"), "{\"status\":1}");
+  // A remote caller: the kernel cannot name it, the token vouches for it.
+  const std::optional<int64_t> remote;
+  EXPECT_NE(guarded.HandleRequest("{\"fn\":\"getStatus\"}", remote).find("requires \\\"auth_token\\\""), std::string::npos)
+      << guarded.HandleRequest("{\"fn\":\"getStatus\"}", remote);
+  EXPECT_NE(guarded.HandleRequest("{\"fn\":\"getStatus\",\"auth_token\":\"wrong\"}", remote).find("error"), std::string::npos);
+  EXPECT_EQ(guarded.HandleRequest("{\"fn\":\"getStatus\",\"auth_token\":\"s3cret\"}", remote), "{\"status\":1}");
+  const std::string trigger = guarded.HandleRequest(
+      "{\"fn\":\"setKinetOnDemandRequest\",\"config\":\"ACTIVITIES_DURATION_MSECS=1\",\"auth_token\":\"s3cret\"}", remote);
+  EXPECT_NE(trigger.find("processesMatched"), std::string::npos) << trigger;
+}
+
+// Issue 21, item 3: without tokens on loopback, the caller's uid decides whose jobs it may trace.
+TEST_F(DynologApiTest, TraceRequestsOfACallerNobodyCanNameAreRefusedButStatusAnswers) {
+  const std::optional<int64_t> unknown;
+  EXPECT_EQ(api_->HandleRequest("{\"fn\":\"getStatus\"}", unknown), "{\"status\":1}");
+  EXPECT_EQ(api_->HandleRequest("{\"fn\":\"getVersion\"}", unknown), "{\"version\":\"fleetprof 0.1.0\"}");
+  const std::string reply = api_->HandleRequest(kTraceAll, unknown);
+  EXPECT_NE(reply.find("trace requests need a caller the kernel can name"), std::string::npos) << reply;
+}
+
+TEST_F(DynologApiTest, ARequestOfOneUserNeverTriggersAnotherUsersProcess) {
+  auto job = StartKinetoStandin(dir_.path(), dir_.path(), "victim", {"--busy-polls", "100000"});
+  ASSERT_TRUE(WaitForPids({job->pid()})) << job->Output();
+  const int64_t owner = ::getuid();  // the stand-in runs as we do
+  const int64_t other = owner == 1001 ? 1002 : 1001;
+  const std::string pid = std::to_string(job->pid());
+  const std::string by_other = api_->HandleRequest(kTraceAll, other);
+  EXPECT_NE(by_other.find("\"processesMatched\":[],\"activityProfilersTriggered\":[]"), std::string::npos) << by_other;
+  EXPECT_NE(by_other.find("\"processesOfOtherUsers\":1"), std::string::npos) << by_other;
+  EXPECT_NE(by_other.find("belong to another user"), std::string::npos) << by_other;
+  // Its own user (through the endpoint's filter, for a test not running as root) and root may.
+  TriggerResult own = endpoint_->Trigger({0}, 0, "ACTIVITIES_DURATION_MSECS=100\n", 0, owner);
+  EXPECT_EQ(own.matched, std::vector<int32_t>{job->pid()});
+  EXPECT_EQ(own.other_users, 0);
+  const std::string by_root = api_->HandleRequest(kTraceAll, kRoot);
+  EXPECT_NE(by_root.find("\"processesMatched\":[" + pid + "]"), std::string::npos) << by_root;
+  EXPECT_EQ(by_root.find("processesOfOtherUsers"), std::string::npos) << by_root;
+}
+
+// The whole path, as a second local user: the kernel names uid 1001 on TCP and on the unix
+// socket, and neither reaches the process of the test's (root's) user.
+TEST_F(DynologApiTest, SecondUserOverTcpOrUnixSocketCannotTriggerRootsProcess) {
+  if (::geteuid() != 0) GTEST_SKIP() << "not root: cannot act as a second user";
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);  // uid 1001 reaches the socket inside
+  DynologApiServer::Options options;
+  options.listen_address = "127.0.0.1:0";
+  options.unix_socket = dir_.path() + "/dyno.sock";
+  DynologApiServer api(*endpoint_, options);
+  ASSERT_TRUE(api.Start().ok());
+  auto job = StartKinetoStandin(dir_.path(), dir_.path(), "root-job", {"--busy-polls", "100000"});
+  ASSERT_TRUE(WaitForPids({job->pid()})) << job->Output();
+  const int port = api.port();
+  const std::string socket = options.unix_socket;
+  const std::string over_tcp = AsUser(1001, [&] { return Exchange(ConnectTcp(port), Framed(kTraceAll)); });
+  const std::string over_unix = AsUser(1001, [&] { return Exchange(ConnectUnix(socket), Framed(kTraceAll)); });
+  for (const std::string& reply : {over_tcp, over_unix}) {
+    EXPECT_NE(reply.find("\"processesMatched\":[],"), std::string::npos) << reply;
+    EXPECT_NE(reply.find("\"processesOfOtherUsers\":1"), std::string::npos) << reply;
+  }
+  std::cout << "uid 1001 over TCP: " << over_tcp << "\nuid 1001 over unix: " << over_unix << std::endl;
+  // Root, on both doors, may.
+  for (int fd : {ConnectTcp(port), ConnectUnix(socket)}) {
+    std::optional<std::string> reply = Exchange(fd, Framed(kTraceAll));
+    ASSERT_TRUE(reply.has_value());
+    EXPECT_NE(reply->find("\"processesMatched\":[" + std::to_string(job->pid()) + "]"), std::string::npos) << *reply;
+  }
+  api.Stop();
+  struct stat st {};
+  EXPECT_NE(::lstat(socket.c_str(), &st), 0) << "the unix socket outlived Stop()";
+}
+
+// Issue 21, low: connections were served one at a time, each up to request_timeout.
+TEST_F(DynologApiTest, IdleConnectionsDoNotDelayOthers) {
+  std::vector<int> idle;
+  for (int i = 0; i < 10; ++i) idle.push_back(ConnectTcp(api_->port()));
+  std::this_thread::sleep_for(100ms);  // all accepted and waiting for a length
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<std::string> status = RawExchange(api_->port(), Framed("{\"fn\":\"getStatus\"}"));
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  std::cout << "getStatus beside 10 idle connections: " << took.count() << " ms (request timeout 500 ms)" << std::endl;
+  EXPECT_EQ(status, "{\"status\":1}");
+  EXPECT_LT(took, 1500ms);
+  for (int fd : idle) ::close(fd);
+}
+
+TEST_F(DynologApiTest, ConnectionsPastTheLimitsGetAnErrorAndOthersGoOn) {
+  for (const auto& [total, per_uid, expected] : {std::tuple{8, 2, "connections of this user"},
+                                                 std::tuple{2, 8, "2 connections in progress"}}) {
+    DynologApiServer::Options options;
+    options.listen_address = "127.0.0.1:0";
+    options.max_connections = total;
+    options.max_connections_per_uid = per_uid;
+    options.request_timeout = 500ms;
+    DynologApiServer api(*endpoint_, options);
+    ASSERT_TRUE(api.Start().ok());
+    std::vector<int> idle = {ConnectTcp(api.port()), ConnectTcp(api.port())};
+    std::this_thread::sleep_for(100ms);
+    // A client that sends nothing yet: the refusal is there to read.
+    std::optional<std::string> refused = Exchange(ConnectTcp(api.port()), "", /*hold_open=*/true);
+    ASSERT_TRUE(refused.has_value());
+    EXPECT_NE(refused->find("\"error\":\"busy: "), std::string::npos) << *refused;
+    EXPECT_NE(refused->find(expected), std::string::npos) << *refused;
+    for (int fd : idle) ::close(fd);
+    std::this_thread::sleep_for(100ms);  // their threads see the close
+    EXPECT_EQ(RawExchange(api.port(), Framed("{\"fn\":\"getStatus\"}")), "{\"status\":1}");
+  }
 }
 
 }  // namespace

@@ -1,16 +1,22 @@
 // Issue 21, other local users against the root agent: each test runs the attack as a second
 // uid (a child that drops to it with setresuid, as `setpriv --reuid` does) against the real
-// server and agent binaries, and checks that nothing of root's reaches a profile.
+// server and agent binaries, and checks that nothing of root's reaches a profile and no job
+// of root's is traced.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/fs.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -163,6 +169,122 @@ TEST(LocalAttacker, ServerRefusesJsonThatIsNoTrace) {
   EXPECT_NE(upload.exit_code, 0) << upload.out;
   EXPECT_NE(upload.err.find("without \"traceEvents\" is not a Chrome/Kineto trace"), std::string::npos) << upload.err;
   EXPECT_TRUE(ProfileIds(cluster.Cli({"profiles", "--json"}).out).empty());
+}
+
+// A connected stream to "127.0.0.1:PORT", -1 on failure.
+int ConnectLoopback(const std::string& host_port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(host_port.substr(host_port.rfind(':') + 1))));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int ConnectUnixSocket(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// One dynolog request on connection `fd`, framed as `dyno` does (int32 length, native order);
+// the reply's JSON, or what went wrong. Closes `fd`.
+std::string DynologExchange(int fd, const std::string& json) {
+  if (fd < 0) return "(cannot connect)";
+  const int32_t length = static_cast<int32_t>(json.size());
+  std::string framed(reinterpret_cast<const char*>(&length), sizeof(length));
+  framed += json;
+  ::send(fd, framed.data(), framed.size(), MSG_NOSIGNAL);
+  std::string received;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0) received.append(buffer, n);
+  ::close(fd);
+  return received.size() > sizeof(length) ? received.substr(sizeof(length)) : "(no reply)";
+}
+
+size_t Occurrences(const std::string& text, const std::string& needle) {
+  size_t count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
+  return count;
+}
+
+// Item 3 (Medium): the dynolog API on loopback had no caller identity, so any local user
+// triggered any user's PyTorch job (reproduced in issue 21 against 52e8783: uid 1001's
+// `dyno gputrace --pids 0` matched and triggered root's process). Now the kernel names the
+// caller, over TCP (the client socket's owner) and --dynolog_socket (SO_PEERCRED), and uid
+// 1001 reaches only processes of uid 1001.
+TEST(LocalAttacker, SecondUserCannotTriggerRootsJobThroughTheDynologApi) {
+  REQUIRE_ROOT();
+  const std::string python = "/usr/bin/python3";
+  FLEETPROF_REQUIRE_PATH(python);
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer()) << cluster.ServerLog();
+  const std::string kineto_dir = cluster.root() + "/kineto";
+  fs::create_directories(kineto_dir);
+  const std::string api_dir = MakeTempDir();
+  ::chmod(api_dir.c_str(), 0755);  // the attacker may reach the socket, not write beside it
+  const std::string api_socket = api_dir + "/dynolog.sock";
+  const int agent = cluster.StartAgent({"--kineto_socket_dir=" + kineto_dir, "--dynolog_socket=" + api_socket});
+  ASSERT_GE(agent, 0);
+  const std::string api_tcp = cluster.agent_dynolog_addr(agent);
+  ASSERT_FALSE(api_tcp.empty());
+
+  // Root's PyTorch job.
+  ChildProcess job;
+  const std::string job_log = cluster.root() + "/root-job.log";
+  job.Start({python, std::string(FLEETPROF_SOURCE_DIR) + "/tests/kineto/kineto_standin.py", "--socket-dir", kineto_dir,
+             "--interval-ms", "100"},
+            job_log, {"FLEETPROF_JOB=root-job", "KINETO_IPC_SOCKET_DIR=" + kineto_dir});
+  ASSERT_TRUE(Eventually(15, [&] {
+    return cluster.Cli({"agents", "--json"}).out.find("{\"job\":\"root-job\",\"kind\":\"kineto\"") != std::string::npos;
+  })) << cluster.Cli({"agents", "--json"}).out;
+
+  const std::string request =
+      R"({"fn":"setKinetOnDemandRequest","config":"ACTIVITIES_DURATION_MSECS=100","pids":[0],"process_limit":3})";
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  const pid_t attacker = RunAsAttacker([&] {
+    ::close(out[0]);
+    const std::string replies = DynologExchange(ConnectLoopback(api_tcp), request) + "\n" +
+                                DynologExchange(ConnectUnixSocket(api_socket), request);
+    (void)!::write(out[1], replies.data(), replies.size());
+  });
+  ::close(out[1]);
+  std::string replies;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(out[0], buffer, sizeof(buffer))) > 0;) replies.append(buffer, n);
+  ::close(out[0]);
+  Reap(attacker);
+  std::cout << "uid 1001 against root's job (TCP, then unix socket):\n" << replies << std::endl;
+  EXPECT_EQ(Occurrences(replies, "\"processesMatched\":[],\"activityProfilersTriggered\":[]"), 2u) << replies;
+  EXPECT_EQ(Occurrences(replies, "\"processesOfOtherUsers\":1"), 2u) << replies;
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a queued config would be handed out by now
+  auto job_output = [&] {
+    std::ifstream in(job_log);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(job_output().find("\"event\": \"config\""), std::string::npos) << job_output();
+
+  // The control: the same request from root reaches the job, so the refusal was the uid's.
+  const std::string by_root = DynologExchange(ConnectLoopback(api_tcp), request);
+  EXPECT_EQ(by_root.find("\"activityProfilersTriggered\":[]"), std::string::npos) << by_root;
+  EXPECT_TRUE(Eventually(10, [&] { return job_output().find("\"event\": \"config\"") != std::string::npos; }))
+      << job_output();
+  cluster.StopAgent(agent);
+  struct stat st {};
+  EXPECT_NE(::lstat(api_socket.c_str(), &st), 0) << "the agent left its dynolog socket behind";
+  fs::remove_all(api_dir);
 }
 
 }  // namespace
