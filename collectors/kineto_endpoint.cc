@@ -27,6 +27,26 @@ bool PidNamespaceHas(const std::string& proc_root, int32_t host_pid, int32_t pid
   return std::find(pids.begin(), pids.end(), pid) != pids.end();
 }
 
+// The part of a client's claimed ancestry (its pid first, as the client's own pid namespace
+// numbers them) that the kernel confirms: walking PPid up from the sender, each ancestor's
+// innermost pid (the last NSpid entry) must be the next claimed one. A trigger aimed at a
+// parent's pid then reaches only the parent's real children, never a process that merely
+// says it descends from it.
+std::vector<int32_t> ConfirmedAncestry(const std::string& proc_root, int32_t host_pid,
+                                       const std::vector<int32_t>& claimed) {
+  std::vector<int32_t> confirmed = {claimed.front()};
+  int64_t current = host_pid;
+  for (size_t i = 1; i < claimed.size(); ++i) {
+    const std::vector<int64_t> parent = ProcStatusNumbers(proc_root, static_cast<int32_t>(current), "PPid");
+    if (parent.size() != 1 || parent[0] <= 0) break;
+    const std::vector<int64_t> ns_pids = ProcStatusNumbers(proc_root, static_cast<int32_t>(parent[0]), "NSpid");
+    if (ns_pids.empty() || ns_pids.back() != claimed[i]) break;
+    confirmed.push_back(claimed[i]);
+    current = parent[0];
+  }
+  return confirmed;
+}
+
 using SteadyClock = std::chrono::steady_clock;
 
 // Legacy "ctxt" registrations are bounded so a misbehaving client cannot grow them forever.
@@ -175,30 +195,48 @@ bool KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid, int64_t 
                      pid, known.host_pid, known.uid, host_pid, uid);
         return false;
       }
-      if (same_sender && known.ancestry == poll.pids && known.job_id == poll.job_id) {
+      if (same_sender && it->second.claimed_ancestry == poll.pids && known.job_id == poll.job_id) {
         it->second.last_poll = SteadyClock::now();
         it->second.process.last_poll_ns = UnixNowNs();
         return true;
       }
     }
   }
-  // A new process (or a recycled pid): environ is read outside the lock, since reading
-  // another process's environ can stall on its memory map lock.
-  const std::string job =
-      JobNameFor(options_.proc_root, host_pid > 0 ? host_pid : pid, poll.job_id);
+  // A new process (or a recycled pid): environ and status are read outside the lock, since
+  // reading another process's environ can stall on its memory map lock.
+  std::string job = JobNameFor(options_.proc_root, host_pid > 0 ? host_pid : pid, poll.job_id);
+  const std::vector<int32_t> ancestry = ConfirmedAncestry(options_.proc_root, host_pid, poll.pids);
+  if (ancestry.size() < poll.pids.size()) {
+    spdlog::warn("Kineto pid {} claims ancestors [{}]; the kernel confirms only [{}]", pid,
+                 absl::StrJoin(poll.pids, ","), absl::StrJoin(ancestry, ","));
+  }
   absl::MutexLock lock(&mutex_);
+  // A job name on this node belongs to the uid whose live process registered it first: any
+  // user could set FLEETPROF_JOB to another's job and have captures of that job trace (and
+  // upload) its own process as the victim's.
+  if (job != kUnassignedJob) {
+    for (const auto& [other_pid, other] : processes_) {
+      if (other_pid != pid && other.process.job == job && other.process.uid != uid &&
+          SteadyClock::now() - other.last_poll < options_.forget_after) {
+        spdlog::warn("Kineto pid {} (uid {}) claims job '{}' of uid {}; registered as '{}'", pid, uid, job,
+                     other.process.uid, kUnassignedJob);
+        job = std::string(kUnassignedJob);
+        break;
+      }
+    }
+  }
   Registration& registration = processes_[pid];
-  if (registration.process.pid != 0 && registration.process.ancestry != poll.pids &&
+  if (registration.process.pid != 0 && registration.process.ancestry != ancestry &&
       registration.pending_config.has_value()) {
     // New ancestry under a known pid: the pid was recycled by another process.
     spdlog::info("Kineto pid={} now belongs to another process; dropping its pending config",
                  pid);
     registration.pending_config.reset();
   }
-  registration.process = KinetoProcess{pid, poll.pids, poll.job_id, job, UnixNowNs(), host_pid, uid};
+  registration.process = KinetoProcess{pid, ancestry, poll.job_id, job, UnixNowNs(), host_pid, uid};
+  registration.claimed_ancestry = poll.pids;
   registration.last_poll = SteadyClock::now();
-  spdlog::info("Kineto process registered: pid={} job={} ancestry=[{}]", pid, job,
-               absl::StrJoin(poll.pids, ","));
+  spdlog::info("Kineto process registered: pid={} job={} ancestry=[{}]", pid, job, absl::StrJoin(ancestry, ","));
   return true;
 }
 

@@ -29,7 +29,7 @@ namespace fleetprof {
 // A PyTorch process known from its polls.
 struct KinetoProcess {
   int32_t pid = 0;                // as the client reported it (its own pid namespace)
-  std::vector<int32_t> ancestry;  // pid and its ancestors, leaf first
+  std::vector<int32_t> ancestry;  // pid and its ancestors, leaf first, as far as /proc confirms them
   int64_t job_id = 0;             // what the client sent ($SLURM_JOB_ID or 0)
   std::string job;                // FLEETPROF_JOB, else job_id as text when non-zero, else "unassigned"
   int64_t last_poll_ns = 0;       // unix time of the latest poll
@@ -96,7 +96,8 @@ class KinetoEndpoint {
 
  private:
   struct Registration {
-    KinetoProcess process;
+    KinetoProcess process;  // its ancestry: what the kernel confirmed of the claimed one
+    std::vector<int32_t> claimed_ancestry;  // as the client sent it (a repeated poll is recognized by it)
     std::chrono::steady_clock::time_point last_poll;
     std::optional<std::string> pending_config;
   };

@@ -169,6 +169,14 @@ absl::StatusOr<std::unique_ptr<KinetoIpcSocket>> KinetoIpcSocket::Bind(
     return absl::FailedPreconditionError(
         absl::StrCat("binding Kineto IPC address ", description, ": ", ErrnoText(err)));
   }
+  // Jobs of every user poll this socket (as they do dynolog's abstract one): sending to a
+  // socket file needs write permission on it. Who a sender is comes from its credentials.
+  if (!file_path.empty() && ::chmod(file_path.c_str(), 0666) != 0) {
+    const int err = errno;
+    ::close(*fd);
+    ::unlink(file_path.c_str());
+    return absl::FailedPreconditionError(absl::StrCat("chmod 0666 ", file_path, ": ", ErrnoText(err)));
+  }
   return std::unique_ptr<KinetoIpcSocket>(
       new KinetoIpcSocket(*fd, description, std::move(file_path)));
 }

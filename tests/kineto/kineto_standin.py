@@ -107,6 +107,8 @@ class Client:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind(self.address)
         self.pids = ancestry()
+        if args.claim_ancestors:  # a liar: its own pid, then ancestors of its choosing
+            self.pids = [self.pids[0]] + [int(p) for p in args.claim_ancestors.split(",")]
         self.stats = {"polls": 0, "replies": 0, "configs": 0, "timeouts": 0, "late": 0,
                       "send_errors": 0, "configs_while_busy": 0}
         self.latencies_ms = []
@@ -170,6 +172,8 @@ def main():
     parser.add_argument("--reply-timeout-ms", type=float, default=1000)
     parser.add_argument("--busy-polls", type=int, default=0)
     parser.add_argument("--polls", type=int, default=0, help="stop after N polls (0: never)")
+    parser.add_argument("--claim-ancestors", default="",
+                        help="comma-separated pids to send as its ancestors instead of the real ones")
     parser.add_argument("--job-id", type=int, default=int(os.environ.get("SLURM_JOB_ID", "0")))
     parser.add_argument("--trace-file", help="trace to write when asked (.gz is gunzipped)")
     parser.add_argument("--never-write", action="store_true")

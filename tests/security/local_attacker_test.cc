@@ -287,5 +287,56 @@ TEST(LocalAttacker, SecondUserCannotTriggerRootsJobThroughTheDynologApi) {
   fs::remove_all(api_dir);
 }
 
+// Issue 21, item 4: on 52e8783 another user's PyTorch process could name itself part of
+// root's job (its own FLEETPROF_JOB) and claim root's job process as its ancestor, so a
+// capture of that job, or a dyno request for that pid, traced the attacker's process too and
+// uploaded whatever it wrote as root's job. Now the job name stays with the uid that holds
+// it and the ancestry is what /proc confirms.
+TEST(LocalAttacker, SecondUserCannotJoinRootsJobOrClaimItsProcessAsParent) {
+  REQUIRE_ROOT();
+  const std::string python = "/usr/bin/python3";
+  FLEETPROF_REQUIRE_PATH(python);
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer()) << cluster.ServerLog();
+  const std::string kineto_dir = MakeTempDir();  // outside the cluster's 0700 folder
+  ::chmod(kineto_dir.c_str(), 01777);           // clients of every user bind their sockets here
+  const int agent = cluster.StartAgent({"--kineto_socket_dir=" + kineto_dir});
+  ASSERT_GE(agent, 0);
+  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/kineto/kineto_standin.py";
+
+  ChildProcess job;
+  job.Start({python, standin, "--socket-dir", kineto_dir, "--interval-ms", "100"}, cluster.root() + "/root-job.log",
+            {"FLEETPROF_JOB=root-job", "KINETO_IPC_SOCKET_DIR=" + kineto_dir});
+  const auto agents = [&] { return cluster.Cli({"agents", "--json"}).out; };
+  ASSERT_TRUE(Eventually(15, [&] { return Occurrences(agents(), "\"job\":\"root-job\"") == 1; })) << agents();
+
+  const std::string root_pid = std::to_string(job.pid());
+  const pid_t attacker = RunAsAttacker([&] {
+    const char* argv[] = {python.c_str(), standin.c_str(), "--socket-dir", kineto_dir.c_str(), "--interval-ms", "100",
+                          "--claim-ancestors", root_pid.c_str(), nullptr};
+    const std::string job_env = "FLEETPROF_JOB=root-job", dir_env = "KINETO_IPC_SOCKET_DIR=" + kineto_dir;
+    const char* env[] = {job_env.c_str(), dir_env.c_str(), "PATH=/usr/bin:/bin", nullptr};
+    ::execve(argv[0], const_cast<char* const*>(argv), const_cast<char* const*>(env));
+    ::_exit(98);
+  });
+  struct ReapOnExit {
+    pid_t pid;
+    ~ReapOnExit() { Reap(pid); }
+  } reap_attacker{attacker};
+  const std::string attacker_entry = "\"pid\":" + std::to_string(attacker);
+  ASSERT_TRUE(Eventually(15, [&] { return agents().find(attacker_entry) != std::string::npos; })) << agents();
+  const std::string listed = agents();
+  std::cout << "agents with root's job and uid 1001's impostor:\n" << listed << std::endl;
+  EXPECT_EQ(Occurrences(listed, "\"job\":\"root-job\""), 1u) << "the impostor is not part of root's job: " << listed;
+  EXPECT_NE(listed.find("{\"job\":\"unassigned\",\"kind\":\"kineto\"," + attacker_entry), std::string::npos) << listed;
+  // `dyno gputrace --pids ROOT_PID` (as root) selects root's process and its real children only.
+  const std::string request = R"({"fn":"setKinetOnDemandRequest","config":"ACTIVITIES_DURATION_MSECS=100","pids":[)" +
+                              root_pid + R"(],"process_limit":8})";
+  const std::string reply = DynologExchange(ConnectLoopback(cluster.agent_dynolog_addr(agent)), request);
+  EXPECT_NE(reply.find("\"processesMatched\":[" + root_pid + "]"), std::string::npos) << reply;
+  cluster.StopAgent(agent);
+  fs::remove_all(kineto_dir);
+}
+
 }  // namespace
 }  // namespace fleetprof::testing
