@@ -51,6 +51,24 @@ class AccessInterceptorFactory : public grpc::experimental::ServerInterceptorFac
 
 }  // namespace
 
+// mu_, unless this thread already holds it inside CancelWhere: gRPC may run a call's
+// callbacks (which ask Caller) and destroy it (which calls Forget) inside TryCancel.
+class GrpcAccess::CallsLock {
+ public:
+  explicit CallsLock(const GrpcAccess* access) ABSL_NO_THREAD_SAFETY_ANALYSIS
+      : mu_(access->cancelling_.load() == std::this_thread::get_id() ? nullptr : &access->mu_) {
+    if (mu_ != nullptr) mu_->Lock();
+  }
+  ~CallsLock() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (mu_ != nullptr) mu_->Unlock();
+  }
+  CallsLock(const CallsLock&) = delete;
+  CallsLock& operator=(const CallsLock&) = delete;
+
+ private:
+  absl::Mutex* const mu_;
+};
+
 std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> GrpcAccess::Interceptors() {
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> factories;
   factories.push_back(std::make_unique<AccessInterceptorFactory>(this));
@@ -72,16 +90,13 @@ void GrpcAccess::Decide(grpc::ServerContextBase* context, const char* method, st
 }
 
 void GrpcAccess::Forget(const grpc::ServerContextBase* context) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  if (cancelling_.load() == std::this_thread::get_id()) {
-    calls_.erase(context);  // destroyed inside TryCancel: CancelWhere holds mu_ on this thread
-    return;
-  }
-  absl::MutexLock lock(&mu_);
+  CallsLock lock(this);
   calls_.erase(context);
 }
 
-absl::StatusOr<Principal> GrpcAccess::Caller(const grpc::ServerContextBase* context) const {
-  absl::MutexLock lock(&mu_);
+absl::StatusOr<Principal> GrpcAccess::Caller(const grpc::ServerContextBase* context) const
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  CallsLock lock(this);
   auto it = calls_.find(context);
   if (it == calls_.end()) return absl::InternalError("the access check did not run for this call");
   const Call& call = it->second;
@@ -97,8 +112,9 @@ bool GrpcAccess::Revoked(const Call& call) const {
   return call.decision.ok() && call.decision->authenticated && !guard_->StillValid(*call.decision, call.scope);
 }
 
-void GrpcAccess::SetStepDeadline(const grpc::ServerContextBase* context, int64_t monotonic_ns) const {
-  absl::MutexLock lock(&mu_);
+void GrpcAccess::SetStepDeadline(const grpc::ServerContextBase* context, int64_t monotonic_ns) const
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  CallsLock lock(this);
   if (auto it = calls_.find(context); it != calls_.end()) it->second.step_deadline_ns = monotonic_ns;
 }
 

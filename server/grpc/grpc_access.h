@@ -63,8 +63,9 @@ class GrpcAccess {
   };
   // TryCancel()s the calls `pick` chooses, under mu_: a call's entry is erased (Forget) while
   // its context is destroyed, so a context found here is alive while mu_ is held. gRPC may
-  // finish and destroy a call inside TryCancel on this very thread; its Forget then sees
-  // `cancelling_` and erases without taking mu_ again.
+  // run a call's callbacks and destroy it inside TryCancel on this very thread; Caller,
+  // SetStepDeadline and Forget then see `cancelling_` and do not take mu_ again (CallsLock).
+  class CallsLock;
   int CancelWhere(const std::function<bool(const Call&)>& pick);
   // The call's token was valid when it began and a reload has removed it since.
   bool Revoked(const Call& call) const;
@@ -72,7 +73,7 @@ class GrpcAccess {
   const AccessGuard* guard_;
   mutable absl::Mutex mu_;
   mutable absl::flat_hash_map<const grpc::ServerContextBase*, Call> calls_ ABSL_GUARDED_BY(mu_);
-  std::atomic<std::thread::id> cancelling_{};  // the thread inside CancelWhere, holding mu_
+  mutable std::atomic<std::thread::id> cancelling_{};  // the thread inside CancelWhere, holding mu_
 };
 
 }  // namespace fleetprof

@@ -50,7 +50,7 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
     // upload began stores nothing more.
     if (auto caller = access_->Caller(context_); !caller.ok()) {
       workers_->Post([this, status = caller.status()] {
-        session_->Finish(/*broken=*/true);  // keeps what came for a resume with a valid token
+        session_->Finish(/*broken=*/true).status().IgnoreError();  // keeps what came, for a resume with a valid token
         Answer(status);
       });
       return;
