@@ -22,40 +22,18 @@
 #include "collectors/trace_file_waiter.h"
 #include "gtest/gtest.h"
 #include "tests/kineto/kineto_test_env.h"
+#include "tests/platform/loopback_socket.h"
 
 namespace fleetprof {
 namespace {
 
 using namespace std::chrono_literals;
+using ::fleetprof::testing::ConnectToLoopback;
+using ::fleetprof::testing::ConnectToUnixSocket;
 using ::fleetprof::testing::kPython;
 using ::fleetprof::testing::RunDynoStandin;
 using ::fleetprof::testing::StartKinetoStandin;
 using ::fleetprof::testing::TempDir;
-
-int ConnectTcp(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-int ConnectUnix(const std::string& path) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 // Sends raw bytes on connection `fd` and closes it; returns the framed reply's JSON, or
 // nullopt when the server closed without replying. `hold_open` keeps our write side open (a
@@ -79,7 +57,7 @@ std::optional<std::string> Exchange(int fd, const std::string& bytes, bool hold_
 }
 
 std::optional<std::string> RawExchange(int port, const std::string& bytes, bool hold_open = false) {
-  return Exchange(ConnectTcp(port), bytes, hold_open);
+  return Exchange(ConnectToLoopback(port), bytes, hold_open);
 }
 
 // Runs `exchange` in a child process that is uid `uid` (as `setpriv --reuid` makes it) and
@@ -395,15 +373,15 @@ TEST_F(DynologApiTest, SecondUserOverTcpOrUnixSocketCannotTriggerRootsProcess) {
   ASSERT_TRUE(WaitForPids({job->pid()})) << job->Output();
   const int port = api.port();
   const std::string socket = options.unix_socket;
-  const std::string over_tcp = AsUser(1001, [&] { return Exchange(ConnectTcp(port), Framed(kTraceAll)); });
-  const std::string over_unix = AsUser(1001, [&] { return Exchange(ConnectUnix(socket), Framed(kTraceAll)); });
+  const std::string over_tcp = AsUser(1001, [&] { return Exchange(ConnectToLoopback(port), Framed(kTraceAll)); });
+  const std::string over_unix = AsUser(1001, [&] { return Exchange(ConnectToUnixSocket(socket), Framed(kTraceAll)); });
   for (const std::string& reply : {over_tcp, over_unix}) {
     EXPECT_NE(reply.find("\"processesMatched\":[],"), std::string::npos) << reply;
     EXPECT_NE(reply.find("\"processesOfOtherUsers\":1"), std::string::npos) << reply;
   }
   std::cout << "uid 1001 over TCP: " << over_tcp << "\nuid 1001 over unix: " << over_unix << std::endl;
   // Root, on both doors, may.
-  for (int fd : {ConnectTcp(port), ConnectUnix(socket)}) {
+  for (int fd : {ConnectToLoopback(port), ConnectToUnixSocket(socket)}) {
     std::optional<std::string> reply = Exchange(fd, Framed(kTraceAll));
     ASSERT_TRUE(reply.has_value());
     EXPECT_NE(reply->find("\"processesMatched\":[" + std::to_string(job->pid()) + "]"), std::string::npos) << *reply;
@@ -416,7 +394,7 @@ TEST_F(DynologApiTest, SecondUserOverTcpOrUnixSocketCannotTriggerRootsProcess) {
 // Issue 21, low: connections were served one at a time, each up to request_timeout.
 TEST_F(DynologApiTest, IdleConnectionsDoNotDelayOthers) {
   std::vector<int> idle;
-  for (int i = 0; i < 10; ++i) idle.push_back(ConnectTcp(api_->port()));
+  for (int i = 0; i < 10; ++i) idle.push_back(ConnectToLoopback(api_->port()));
   std::this_thread::sleep_for(100ms);  // all accepted and waiting for a length
   const auto start = std::chrono::steady_clock::now();
   std::optional<std::string> status = RawExchange(api_->port(), Framed("{\"fn\":\"getStatus\"}"));
@@ -437,10 +415,10 @@ TEST_F(DynologApiTest, ConnectionsPastTheLimitsGetAnErrorAndOthersGoOn) {
     options.request_timeout = 500ms;
     DynologApiServer api(*endpoint_, options);
     ASSERT_TRUE(api.Start().ok());
-    std::vector<int> idle = {ConnectTcp(api.port()), ConnectTcp(api.port())};
+    std::vector<int> idle = {ConnectToLoopback(api.port()), ConnectToLoopback(api.port())};
     std::this_thread::sleep_for(100ms);
     // A client that sends nothing yet: the refusal is there to read.
-    std::optional<std::string> refused = Exchange(ConnectTcp(api.port()), "", /*hold_open=*/true);
+    std::optional<std::string> refused = Exchange(ConnectToLoopback(api.port()), "", /*hold_open=*/true);
     ASSERT_TRUE(refused.has_value());
     EXPECT_NE(refused->find("\"error\":\"busy: "), std::string::npos) << *refused;
     EXPECT_NE(refused->find(expected), std::string::npos) << *refused;

@@ -25,6 +25,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/platform/loopback_socket.h"
 #include "tests/platform/process_runner.h"
 #include "tests/platform/test_cluster.h"
 #include "tests/test_support.h"
@@ -129,7 +130,7 @@ TEST(LocalAttacker, TraceDirSymlinkRaceNeverUploadsRootsFiles) {
   // Load beside the race, so the agent's scan and open are scheduled unevenly.
   const pid_t load = RunAsAttacker([] {
     volatile uint64_t spin = 0;
-    while (true) ++spin;
+    while (true) spin = spin + 1;
   });
   std::this_thread::sleep_for(std::chrono::seconds(seconds));
   Reap(attacker);
@@ -169,32 +170,6 @@ TEST(LocalAttacker, ServerRefusesJsonThatIsNoTrace) {
   EXPECT_NE(upload.exit_code, 0) << upload.out;
   EXPECT_NE(upload.err.find("without \"traceEvents\" is not a Chrome/Kineto trace"), std::string::npos) << upload.err;
   EXPECT_TRUE(ProfileIds(cluster.Cli({"profiles", "--json"}).out).empty());
-}
-
-// A connected stream to "127.0.0.1:PORT", -1 on failure.
-int ConnectLoopback(const std::string& host_port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(host_port.substr(host_port.rfind(':') + 1))));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-int ConnectUnixSocket(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 // One dynolog request on connection `fd`, framed as `dyno` does (int32 length, native order);
@@ -256,8 +231,8 @@ TEST(LocalAttacker, SecondUserCannotTriggerRootsJobThroughTheDynologApi) {
   ASSERT_EQ(::pipe(out), 0);
   const pid_t attacker = RunAsAttacker([&] {
     ::close(out[0]);
-    const std::string replies = DynologExchange(ConnectLoopback(api_tcp), request) + "\n" +
-                                DynologExchange(ConnectUnixSocket(api_socket), request);
+    const std::string replies = DynologExchange(ConnectToLoopback(api_tcp), request) + "\n" +
+                                DynologExchange(ConnectToUnixSocket(api_socket), request);
     (void)!::write(out[1], replies.data(), replies.size());
   });
   ::close(out[1]);
@@ -277,7 +252,7 @@ TEST(LocalAttacker, SecondUserCannotTriggerRootsJobThroughTheDynologApi) {
   EXPECT_EQ(job_output().find("\"event\": \"config\""), std::string::npos) << job_output();
 
   // The control: the same request from root reaches the job, so the refusal was the uid's.
-  const std::string by_root = DynologExchange(ConnectLoopback(api_tcp), request);
+  const std::string by_root = DynologExchange(ConnectToLoopback(api_tcp), request);
   EXPECT_EQ(by_root.find("\"activityProfilersTriggered\":[]"), std::string::npos) << by_root;
   EXPECT_TRUE(Eventually(10, [&] { return job_output().find("\"event\": \"config\"") != std::string::npos; }))
       << job_output();
@@ -332,7 +307,7 @@ TEST(LocalAttacker, SecondUserCannotJoinRootsJobOrClaimItsProcessAsParent) {
   // `dyno gputrace --pids ROOT_PID` (as root) selects root's process and its real children only.
   const std::string request = R"({"fn":"setKinetOnDemandRequest","config":"ACTIVITIES_DURATION_MSECS=100","pids":[)" +
                               root_pid + R"(],"process_limit":8})";
-  const std::string reply = DynologExchange(ConnectLoopback(cluster.agent_dynolog_addr(agent)), request);
+  const std::string reply = DynologExchange(ConnectToLoopback(cluster.agent_dynolog_addr(agent)), request);
   EXPECT_NE(reply.find("\"processesMatched\":[" + root_pid + "]"), std::string::npos) << reply;
   cluster.StopAgent(agent);
   fs::remove_all(kineto_dir);

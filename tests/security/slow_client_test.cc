@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "tests/platform/loopback_socket.h"
 #include "tests/platform/process_runner.h"
 #include "tests/platform/test_cluster.h"
 #include "tests/test_support.h"
@@ -32,19 +33,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 int PortOf(const std::string& host_port) { return std::stoi(host_port.substr(host_port.rfind(':') + 1)); }
-
-int Connect(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 void SendAll(int fd, const std::string& bytes) {
   size_t sent = 0;
@@ -63,7 +51,7 @@ class SlowClients {
  public:
   SlowClients(int port, int idle, int slow, std::string first_bytes)
       : port_(port), first_bytes_(std::move(first_bytes)) {
-    for (int i = 0; i < idle; ++i) idle_.push_back(Connect(port));
+    for (int i = 0; i < idle; ++i) idle_.push_back(ConnectToLoopback(port));
     for (int i = 0; i < slow; ++i) slow_.push_back(OpenSlow());
     thread_ = std::thread([this] { Trickle(); });
   }
@@ -81,7 +69,7 @@ class SlowClients {
 
  private:
   int OpenSlow() {
-    const int fd = Connect(port_);
+    const int fd = ConnectToLoopback(port_);
     if (fd >= 0) SendAll(fd, first_bytes_);
     return fd;
   }
@@ -220,7 +208,7 @@ TEST(SlowClients, TwentyThousandHeadersAreRefusedWithBoundedMemory) {
   std::atomic<int> refused{0};
   for (int c = 0; c < 2; ++c) {
     senders.emplace_back([&] {
-      const int fd = Connect(port);
+      const int fd = ConnectToLoopback(port);
       std::string request = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n";
       for (int i = 0; i < 20000; ++i) absl::StrAppend(&request, "X-H", i, ": ", std::string(20, 'v'), "\r\n");
       request += "\r\n";
@@ -249,7 +237,7 @@ TEST(SlowClients, AtTheConnectionCapTheLongestIdleIsShedNotTheNewcomer) {
   const int port = PortOf(cluster.http_addr());
   std::vector<int> idle;
   for (int i = 0; i < 40; ++i) {
-    idle.push_back(Connect(port));
+    idle.push_back(ConnectToLoopback(port));
     std::this_thread::sleep_for(std::chrono::milliseconds(5));  // an order of age
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
