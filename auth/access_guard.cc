@@ -1,5 +1,6 @@
 #include "auth/access_guard.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,7 +15,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "auth/token_hash.h"
-#include "common/runtime.h"
 
 namespace fleetprof {
 namespace {
@@ -46,12 +46,19 @@ std::string ScopeList(uint32_t scopes) {
 }
 
 // Whoever may write the tokens file may grant themselves every scope: it must belong to root
-// or to this server's user and be writable by nobody else. stat() follows links, so a
-// Kubernetes Secret's chain of symlinks is judged by the file it ends at.
-absl::Status CheckTokensFileOwnership(const std::string& path) {
+// or to this server's user and be writable by nobody else. The file is opened once and that
+// open file is both judged (fstat) and read, so nothing can be swapped in between; open()
+// follows links, so a Kubernetes Secret's chain of symlinks is judged by the file it ends at.
+absl::StatusOr<std::string> ReadTokensFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return absl::NotFoundError(absl::StrCat("tokens file ", path, ": ", std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    return absl::NotFoundError(absl::StrCat("tokens file ", path, ": ", std::strerror(errno)));
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat("tokens file ", path, " is not a regular file"));
   }
   if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
     return absl::PermissionDeniedError(absl::StrCat("tokens file ", path, " belongs to uid ", st.st_uid,
@@ -63,7 +70,20 @@ absl::Status CheckTokensFileOwnership(const std::string& path) {
                                                     absl::StrFormat("%04o", st.st_mode & 07777),
                                                     "): anyone who may write it may grant themselves any scope; chmod go-w"));
   }
-  return absl::OkStatus();
+  std::string text;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return absl::InternalError(absl::StrCat("tokens file ", path, ": ", std::strerror(errno)));
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+    if (text.size() > kMaxTokensFileBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("tokens file ", path, " is larger than ", kMaxTokensFileBytes,
+                                                     " bytes"));
+    }
+  }
+  return text;
 }
 
 }  // namespace
@@ -79,9 +99,8 @@ std::string_view BearerToken(std::string_view authorization) {
 }
 
 absl::StatusOr<AccessGuard::Principals> AccessGuard::Parse(const std::string& path) {
-  if (absl::Status s = CheckTokensFileOwnership(path); !s.ok()) return s;
-  auto text = ReadFileUpTo(path, kMaxTokensFileBytes);
-  if (!text.ok()) return absl::Status(text.status().code(), absl::StrCat("tokens file: ", text.status().message()));
+  auto text = ReadTokensFile(path);
+  if (!text.ok()) return text.status();
   Principals principals;
   int line_number = 0;
   const std::string& contents = *text;

@@ -128,8 +128,10 @@ void Refuse(int fd, const std::string& message) {
   framed += reply;
   if (::send(fd, framed.data(), framed.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) return;
   ::shutdown(fd, SHUT_WR);
+  // At most a request's worth: a client streaming into a refused connection must not hold
+  // the accept loop.
   char sink[4096];
-  while (::recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0) {
+  for (int i = 0; i < 16 && ::recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; ++i) {
   }
 }
 
@@ -217,6 +219,11 @@ absl::Status DynologApiServer::Start() {
     unix_ = *std::move(listener);
   }
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) {  // without it Stop() could never wake the accept loop
+    const int err = errno;
+    Stop();
+    return absl::UnavailableError(absl::StrCat("dynolog API: eventfd: ", std::strerror(err)));
+  }
   spdlog::info("dynolog-compatible API listening on {}{}{}", options_.listen_address,
                port_ > 0 ? absl::StrCat(" (port ", port_, ")") : "",
                unix_.fd() >= 0 ? absl::StrCat(" and ", unix_.path()) : "");

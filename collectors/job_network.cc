@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -17,6 +18,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/net_address.h"
 #include "common/safe_paths.h"
@@ -45,31 +47,66 @@ absl::StatusOr<HostPort> SplitHostPort(const std::string& address) {
   return out;
 }
 
-// /proc/net/tcp{,6} rows: "sl local rem st tx:rx tr:when retr uid timeout inode". A local
-// address is hex in the kernel's byte order; only LISTEN (0A) rows on the port count, and
-// only when they listen on loopback or on every address (a socket bound to another
-// interface's address is not what "127.0.0.1:port" reaches).
-bool JobListensOn(const std::string& table, int port, int64_t uid, bool v6) {
-  std::ifstream in(table);
-  std::string line;
-  std::getline(in, line);  // header
-  while (std::getline(in, line)) {
-    std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    if (fields.size() < 8 || fields[3] != "0A") continue;
-    const size_t colon = fields[1].find(':');
-    if (colon == std::string::npos) continue;
-    const std::string local = fields[1].substr(0, colon);
-    int local_port = 0;
-    int64_t owner = -1;
-    if (!absl::SimpleHexAtoi(fields[1].substr(colon + 1), &local_port) || local_port != port) continue;
-    if (!absl::SimpleAtoi(fields[7], &owner) || owner != uid) continue;
-    const bool any = local.find_first_not_of('0') == std::string::npos;
-    // IPv4 127.x.x.x is stored little-endian on x86 ("0100007F"); ::1 as four 32-bit words.
-    const bool loopback = v6 ? local == "00000000000000000000000001000000"
-                             : local.size() == 8 && local.substr(6, 2) == "7F";
-    if (any || loopback) return true;
+// How /proc/net/tcp{,6} print an address: each 32-bit word of it, as stored, in %08X.
+std::string ProcNetHex(const void* address, size_t bytes) {
+  std::string hex;
+  for (size_t i = 0; i < bytes; i += 4) {
+    uint32_t word = 0;
+    std::memcpy(&word, static_cast<const char*>(address) + i, 4);
+    absl::StrAppendFormat(&hex, "%08X", word);
   }
-  return false;
+  return hex;
+}
+
+struct Listening {
+  int specificity = 0;  // how closely it matches the dialled address: the kernel picks the highest
+  int64_t uid = -1;
+};
+
+// The listening sockets (state 0A) on `port` that a connection to `host` would reach, in
+// order of how specifically they are bound: the exact address (or its v4-mapped form) beats
+// the family's wildcard, which beats a dual-stack [::] for an IPv4 address. Only the most
+// specific ones matter: they take the connection.
+std::vector<Listening> ListenersFor(const std::string& net_dir, const std::string& host, int port) {
+  std::string exact_v4, exact_v6, mapped_v6;
+  if (in_addr v4{}; ::inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+    exact_v4 = ProcNetHex(&v4, 4);
+    in6_addr mapped{};
+    mapped.s6_addr[10] = mapped.s6_addr[11] = 0xff;
+    std::memcpy(&mapped.s6_addr[12], &v4, 4);
+    mapped_v6 = ProcNetHex(&mapped, 16);
+  } else if (in6_addr v6{}; ::inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    exact_v6 = ProcNetHex(&v6, 16);
+  }
+  std::vector<Listening> found;
+  for (const bool v6 : {false, true}) {
+    std::ifstream in(net_dir + (v6 ? "tcp6" : "tcp"));
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
+      if (fields.size() < 8 || fields[3] != "0A") continue;
+      const size_t colon = fields[1].find(':');
+      int local_port = 0;
+      Listening listening;
+      if (colon == std::string::npos || !absl::SimpleHexAtoi(fields[1].substr(colon + 1), &local_port) ||
+          local_port != port || !absl::SimpleAtoi(fields[7], &listening.uid)) {
+        continue;
+      }
+      const std::string local = fields[1].substr(0, colon);
+      const bool wildcard = local.find_first_not_of('0') == std::string::npos;
+      if (!v6) {
+        if (exact_v4.empty()) continue;
+        listening.specificity = local == exact_v4 ? 3 : wildcard ? 2 : 0;
+      } else if (!exact_v6.empty()) {
+        listening.specificity = local == exact_v6 ? 3 : wildcard ? 2 : 0;
+      } else {
+        listening.specificity = local == mapped_v6 ? 3 : wildcard ? 1 : 0;
+      }
+      if (listening.specificity > 0) found.push_back(listening);
+    }
+  }
+  return found;
 }
 
 }  // namespace
@@ -85,13 +122,18 @@ absl::Status CheckJobProfilerAddress(const std::string& proc_root, int32_t pid, 
   if (!parts.ok()) return parts.status();
   const int64_t uid = ProcessUid(proc_root, pid);
   if (uid < 0) return absl::NotFoundError(absl::StrCat("pid ", pid, " is gone"));
-  const std::string net = absl::StrCat(proc_root, "/", pid, "/net/");
-  if (JobListensOn(net + "tcp", parts->port, uid, false) || JobListensOn(net + "tcp6", parts->port, uid, true)) {
-    return absl::OkStatus();
+  const std::vector<Listening> listeners =
+      ListenersFor(absl::StrCat(proc_root, "/", pid, "/net/"), parts->host, parts->port);
+  int best = 0;
+  for (const Listening& l : listeners) best = std::max(best, l.specificity);
+  bool all_the_jobs = best > 0;
+  for (const Listening& l : listeners) {
+    if (l.specificity == best && l.uid != uid) all_the_jobs = false;
   }
+  if (all_the_jobs) return absl::OkStatus();
   return absl::PermissionDeniedError(absl::StrCat(
-      "refusing profiler address '", address, "' from the environment of pid ", pid, ": nothing of uid ", uid,
-      " listens on port ", parts->port, " in its network namespace (the job's own profiler server must)"));
+      "refusing profiler address '", address, "' from the environment of pid ", pid, ": what listens there in its ",
+      "network namespace is not a socket of uid ", uid, " (the job's own profiler server must be)"));
 }
 
 absl::StatusOr<int> ConnectInJobNetwork(const std::string& proc_root, int32_t pid, const std::string& address,

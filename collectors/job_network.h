@@ -13,8 +13,10 @@
 
 namespace fleetprof {
 
-// OK when `address` (host:port) is loopback and `proc_root`/`pid`/net/tcp or tcp6 lists a
-// listening socket on its port (on a loopback or wildcard address) owned by the uid of `pid`.
+// OK when `address` (host:port) is loopback and the listening sockets that a connection to it
+// would reach in the job's network namespace (`proc_root`/`pid`/net/tcp and tcp6: the most
+// specifically bound ones on that port) all belong to the uid of `pid`. Another user's
+// 127.0.0.1:P is not the job's, even when the job listens on [::]:P or 127.0.0.2:P.
 // PERMISSION_DENIED otherwise, saying which.
 absl::Status CheckJobProfilerAddress(const std::string& proc_root, int32_t pid, const std::string& address);
 

@@ -230,9 +230,8 @@ grpc::Status XprofCapture::Dial() {
   if (options_.connect) {
     absl::StatusOr<int> fd = options_.connect();
     if (!fd.ok()) {
-      return grpc::Status(absl::IsUnavailable(fd.status()) ? grpc::StatusCode::UNAVAILABLE
-                                                           : grpc::StatusCode::PERMISSION_DENIED,
-                          std::string(fd.status().message()));
+      // Abseil's codes are gRPC's numbers: UNAVAILABLE is retried, a job gone (NOT_FOUND) is not.
+      return grpc::Status(static_cast<grpc::StatusCode>(fd.status().code()), std::string(fd.status().message()));
     }
     channel_ = grpc::CreateCustomInsecureChannelFromFd(options_.address, *fd, args);
   } else if (channel_ == nullptr) {

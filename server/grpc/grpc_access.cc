@@ -75,7 +75,8 @@ std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterfac
   return factories;
 }
 
-void GrpcAccess::Decide(grpc::ServerContextBase* context, const char* method, std::string_view authorization) {
+void GrpcAccess::Decide(grpc::ServerContextBase* context, const char* method, std::string_view authorization)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
   Call call;
   call.context = context;
   call.decision = [&]() -> absl::StatusOr<Principal> {
@@ -85,7 +86,7 @@ void GrpcAccess::Decide(grpc::ServerContextBase* context, const char* method, st
     if (rule->is_public) return AnonymousPrincipal();
     return guard_->Authorize(authorization, rule->scope);
   }();
-  absl::MutexLock lock(&mu_);
+  CallsLock lock(this);  // a new call may be started inside TryCancel on the cancelling thread
   calls_.insert_or_assign(context, std::move(call));
 }
 

@@ -54,7 +54,7 @@ TEST(JobNetwork, TheJobsOwnLoopbackListenerIsAccepted) {
 
 TEST(JobNetwork, OtherHostsAndPortsNobodyOfTheJobListensOnAreRefused) {
   Listener listener;
-  for (const std::string address : {absl::StrCat("10.1.2.3:", listener.port()), std::string("169.254.169.254:80"),
+  for (const std::string& address : std::vector<std::string>{absl::StrCat("10.1.2.3:", listener.port()), std::string("169.254.169.254:80"),
                                     absl::StrCat("metadata.internal:", listener.port())}) {
     absl::Status s = CheckJobProfilerAddress("/proc", ::getpid(), address);
     EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << address;
@@ -67,7 +67,7 @@ TEST(JobNetwork, OtherHostsAndPortsNobodyOfTheJobListensOnAreRefused) {
   }
   absl::Status nobody = CheckJobProfilerAddress("/proc", ::getpid(), absl::StrCat("127.0.0.1:", closed_port));
   EXPECT_EQ(nobody.code(), absl::StatusCode::kPermissionDenied) << nobody;
-  EXPECT_NE(nobody.message().find("listens on port"), std::string::npos) << nobody;
+  EXPECT_NE(nobody.message().find("is not a socket of uid"), std::string::npos) << nobody;
 }
 
 // Another user's service on the node's loopback: the listener is there, but not the job's.
@@ -84,7 +84,44 @@ TEST(JobNetwork, AListenerOfAnotherUserIsRefused) {
                                  << ::getuid() + 1001 << "\t" << ::getuid() + 1001 << "\n";
   absl::Status s = CheckJobProfilerAddress(root, 4242, absl::StrCat("127.0.0.1:", listener.port()));
   EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
-  EXPECT_NE(s.message().find(absl::StrCat("nothing of uid ", ::getuid() + 1001)), std::string::npos) << s;
+  EXPECT_NE(s.message().find(absl::StrCat("not a socket of uid ", ::getuid() + 1001)), std::string::npos) << s;
+  fs::remove_all(root);
+}
+
+// The listener that takes a connection to 127.0.0.1:P is the most specifically bound one:
+// a job of uid 1001 listening on 127.0.0.2:P, 0.0.0.0:P or [::]:P must not make root's
+// 127.0.0.1:P its own (a review found this against the first version of the check).
+TEST(JobNetwork, TheListenerThatTakesTheConnectionIsTheOneJudged) {
+  char pattern[] = "/tmp/fleetprof_job_network_XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::string root = pattern;
+  const std::string job = root + "/77";
+  fs::create_directories(job + "/net");
+  std::ofstream(job + "/status") << "Name:\tjax\nUid:\t1001\t1001\t1001\t1001\n";
+  const std::string header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n";
+  // Port 9999 = 0x270F. Rows: local, remote, state, queues, timer, retransmits, uid.
+  const auto row = [](const std::string& local, int uid) {
+    return absl::StrCat("   0: ", local, ":270F 00000000:0000 0A 00000000:00000000 00:00000000 00000000 ", uid,
+                        "        0 12345 1 0000000000000000 100 0 0 10 0\n");
+  };
+  const std::string v6_any = "00000000000000000000000000000000";
+  const std::string v6_loopback = "00000000000000000000000001000000";
+  const auto check = [&](const std::string& tcp, const std::string& tcp6, const std::string& address) {
+    std::ofstream(job + "/net/tcp") << header << tcp;
+    std::ofstream(job + "/net/tcp6") << header << tcp6;
+    return CheckJobProfilerAddress(root, 77, address).code();
+  };
+  using absl::StatusCode;
+  // root holds 127.0.0.1:9999; the job holds something broader or elsewhere.
+  EXPECT_EQ(check(row("0100007F", 0) + row("0200007F", 1001), "", "127.0.0.1:9999"), StatusCode::kPermissionDenied);
+  EXPECT_EQ(check(row("0100007F", 0) + row("00000000", 1001), "", "127.0.0.1:9999"), StatusCode::kPermissionDenied);
+  EXPECT_EQ(check(row("0100007F", 0), row(v6_any, 1001), "127.0.0.1:9999"), StatusCode::kPermissionDenied);
+  EXPECT_EQ(check("", row(v6_loopback, 0) + row(v6_any, 1001), "[::1]:9999"), StatusCode::kPermissionDenied);
+  // The job's own listener is the one taken.
+  EXPECT_EQ(check(row("0100007F", 1001), row(v6_any, 0), "127.0.0.1:9999"), StatusCode::kOk);
+  EXPECT_EQ(check("", row(v6_any, 1001), "127.0.0.1:9999"), StatusCode::kOk) << "a dual-stack JAX server";
+  EXPECT_EQ(check(row("00000000", 1001), "", "localhost:9999"), StatusCode::kOk);
+  EXPECT_EQ(check("", row(v6_loopback, 1001), "[::1]:9999"), StatusCode::kOk);
   fs::remove_all(root);
 }
 
