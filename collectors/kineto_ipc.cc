@@ -1,5 +1,6 @@
 #include "collectors/kineto_ipc.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -126,6 +127,31 @@ std::string DescribeUnixAddress(const sockaddr_un& address, socklen_t length) {
   return out + "\"";
 }
 
+namespace {
+
+// Makes the socket file just bound at `path` writable by every user. The folder is shared with
+// jobs, so the name is judged on the file it opens without following a link: a name swapped
+// for a link or for someone else's file in between is refused, never chmod'ed (as root, a
+// chmod through a link would open any file on the node).
+absl::Status OpenToEveryUser(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(absl::StrCat("opening the Kineto socket ", path, ": ", ErrnoText(errno)));
+  }
+  struct stat st {};
+  absl::Status result;
+  if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != ::geteuid()) {
+    result = absl::FailedPreconditionError(
+        absl::StrCat(path, " is no longer the socket this agent bound (replaced meanwhile?)"));
+  } else if (::chmod(absl::StrCat("/proc/self/fd/", fd).c_str(), 0666) != 0) {
+    result = absl::FailedPreconditionError(absl::StrCat("chmod 0666 ", path, ": ", ErrnoText(errno)));
+  }
+  ::close(fd);
+  return result;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<KinetoIpcSocket>> KinetoIpcSocket::Bind(
     const std::string& socket_dir) {
   sockaddr_un addr{};
@@ -171,11 +197,11 @@ absl::StatusOr<std::unique_ptr<KinetoIpcSocket>> KinetoIpcSocket::Bind(
   }
   // Jobs of every user poll this socket (as they do dynolog's abstract one): sending to a
   // socket file needs write permission on it. Who a sender is comes from its credentials.
-  if (!file_path.empty() && ::chmod(file_path.c_str(), 0666) != 0) {
-    const int err = errno;
-    ::close(*fd);
-    ::unlink(file_path.c_str());
-    return absl::FailedPreconditionError(absl::StrCat("chmod 0666 ", file_path, ": ", ErrnoText(err)));
+  if (!file_path.empty()) {
+    if (absl::Status open = OpenToEveryUser(file_path); !open.ok()) {
+      ::close(*fd);
+      return open;
+    }
   }
   return std::unique_ptr<KinetoIpcSocket>(
       new KinetoIpcSocket(*fd, description, std::move(file_path)));
