@@ -403,12 +403,11 @@ int Run(const ServerFlags& flags) {
     return "";
   };
   backends.metrics_text = [&collectables] { return MetricsText(collectables); };
-  absl::Mutex reload_mu;
-  std::string reload_error;  // under reload_mu: the last SIGHUP reload's error, if it failed
-  backends.warnings = [&reload_mu, &reload_error]() -> std::string {
-    absl::MutexLock lock(&reload_mu);
+  std::atomic<bool> reload_failed{false};  // the last SIGHUP reload of the tokens file
+  backends.warnings = [&reload_failed]() -> std::string {
     // /healthz is public: the reason is in the log, not here.
-    return reload_error.empty() ? "" : "the last reload of the tokens file failed; the previous principals stay (see the log)";
+    return reload_failed.load() ? "the last reload of the tokens file failed; the previous principals stay (see the log)"
+                                : "";
   };
   BrowserPolicy browser;
   for (const std::string& list : flags.http_allowed_hosts) {
@@ -471,10 +470,7 @@ int Run(const ServerFlags& flags) {
   int sig = WaitForShutdownSignal([&] {
     if (!guard->enabled()) return;
     absl::Status s = guard->Reload();
-    {
-      absl::MutexLock lock(&reload_mu);
-      reload_error = s.ok() ? "" : std::string(s.message());
-    }
+    reload_failed = !s.ok();
     if (!s.ok()) {
       metrics.RecordTokensReload(false, 0);
       spdlog::error("SIGHUP: tokens file not reloaded, the previous principals stay: {}", std::string(s.message()));
