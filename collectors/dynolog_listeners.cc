@@ -13,21 +13,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/net_address.h"
 
 namespace fleetprof {
 namespace {
-
-// Splits "host:port" or "[v6]:port".
-bool SplitHostPort(const std::string& address, std::string* host, std::string* port) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon + 1 == address.size()) return false;
-  *host = address.substr(0, colon);
-  *port = address.substr(colon + 1);
-  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
-    *host = host->substr(1, host->size() - 2);
-  }
-  return !host->empty();
-}
 
 // The path that reaches `name` inside the folder open as `dir_fd`, whatever has been renamed
 // or linked along the folder's own path since it was opened (unix sockets have no bindat).
@@ -73,10 +62,12 @@ absl::Status ClearStaleSocket(int dir_fd, const std::string& name, const std::st
 }  // namespace
 
 absl::StatusOr<int> ListenTcp(const std::string& address, int* port) {
-  std::string host, service;
-  if (!SplitHostPort(address, &host, &service)) {
+  absl::StatusOr<HostPort> parts = ParseHostPort(address);
+  if (!parts.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("dynolog API address \"", address, "\" is not host:port"));
   }
+  const std::string& host = parts->host;
+  const std::string service = absl::StrCat(parts->port);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

@@ -27,24 +27,13 @@
 namespace fleetprof {
 namespace {
 
-struct HostPort {
-  std::string host;  // without brackets
-  int port = 0;
-};
-
-absl::StatusOr<HostPort> SplitHostPort(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  HostPort out;
-  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &out.port) || out.port <= 0 ||
-      out.port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("'", address, "' is not HOST:PORT"));
-  }
-  out.host = address.substr(0, colon);
-  if (out.host.size() >= 2 && out.host.front() == '[' && out.host.back() == ']') {
-    out.host = out.host.substr(1, out.host.size() - 2);
-  }
-  if (out.host == "localhost") out.host = "127.0.0.1";
-  return out;
+// The job's address as this file dials it: a port, and "localhost" as 127.0.0.1.
+absl::StatusOr<HostPort> JobAddress(const std::string& address) {
+  absl::StatusOr<HostPort> parts = ParseHostPort(address);
+  if (!parts.ok()) return parts.status();
+  if (parts->port == 0) return absl::InvalidArgumentError(absl::StrCat("'", address, "' has no port"));
+  if (parts->host == "localhost") parts->host = "127.0.0.1";
+  return parts;
 }
 
 // How /proc/net/tcp{,6} print an address: each 32-bit word of it, as stored, in %08X.
@@ -118,7 +107,7 @@ absl::Status CheckJobProfilerAddress(const std::string& proc_root, int32_t pid, 
         ": a job's FLEETPROF_XPROF_ADDR must be loopback (127.0.0.1:PORT); give other addresses to the agent "
         "with --target"));
   }
-  auto parts = SplitHostPort(address);
+  auto parts = JobAddress(address);
   if (!parts.ok()) return parts.status();
   const int64_t uid = ProcessUid(proc_root, pid);
   if (uid < 0) return absl::NotFoundError(absl::StrCat("pid ", pid, " is gone"));
@@ -138,7 +127,7 @@ absl::Status CheckJobProfilerAddress(const std::string& proc_root, int32_t pid, 
 
 absl::StatusOr<int> ConnectInJobNetwork(const std::string& proc_root, int32_t pid, const std::string& address,
                                         int timeout_ms) {
-  auto parts = SplitHostPort(address);
+  auto parts = JobAddress(address);
   if (!parts.ok()) return parts.status();
   sockaddr_storage storage{};
   socklen_t length = 0;

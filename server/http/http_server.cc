@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <limits>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "api/http_status.h"
 #include "boost/asio/steady_timer.hpp"
 #include "boost/asio/strand.hpp"
+#include "common/net_address.h"
 #include "server/http/http_connection.h"
 #include "server/http/http_server_impl.h"
 #include "spdlog/spdlog.h"
@@ -207,17 +207,12 @@ absl::StatusOr<int> HttpServer::Start() {
           "): unreadable, not PEM, or the key does not match the certificate (", e.what(), ")"));
     }
   }
-  const size_t colon = options.address.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(options.address.substr(colon + 1), &port) || port < 0 ||
-      port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("--http_addr ", options.address, ": want HOST:PORT"));
-  }
-  std::string host = options.address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  absl::StatusOr<HostPort> where = ParseHostPort(options.address);
+  if (!where.ok()) return absl::InvalidArgumentError(absl::StrCat("--http_addr ", options.address, ": want HOST:PORT"));
   beast::error_code ec;
   tcp::resolver resolver(s.loop);
-  const auto found = resolver.resolve(host, absl::StrCat(port), tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  const auto found =
+      resolver.resolve(where->host, absl::StrCat(where->port), tcp::resolver::passive | tcp::resolver::numeric_service, ec);
   if (ec || found.empty()) {
     return absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ", options.address, ": ",
                                                ec ? ec.message() : "no such address"));
