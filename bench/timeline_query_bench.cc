@@ -11,7 +11,7 @@
 
 #include "absl/strings/numbers.h"
 #include "proto/proto_json.h"
-#include "storage/profile_store.h"
+#include "storage/storage.h"
 #include "timeline/trace_window.h"
 
 namespace {
@@ -57,12 +57,12 @@ int main(int argc, char** argv) {
     if (flag == "--profile") profile = argv[i + 1];
     if (flag == "--queries") (void)absl::SimpleAtoi(argv[i + 1], &queries);
   }
-  auto store = fleetprof::ProfileStore::Open(dir);
+  auto store = fleetprof::Storage::Open(dir);
   if (!store.ok()) {
     std::fprintf(stderr, "%s\n", std::string(store.status().message()).c_str());
     return 1;
   }
-  auto reader = std::make_unique<CountingReader>((*store)->NewTimelineReader(profile));
+  auto reader = std::make_unique<CountingReader>((*store)->events().NewReader(profile));
   const auto t0 = std::chrono::steady_clock::now();
   auto timeline = fleetprof::timeline::Timeline::Load(*reader);
   if (!timeline.ok()) {

@@ -121,4 +121,9 @@ std::string FlagSet::HelpText() const {
   return out;
 }
 
+absl::Status CheckFlagRange(const char* name, int64_t value, int64_t min, int64_t max) {
+  if (value >= min && value <= max) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("--", name, "=", value, ": want ", min, "..", max));
+}
+
 }  // namespace fleetprof

@@ -51,4 +51,8 @@ class FlagSet {
   bool help_requested_ = false;
 };
 
+// INVALID_ARGUMENT "--NAME=VALUE: want MIN..MAX" unless MIN <= value <= MAX: the one wording of
+// an out-of-range flag for every binary.
+absl::Status CheckFlagRange(const char* name, int64_t value, int64_t min, int64_t max);
+
 }  // namespace fleetprof

@@ -48,8 +48,10 @@ void PeriodicLoop::Run() {
       if (stopping_) return;
       nudged_ = false;
     }
-    const int64_t now = clock_->Now();
-    const int64_t wait = std::max<int64_t>(0, tick_(now) - now);
+    const int64_t next = tick_(clock_->Now());
+    // Measured after the tick: time that passed while it ran counts toward its wait (a tick that
+    // took longer than its period runs again at once, never a whole period late).
+    const int64_t wait = std::max<int64_t>(0, next - clock_->Now());
     const int64_t deadline = clock_->MonotonicNanos() + wait;
     absl::MutexLock lock(&mu_);
     ++ticks_;

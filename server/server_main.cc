@@ -44,7 +44,7 @@
 #include "server/server_metrics.h"
 #include "server/http/web_ui.h"
 #include "spdlog/spdlog.h"
-#include "storage/profile_store.h"
+#include "storage/storage.h"
 
 namespace fleetprof {
 namespace {
@@ -252,30 +252,30 @@ int Run(const ServerFlags& flags) {
   store_options.on_background_error = [&metrics](const std::string& reason) {
     metrics.RecordStorageError(reason);
   };
-  auto store = ProfileStore::Open(flags.data_dir, store_options);
+  auto store = Storage::Open(flags.data_dir, store_options);
   if (!store.ok()) {
     spdlog::error("cannot open the data directory {}: {}", flags.data_dir, std::string(store.status().message()));
     return 1;
   }
-  if (auto cleaned = (*store)->CleanStaleUploads(UnixNanos() - flags.stale_upload_hours * 3600'000'000'000);
+  if (auto cleaned = (*store)->uploads().CleanStale(UnixNanos() - flags.stale_upload_hours * 3600'000'000'000);
       cleaned.ok() && *cleaned > 0) {
     spdlog::info("removed {} interrupted uploads older than {} h", *cleaned, flags.stale_upload_hours);
   }
   // Before serving: an ingest in flight writes its event blocks before it commits.
-  if (auto orphans = (*store)->DeleteOrphanTimelines(); !orphans.ok()) {
+  if (auto orphans = (*store)->CollectOrphans(); !orphans.ok()) {
     spdlog::warn("could not check the event store for uncommitted profiles: {}", std::string(orphans.status().message()));
   } else if (*orphans > 0) {
     spdlog::info("removed the event blocks of {} profiles that were never committed", *orphans);
   }
 
-  metrics.SetStoredProfiles((*store)->CountProfiles(), (*store)->DiskBytes(), (*store)->TimelineDiskBytes(),
-                            (*store)->RawDiskBytes());
+  const StorageUsage usage = (*store)->engine().Usage();
+  metrics.SetStoredProfiles(usage.profiles, usage.disk_bytes, usage.event_disk_bytes, usage.raw_disk_bytes);
   AgentLimits agent_limits;
   agent_limits.max_agents = flags.max_agents;
   agent_limits.max_targets_per_agent = flags.max_targets_per_agent;
   agent_limits.max_message_bytes = flags.max_agent_message_kb << 10;
   agent_limits.max_history_bytes = flags.max_node_history_kb << 10;
-  AgentRegistry registry(store->get(), &metrics, agent_limits);
+  AgentRegistry registry(&(*store)->agents(), &metrics, agent_limits);
   IngestLimits limits;
   limits.max_upload_bytes = flags.max_upload_mb << 20;
   limits.trace = flags.trace_limits;
@@ -315,7 +315,7 @@ int Run(const ServerFlags& flags) {
     return 1;
   }
   IngestServiceImpl ingest(&ingestor, &grpc_access, upload_workers->get());
-  CaptureScheduler scheduler(store->get(), &captures, &metrics);
+  CaptureScheduler scheduler(&(*store)->schedules(), &captures, &metrics);
   // Every operation, once: the HTTP binder and gRPC's generic service both serve from here.
   Operations operations;
   AddQueryOperations(&query_api, &operations);
@@ -399,7 +399,7 @@ int Run(const ServerFlags& flags) {
   std::atomic<bool> storage_serving{true};
   backends.not_serving = [&serving, &storage_serving, &store]() -> std::string {
     if (!serving.load()) return "draining";
-    if (!storage_serving.load()) return "storage: " + (*store)->Health().error;
+    if (!storage_serving.load()) return "storage: " + (*store)->engine().Health().error;
     return "";
   };
   backends.metrics_text = [&collectables] { return MetricsText(collectables); };
@@ -439,12 +439,12 @@ int Run(const ServerFlags& flags) {
   // Resume succeeds); every fifth, the storage gauges.
   int64_t health_ticks = 0;
   auto health_loop = PeriodicLoop::Start("the storage health loop", RealClock(), [&](int64_t now) {
-    const bool healthy = (*store)->TryResume();  // true at once while writes work
+    const bool healthy = (*store)->engine().TryResume();  // true at once while writes work
     if (healthy != storage_serving.exchange(healthy)) {
       if (healthy) {
         spdlog::info("storage takes writes again: serving");
       } else {
-        spdlog::error("storage stopped taking writes: NOT_SERVING until it resumes: {}", (*store)->Health().error);
+        spdlog::error("storage stopped taking writes: NOT_SERVING until it resumes: {}", (*store)->engine().Health().error);
       }
       if (serving.load()) server->GetHealthCheckService()->SetServingStatus(healthy);
     }
@@ -454,8 +454,8 @@ int Run(const ServerFlags& flags) {
       spdlog::info("closed {} agent streams that sent no hello in time", late);
     }
     if (health_ticks++ % 5 == 0) {
-      metrics.SetStoredProfiles((*store)->CountProfiles(), (*store)->DiskBytes(), (*store)->TimelineDiskBytes(),
-                                (*store)->RawDiskBytes());
+      const StorageUsage usage = (*store)->engine().Usage();
+  metrics.SetStoredProfiles(usage.profiles, usage.disk_bytes, usage.event_disk_bytes, usage.raw_disk_bytes);
     }
     return now + 1'000'000'000;
   });
@@ -493,7 +493,7 @@ int Run(const ServerFlags& flags) {
   server->Wait();
   health_loop->reset();
   http.Stop();
-  if (absl::Status s = (*store)->Flush(); !s.ok()) spdlog::warn("flush failed: {}", std::string(s.message()));
+  if (absl::Status s = (*store)->engine().Flush(); !s.ok()) spdlog::warn("flush failed: {}", std::string(s.message()));
   spdlog::info("fleetprof-server stopped");
   return 0;
 }

@@ -1,5 +1,5 @@
 #pragma once
-// Keeps the store's health (StoreHealth, profile_store.h): whether the database takes writes. RocksDB stops writing after a background error (a failed
+// Keeps the store's health (StoreHealth, storage_engine.h): whether the database takes writes. RocksDB stops writing after a background error (a failed
 // flush or compaction: a full disk, the open-files limit, an I/O error) until it recovers or
 // Resume() succeeds; this listener turns those events into a state the server reports
 // (/healthz 503, gRPC NOT_SERVING, a metric) instead of failing every upload in silence.
@@ -11,7 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "rocksdb/listener.h"
-#include "storage/profile_store.h"
+#include "storage/storage_engine.h"
 
 namespace fleetprof {
 

@@ -70,29 +70,31 @@ void AppendBigEndian32(uint32_t v, std::string* out) {
 }
 }  // namespace
 
-std::string TimelinePrefix(std::string_view profile_id) {
+std::string SegmentPrefix(std::string_view profile_id) {
   std::string key(profile_id);
   key.push_back('\0');
   return key;
 }
 
-std::string TimelineBlockKey(std::string_view profile_id, uint32_t track, uint32_t level, uint32_t block) {
-  std::string key = TimelinePrefix(profile_id);
-  key.push_back('b');
-  AppendBigEndian32(track, &key);
-  AppendBigEndian32(level, &key);
-  AppendBigEndian32(block, &key);
+std::string SegmentKey(std::string_view profile_id, std::string_view block_name) {
+  std::string key = SegmentPrefix(profile_id);
+  key.append(block_name);
   return key;
 }
 
-std::string TimelineNamesKey(std::string_view profile_id, uint32_t chunk) {
-  std::string key = TimelinePrefix(profile_id);
-  key.push_back('n');
-  AppendBigEndian32(chunk, &key);
-  return key;
+std::string TimelineBlockName(uint32_t track, uint32_t level, uint32_t block) {
+  std::string name(1, 'b');
+  AppendBigEndian32(track, &name);
+  AppendBigEndian32(level, &name);
+  AppendBigEndian32(block, &name);
+  return name;
 }
 
-std::string TimelineDirectoryKey(std::string_view profile_id) { return TimelinePrefix(profile_id) + "d"; }
+std::string TimelineNamesName(uint32_t chunk) {
+  std::string name(1, 'n');
+  AppendBigEndian32(chunk, &name);
+  return name;
+}
 
 std::string ToHex(std::string_view bytes) {
   static const char kDigits[] = "0123456789abcdef";

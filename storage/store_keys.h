@@ -1,5 +1,5 @@
 #pragma once
-// Key encodings of ProfileStore (see profile_store.h for the layout). Only the storage
+// Key encodings of the embedded engine (see storage.h for the layout). Only the storage
 // module includes this file.
 
 #include <cstdint>
@@ -25,12 +25,16 @@ std::string ProfileIdFromIndexKey(std::string_view key, size_t prefix_size);
 std::string RawPrefix(std::string_view upload_id);
 std::string RawKey(std::string_view upload_id, int64_t offset);
 
-// Event store of a profile: profile_id \0 then 'b' track level block (each be32), 'n' chunk,
-// or 'd' for the directory. Every key of a profile starts with TimelinePrefix.
-std::string TimelinePrefix(std::string_view profile_id);
-std::string TimelineBlockKey(std::string_view profile_id, uint32_t track, uint32_t level, uint32_t block);
-std::string TimelineNamesKey(std::string_view profile_id, uint32_t chunk);
-std::string TimelineDirectoryKey(std::string_view profile_id);
+// Event segment of a profile in the embedded engine: profile_id \0 then the block's name. Every
+// key of a segment starts with SegmentPrefix.
+std::string SegmentPrefix(std::string_view profile_id);
+std::string SegmentKey(std::string_view profile_id, std::string_view block_name);
+
+// Block names within a profile's event segment: 'b' track level block (each be32), 'n' chunk,
+// or 'd' for the directory.
+std::string TimelineBlockName(uint32_t track, uint32_t level, uint32_t block);
+std::string TimelineNamesName(uint32_t chunk);
+inline constexpr std::string_view kTimelineDirectoryName = "d";
 
 // Hex for page tokens, which must be printable.
 std::string ToHex(std::string_view bytes);

@@ -8,9 +8,9 @@ namespace {
 constexpr int64_t kHistoryNs = int64_t{3600} * 1'000'000'000;
 }  // namespace
 
-AgentRegistry::AgentRegistry(ProfileStore* store, ServerMetrics* metrics, AgentLimits limits, Clock* clock)
+AgentRegistry::AgentRegistry(AgentTable* store, ServerMetrics* metrics, AgentLimits limits, Clock* clock)
     : store_(store), metrics_(metrics), limits_(limits), clock_(clock) {
-  auto stored = store_->ListAgents();
+  auto stored = store_->List();
   if (!stored.ok()) {
     spdlog::warn("could not load known agents: {}", std::string(stored.status().message()));
     return;
@@ -23,7 +23,7 @@ AgentRegistry::AgentRegistry(ProfileStore* store, ServerMetrics* metrics, AgentL
 }
 
 void AgentRegistry::Persist(const v1::AgentInfo& info, int64_t connected) {
-  if (absl::Status s = store_->PutAgent(info); !s.ok()) {
+  if (absl::Status s = store_->Put(info); !s.ok()) {
     spdlog::warn("could not store agent node={}: {}", info.node(), std::string(s.message()));
   }
   metrics_->SetConnectedAgents(connected);
@@ -219,7 +219,7 @@ int AgentRegistry::ForgetDeparted(int64_t before_ns) {
     }
   }
   for (const std::string& node : gone) {
-    if (absl::Status s = store_->DeleteAgent(node); !s.ok()) {
+    if (absl::Status s = store_->Delete(node); !s.ok()) {
       spdlog::warn("could not forget agent {}: {}", node, std::string(s.message()));
     }
   }

@@ -24,7 +24,7 @@
 #include "auth/scopes.h"
 #include "fleetprof/v1/agent.pb.h"
 #include "server/server_metrics.h"
-#include "storage/profile_store.h"
+#include "storage/fleet_tables.h"
 
 namespace fleetprof {
 
@@ -38,7 +38,7 @@ struct AgentLimits {
 
 class AgentRegistry {
  public:
-  AgentRegistry(ProfileStore* store, ServerMetrics* metrics, AgentLimits limits = AgentLimits(),
+  AgentRegistry(AgentTable* store, ServerMetrics* metrics, AgentLimits limits = AgentLimits(),
                 Clock* clock = RealClock());
 
   // Writes one message down an agent's Connect stream; false once the stream is gone.
@@ -80,7 +80,7 @@ class AgentRegistry {
   // RESOURCE_EXHAUSTED when `node` is new and --max_agents are known.
   absl::Status CheckRoomLocked(const std::string& node) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  ProfileStore* store_;
+  AgentTable* store_;
   ServerMetrics* metrics_;
   const AgentLimits limits_;
   Clock* clock_;

@@ -78,12 +78,12 @@ v1::Capture::State CaptureStateOf(const v1::Capture& capture) {
   return indexed > 0 ? v1::Capture::PARTIAL : v1::Capture::FAILED;
 }
 
-CaptureCoordinator::CaptureCoordinator(ProfileStore* store, AgentRegistry* registry, ServerMetrics* metrics,
+CaptureCoordinator::CaptureCoordinator(Storage* store, AgentRegistry* registry, ServerMetrics* metrics,
                                        Clock* clock)
     : store_(store), registry_(registry), metrics_(metrics), clock_(clock) {
   // Captures that were running when the server stopped go on: agents resend their updates
   // after reconnecting, and the expirer fails whatever is left at the deadline.
-  auto stored = store_->ListCaptures("", 1000);
+  auto stored = store_->captures().List("", 1000);
   if (stored.ok()) {
     absl::MutexLock lock(&mu_);
     for (auto& capture : *stored) {
@@ -121,7 +121,7 @@ v1::Capture CaptureCoordinator::RecordSkipped(const v1::StartCaptureRequest& req
   capture.set_error(reason);
   capture.set_schedule_id(schedule_id);
   *capture.mutable_request() = request;
-  if (absl::Status s = store_->PutCapture(capture); !s.ok()) {
+  if (absl::Status s = store_->captures().Put(capture); !s.ok()) {
     spdlog::warn("could not store skipped capture {}: {}", capture.capture_id(), std::string(s.message()));
   }
   metrics_->RecordCapture("SKIPPED");
@@ -228,7 +228,7 @@ v1::Capture CaptureCoordinator::Changed(Active& active) {
 }
 
 void CaptureCoordinator::Store(const v1::Capture& capture) {
-  if (absl::Status s = store_->PutCapture(capture); !s.ok()) {
+  if (absl::Status s = store_->captures().Put(capture); !s.ok()) {
     spdlog::warn("could not store capture {}: {}", capture.capture_id(), std::string(s.message()));
   }
 }
@@ -246,7 +246,7 @@ void CaptureCoordinator::OnUpdate(const std::string& node, const v1::CaptureUpda
   // A node reports only its own targets (the caller matched `node` to its credential), and
   // links only a profile it uploaded for this capture.
   if (!update.profile_id().empty()) {
-    auto profile = store_->GetProfile(update.profile_id());
+    auto profile = store_->profiles().Get(update.profile_id());
     bool linked = false;
     if (profile.ok() && profile->node() == node) {
       auto label = profile->labels().find("capture_id");
@@ -288,14 +288,14 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Get(const std::string& capture_i
     auto it = active_.find(capture_id);
     if (it != active_.end()) return it->second.capture;
   }
-  return store_->GetCapture(capture_id);
+  return store_->captures().Get(capture_id);
 }
 
 absl::StatusOr<v1::ListCapturesResponse> CaptureCoordinator::List(const v1::ListCapturesRequest& request) {
   if (request.limit() < 0 || request.limit() > 1000) {
     return absl::InvalidArgumentError("limit must be between 0 (default 50) and 1000");
   }
-  auto captures = store_->ListCaptures(request.job(), request.limit() == 0 ? 50 : request.limit());
+  auto captures = store_->captures().List(request.job(), request.limit() == 0 ? 50 : request.limit());
   if (!captures.ok()) return captures.status();
   v1::ListCapturesResponse response;
   for (auto& c : *captures) *response.add_captures() = std::move(c);
@@ -319,7 +319,7 @@ bool CaptureCoordinator::WaitForChange(const std::string& capture_id, int64_t* v
       return true;
     }
   }
-  auto stored = store_->GetCapture(capture_id);
+  auto stored = store_->captures().Get(capture_id);
   if (!stored.ok()) return false;
   *out = *stored;
   *version = INT64_MAX;

@@ -24,13 +24,13 @@
 #include "fleetprof/v1/capture.pb.h"
 #include "server/fleet/agent_registry.h"
 #include "server/server_metrics.h"
-#include "storage/profile_store.h"
+#include "storage/storage.h"
 
 namespace fleetprof {
 
 class CaptureCoordinator {
  public:
-  CaptureCoordinator(ProfileStore* store, AgentRegistry* registry, ServerMetrics* metrics,
+  CaptureCoordinator(Storage* store, AgentRegistry* registry, ServerMetrics* metrics,
                      Clock* clock = RealClock());
   ~CaptureCoordinator();
 
@@ -68,7 +68,7 @@ class CaptureCoordinator {
   v1::Capture Changed(Active& active) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Store(const v1::Capture& capture) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
-  ProfileStore* store_;
+  Storage* store_;
   AgentRegistry* registry_;
   ServerMetrics* metrics_;
   Clock* clock_;

@@ -29,10 +29,10 @@ v1::StartCaptureRequest CaptureRequestOf(const v1::Schedule& schedule) {
 
 }  // namespace
 
-CaptureScheduler::CaptureScheduler(ProfileStore* store, CaptureCoordinator* captures, ServerMetrics* metrics,
+CaptureScheduler::CaptureScheduler(ScheduleTable* store, CaptureCoordinator* captures, ServerMetrics* metrics,
                                    Clock* clock)
     : store_(store), captures_(captures), metrics_(metrics), clock_(clock) {
-  auto stored = store_->ListSchedules();
+  auto stored = store_->List();
   {
     absl::MutexLock lock(&mu_);
     if (stored.ok()) {
@@ -81,7 +81,7 @@ absl::StatusOr<v1::Schedule> CaptureScheduler::Create(const v1::CreateScheduleRe
       }
     }
     // Stored before it is listed: a schedule that is listed survives a restart.
-    if (absl::Status s = store_->PutSchedule(schedule); !s.ok()) return s;
+    if (absl::Status s = store_->Put(schedule); !s.ok()) return s;
     absl::MutexLock lock(&mu_);
     schedules_[schedule.schedule_id()] = schedule;
     metrics_->SetSchedules(static_cast<int64_t>(schedules_.size()));
@@ -111,7 +111,7 @@ absl::StatusOr<v1::DeleteScheduleResponse> CaptureScheduler::Delete(const v1::De
           absl::StrCat("schedule ", request.schedule_id(), ": not found (see fleetprof schedules)"));
     }
   }
-  if (absl::Status s = store_->DeleteSchedule(request.schedule_id()); !s.ok()) return s;
+  if (absl::Status s = store_->Delete(request.schedule_id()); !s.ok()) return s;
   {
     absl::MutexLock lock(&mu_);
     schedules_.erase(request.schedule_id());
@@ -124,7 +124,7 @@ absl::StatusOr<v1::DeleteScheduleResponse> CaptureScheduler::Delete(const v1::De
 }
 
 void CaptureScheduler::Persist(const v1::Schedule& schedule) {
-  if (absl::Status s = store_->PutSchedule(schedule); !s.ok()) {
+  if (absl::Status s = store_->Put(schedule); !s.ok()) {
     spdlog::warn("could not store schedule {}: {}", schedule.schedule_id(), std::string(s.message()));
   }
 }

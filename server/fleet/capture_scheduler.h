@@ -26,7 +26,7 @@
 #include "fleetprof/v1/schedule.pb.h"
 #include "server/fleet/capture_coordinator.h"
 #include "server/server_metrics.h"
-#include "storage/profile_store.h"
+#include "storage/fleet_tables.h"
 
 namespace fleetprof {
 
@@ -40,7 +40,7 @@ class CaptureScheduler {
 
   // Starts the loop (at once: runs due while the server was down are skipped then). A loop
   // that cannot start is logged and the schedules stay stored, unrun.
-  CaptureScheduler(ProfileStore* store, CaptureCoordinator* captures, ServerMetrics* metrics,
+  CaptureScheduler(ScheduleTable* store, CaptureCoordinator* captures, ServerMetrics* metrics,
                    Clock* clock = RealClock());
   ~CaptureScheduler();
 
@@ -57,7 +57,7 @@ class CaptureScheduler {
   void RunDue(v1::Schedule& schedule, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   void Persist(const v1::Schedule& schedule) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
-  ProfileStore* store_;
+  ScheduleTable* store_;
   CaptureCoordinator* captures_;
   ServerMetrics* metrics_;
   Clock* clock_;

@@ -43,7 +43,7 @@ int64_t RetentionPolicy::KeepNs(const std::string& job) const {
   return days > 0 ? DaysToNs(days) : 0;
 }
 
-Retention::Retention(RetentionPolicy policy, ProfileStore* store, AgentRegistry* agents,
+Retention::Retention(RetentionPolicy policy, Storage* store, AgentRegistry* agents,
                      std::function<absl::Status(const std::string&)> delete_profile, prometheus::Registry* metrics,
                      Clock* clock)
     : policy_(std::move(policy)),
@@ -81,7 +81,7 @@ void Retention::RunOnce() {
   ExpireByAge(now);
   EnforceDiskLimit();
   if (policy_.capture_retention_days > 0) {
-    auto n = store_->DeleteCapturesBefore(now - DaysToNs(policy_.capture_retention_days));
+    auto n = store_->captures().DeleteBefore(now - DaysToNs(policy_.capture_retention_days));
     if (n.ok() && *n > 0) {
       deleted_captures_.Increment(static_cast<double>(*n));
       spdlog::info("retention: removed {} captures older than {} days", *n, policy_.capture_retention_days);
@@ -115,7 +115,7 @@ void Retention::ExpireByAge(int64_t now) {
   }
   if (shortest == 0) return;
   std::vector<std::string> expired;
-  absl::Status s = store_->ForEachProfileOldestFirst([&](const v1::ProfileInfo& info) {
+  absl::Status s = store_->profiles().ForEachOldestFirst([&](const v1::ProfileInfo& info) {
     if (now - info.ingested_at_ns() < shortest) return false;  // this one and all newer are kept
     const int64_t keep = policy_.KeepNs(info.job());
     if (keep > 0 && now - info.ingested_at_ns() >= keep) expired.push_back(info.profile_id());
@@ -128,28 +128,28 @@ void Retention::ExpireByAge(int64_t now) {
 }
 
 void Retention::EnforceDiskLimit() {
-  if (policy_.max_disk_bytes <= 0 || store_->FolderBytes() <= policy_.max_disk_bytes) return;
+  if (policy_.max_disk_bytes <= 0 || store_->engine().FolderBytes() <= policy_.max_disk_bytes) return;
   // Memtables hold write-ahead logs on disk: flush them first, then measure again.
-  if (absl::Status s = store_->Flush(); !s.ok()) spdlog::warn("retention: flush: {}", std::string(s.message()));
+  if (absl::Status s = store_->engine().Flush(); !s.ok()) spdlog::warn("retention: flush: {}", std::string(s.message()));
   int deleted = 0;
-  while (store_->FolderBytes() > policy_.max_disk_bytes) {
+  while (store_->engine().FolderBytes() > policy_.max_disk_bytes) {
     std::string oldest;
     int seen = 0;
-    absl::Status s = store_->ForEachProfileOldestFirst([&](const v1::ProfileInfo& info) {
+    absl::Status s = store_->profiles().ForEachOldestFirst([&](const v1::ProfileInfo& info) {
       if (oldest.empty()) oldest = info.profile_id();
       return ++seen < 2;  // stop at the second: the newest profile always stays
     });
     if (!s.ok() || seen < 2 || !Delete(oldest, deleted_disk_)) break;
     ++deleted;
-    (void)store_->Flush();  // the deletion's own log goes too
+    (void)store_->engine().Flush();  // the deletion's own log goes too
   }
   if (deleted > 0) {
     spdlog::info("retention: removed the {} oldest profiles; the database takes {} of --max_disk_mb {} MiB", deleted,
-                 store_->FolderBytes(), policy_.max_disk_bytes >> 20);
+                 store_->engine().FolderBytes(), policy_.max_disk_bytes >> 20);
   }
-  if (store_->FolderBytes() > policy_.max_disk_bytes) {
+  if (store_->engine().FolderBytes() > policy_.max_disk_bytes) {
     spdlog::warn("retention: the database ({} bytes) is over --max_disk_mb with only its newest profile left",
-                 store_->FolderBytes());
+                 store_->engine().FolderBytes());
   }
 }
 

@@ -21,7 +21,7 @@
 #include "prometheus/family.h"
 #include "prometheus/registry.h"
 #include "server/fleet/agent_registry.h"
-#include "storage/profile_store.h"
+#include "storage/storage.h"
 
 namespace fleetprof {
 
@@ -43,7 +43,7 @@ class Retention {
  public:
   // `delete_profile` removes one profile everywhere (QueryApi::DeleteProfile, which also
   // empties the query caches).
-  Retention(RetentionPolicy policy, ProfileStore* store, AgentRegistry* agents,
+  Retention(RetentionPolicy policy, Storage* store, AgentRegistry* agents,
             std::function<absl::Status(const std::string&)> delete_profile, prometheus::Registry* metrics,
             Clock* clock = RealClock());
   ~Retention();
@@ -59,7 +59,7 @@ class Retention {
   bool Delete(const std::string& profile_id, prometheus::Counter& counter);
 
   const RetentionPolicy policy_;
-  ProfileStore* store_;
+  Storage* store_;
   AgentRegistry* agents_;
   std::function<absl::Status(const std::string&)> delete_profile_;
   prometheus::Family<prometheus::Counter>& deleted_;

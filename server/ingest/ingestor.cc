@@ -56,7 +56,7 @@ bool IsValidUploadId(const std::string& id) {
 }
 
 absl::Status Ingestor::Reject(const std::string& upload_id, absl::Status error) {
-  store_->AbortUpload(upload_id).IgnoreError();  // nothing of a rejected upload stays behind
+  store_->uploads().Abort(upload_id).IgnoreError();  // nothing of a rejected upload stays behind
   metrics_->RecordUpload(absl::IsResourceExhausted(error) ? "over_limit" : "invalid", 0);
   spdlog::warn("upload rejected upload_id={} error=\"{}\"", upload_id, std::string(error.message()));
   return error;
@@ -76,7 +76,7 @@ absl::StatusOr<v1::UploadState> Ingestor::GetUploadState(const std::string& uplo
   if (!IsValidUploadId(upload_id)) {
     return absl::InvalidArgumentError("upload_id must be 1-128 of [A-Za-z0-9._:-]");
   }
-  auto record = store_->GetUpload(upload_id);
+  auto record = store_->uploads().Get(upload_id);
   if (!record.ok()) return record.status();
   v1::UploadState response;
   // Another principal's upload reads as unknown: its existence is not theirs to learn.
@@ -129,7 +129,7 @@ absl::Status Ingestor::Commit(const v1::UploadRecord& record, const std::string&
   v1::ProfileInfo info = ProfileInfoFor(record, file_name, summary, profile_id);
   v1::ProfileSummary stored = SummaryToProto(summary);
   if (before_commit_) before_commit_(info, stored);
-  if (absl::Status s = store_->CommitProfile(info, stored); !s.ok()) {
+  if (absl::Status s = store_->profiles().Commit(info, stored); !s.ok()) {
     metrics_->RecordUpload("error", 0);
     return s;
   }

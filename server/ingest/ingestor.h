@@ -23,7 +23,7 @@
 #include "server/ingest/upload_guard.h"
 #include "server/ingest/upload_session.h"
 #include "server/ingest/upload_stream.h"
-#include "storage/profile_store.h"
+#include "storage/storage.h"
 
 namespace fleetprof {
 
@@ -42,7 +42,7 @@ class Ingestor : private UploadSessionContext {
   // Runs once a profile is committed (per-job metrics).
   using AfterCommit = std::function<void(const v1::ProfileInfo&, const v1::ProfileSummary&)>;
 
-  Ingestor(ProfileStore* store, ServerMetrics* metrics, IngestLimits limits, BeforeCommit before_commit,
+  Ingestor(Storage* store, ServerMetrics* metrics, IngestLimits limits, BeforeCommit before_commit,
            AfterCommit after_commit)
       : store_(store),
         metrics_(metrics),
@@ -72,7 +72,7 @@ class Ingestor : private UploadSessionContext {
 
  private:
   // UploadSessionContext: what its sessions ask of it (server/ingest/upload_session.h).
-  ProfileStore* store() override { return store_; }
+  Storage* store() override { return store_; }
   ServerMetrics* metrics() override { return metrics_; }
   const IngestLimits& limits() const override { return limits_; }
   bool MayUploadForCapture(const std::string& capture_id, const std::string& node) const override {
@@ -85,7 +85,7 @@ class Ingestor : private UploadSessionContext {
                       v1::UploadResponse* response) override;
   absl::Status Reject(const std::string& upload_id, absl::Status error) override;
 
-  ProfileStore* store_;
+  Storage* store_;
   ServerMetrics* metrics_;
   IngestLimits limits_;
   UploadGuard guard_;

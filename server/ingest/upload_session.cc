@@ -22,10 +22,10 @@ std::string NewProfileId() {
 // only once committed; any other way out of ingest deletes it.
 class TimelineCleanup {
  public:
-  TimelineCleanup(ProfileStore* store, std::string profile_id) : store_(store), id_(std::move(profile_id)) {}
+  TimelineCleanup(Storage* store, std::string profile_id) : store_(store), id_(std::move(profile_id)) {}
   ~TimelineCleanup() {
     if (armed_) {
-      if (absl::Status s = store_->DeleteTimeline(id_); !s.ok()) {
+      if (absl::Status s = store_->events().Delete(id_); !s.ok()) {
         spdlog::warn("could not delete the event blocks of uncommitted profile {}: {}", id_, std::string(s.message()));
       }
     }
@@ -33,7 +33,7 @@ class TimelineCleanup {
   void Disarm() { armed_ = false; }
 
  private:
-  ProfileStore* store_;
+  Storage* store_;
   std::string id_;
   bool armed_ = true;
 };
@@ -62,14 +62,14 @@ absl::Status CheckUploadTexts(const v1::UploadMetadata& metadata) {
 // Declared in this order so that they are destroyed in the reverse one: the analysis stops
 // before its events' blocks are cleaned up, and those before the writer goes.
 struct UploadSession::Receiving {
-  Receiving(ProfileStore* store, const v1::UploadRecord& record, const analysis::TraceLimits& limits)
+  Receiving(Storage* store, const v1::UploadRecord& record, const analysis::TraceLimits& limits)
       : file_name(record.metadata().file_name().empty() ? record.metadata().upload_id() : record.metadata().file_name()),
         profile_id(NewProfileId()),
-        timeline_writer(store->NewTimelineWriter(profile_id)),
+        timeline_writer(store->events().NewWriter(profile_id)),
         timeline_sink(timeline_writer.get()),
         cleanup(store, profile_id),
         analysis(file_name, record.metadata().format(),
-                 record.received_bytes() > 0 ? store->ReadRaw(record.metadata().upload_id()) : nullptr,
+                 record.received_bytes() > 0 ? store->uploads().ReadRaw(record.metadata().upload_id(), record.received_bytes()) : nullptr,
                  &timeline_sink, limits) {}
 
   const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
@@ -123,7 +123,7 @@ absl::StatusOr<v1::UploadResponse> UploadSession::Finish(bool broken) {
 
 absl::StatusOr<bool> UploadSession::Begin(v1::UploadRequest first) {
   ServerMetrics* metrics = context_->metrics();
-  ProfileStore* store = context_->store();
+  Storage* store = context_->store();
   if (!first.has_metadata()) {
     metrics->RecordUpload("invalid", 0);
     return absl::InvalidArgumentError("the first upload message must carry the metadata");
@@ -166,7 +166,7 @@ absl::StatusOr<bool> UploadSession::Begin(v1::UploadRequest first) {
   }
   // The owner first: another principal's attempt must not hold the id (the owner's resume
   // would then be refused as in progress elsewhere).
-  auto owned = store->GetUpload(id);
+  auto owned = store->uploads().Get(id);
   if (!owned.ok()) return owned.status();
   if (owned->has_value()) {
     if (absl::Status s = CheckUploadOwner(**owned, caller_); !s.ok()) return s;
@@ -177,14 +177,14 @@ absl::StatusOr<bool> UploadSession::Begin(v1::UploadRequest first) {
   claimed_id_ = id;
 
   // Read again under the claim: another stream may have committed it meanwhile.
-  auto existing = store->GetUpload(id);
+  auto existing = store->uploads().Get(id);
   if (!existing.ok()) return existing.status();
   if (existing->has_value()) {
     if (absl::Status s = CheckUploadOwner(**existing, caller_); !s.ok()) return s;
   }
   if (existing->has_value() && !(*existing)->profile_id().empty()) {
     // Idempotent: the same upload_id again gets the profile it made the first time.
-    auto info = store->GetProfile((*existing)->profile_id());
+    auto info = store->profiles().Get((*existing)->profile_id());
     if (!info.ok()) return info.status();
     v1::UploadResponse response;
     response.set_profile_id(info->profile_id());
@@ -205,13 +205,13 @@ absl::StatusOr<bool> UploadSession::Begin(v1::UploadRequest first) {
     record_ = **existing;
   } else if (existing->has_value()) {
     // A fresh start of an upload that broke off earlier: drop what it left.
-    if (absl::Status s = store->AbortUpload(id); !s.ok()) return s;
+    if (absl::Status s = store->uploads().Abort(id); !s.ok()) return s;
   }
   metadata.set_resume_offset(0);
   *record_.mutable_metadata() = std::move(metadata);
   record_.set_owner(caller_.authenticated ? caller_.name : "");
   record_.set_updated_at_ns(UnixNanos());
-  if (absl::Status s = store->PutUpload(id, record_); !s.ok()) return s;
+  if (absl::Status s = store->uploads().Put(id, record_); !s.ok()) return s;
   return true;  // the analysis starts with the first chunk: a client that stalls before holds no thread
 }
 
@@ -240,7 +240,7 @@ absl::Status UploadSession::Receive(v1::UploadRequest message) {
   }
   Receiving& r = StartReceiving();  // before the chunk is stored: it replays only earlier bytes
   record_.set_updated_at_ns(UnixNanos());
-  if (absl::Status s = context_->store()->AppendRaw(id, record_, *chunk); !s.ok()) {
+  if (absl::Status s = context_->store()->uploads().AppendRaw(id, record_, *chunk); !s.ok()) {
     r.analysis.Cancel();
     context_->metrics()->RecordUpload("error", 0);
     return s;

@@ -17,7 +17,7 @@
 #include "fleetprof/v1/records.pb.h"
 #include "server/ingest/upload_guard.h"
 #include "server/server_metrics.h"
-#include "storage/profile_store.h"
+#include "storage/storage.h"
 
 namespace fleetprof {
 
@@ -29,7 +29,7 @@ struct IngestLimits;
 class UploadSessionContext {
  public:
   virtual ~UploadSessionContext() = default;
-  virtual ProfileStore* store() = 0;
+  virtual Storage* store() = 0;
   virtual ServerMetrics* metrics() = 0;
   virtual const IngestLimits& limits() const = 0;
   // Whether `node` may upload for capture `capture_id` (always, when no check is set).

@@ -118,7 +118,7 @@ absl::StatusOr<v1::DiagnoseResponse> QueryApi::Diagnose(const v1::DiagnoseReques
     absl::StatusOr<diagnosis::ProfileFacts> facts;
     auto timeline = timelines_.Get(request.profile_id());
     if (timeline.ok()) {
-      std::unique_ptr<timeline::TimelineReader> reader = store_->NewTimelineReader(request.profile_id());
+      std::unique_ptr<timeline::TimelineReader> reader = store_->events().NewReader(request.profile_id());
       facts = diagnosis::ReadProfileFacts(request.profile_id(), **summary, *timeline, *reader);
     } else if (absl::IsNotFound(timeline.status())) {
       // Ingested before the event store: the rules that read only the summary still run.

@@ -31,7 +31,7 @@ absl::StatusOr<v1::ListProfilesResponse> QueryApi::ListProfiles(const v1::ListPr
   if (request.start_after_ns() < 0 || request.end_before_ns() < 0) {
     return absl::InvalidArgumentError("time bounds must not be negative");
   }
-  auto page = store_->ListProfiles(request);
+  auto page = store_->profiles().List(request);
   if (!page.ok()) return page.status();
   v1::ListProfilesResponse response;
   for (auto& info : page->profiles) *response.add_profiles() = std::move(info);
@@ -78,7 +78,7 @@ absl::Status QueryApi::ForEachListed(v1::ListProfilesRequest list, int64_t max, 
   list.set_page_size(1000);
   int64_t seen = 0;
   do {
-    auto page = store_->ListProfiles(list);
+    auto page = store_->profiles().List(list);
     if (!page.ok()) return page.status();
     for (const v1::ProfileInfo& info : page->profiles) {
       if (++seen > max) return absl::ResourceExhaustedError(too_many);
@@ -92,7 +92,7 @@ absl::Status QueryApi::ForEachListed(v1::ListProfilesRequest list, int64_t max, 
 absl::StatusOr<v1::GetProfileResponse> QueryApi::GetProfile(const std::string& profile_id) {
   QueryTimer timer(metrics_, "GetProfile");
   if (profile_id.empty()) return absl::InvalidArgumentError("profile_id is required");
-  auto info = store_->GetProfile(profile_id);
+  auto info = store_->profiles().Get(profile_id);
   if (!info.ok()) return info.status();
   auto summary = summaries_.Get(profile_id);
   if (!summary.ok()) return summary.status();
@@ -114,11 +114,11 @@ absl::StatusOr<QueryApi::Export> QueryApi::ExportProfile(const v1::ExportProfile
   if (original && (request.start_ns() != 0 || request.end_ns() != 0)) {
     return absl::InvalidArgumentError("a window (start_ns, end_ns) exports only as format=chrome_json");
   }
-  auto info = store_->GetProfile(request.profile_id());
+  auto info = store_->profiles().Get(request.profile_id());
   if (!info.ok()) return info.status();
   Export out;
   if (original) {
-    out.bytes = store_->ReadRaw(info->upload_id());
+    out.bytes = store_->uploads().ReadRaw(info->upload_id(), info->size_bytes());
   } else {
     auto timeline = timelines_.Get(request.profile_id());
     if (!timeline.ok()) return timeline.status();
@@ -127,7 +127,7 @@ absl::StatusOr<QueryApi::Export> QueryApi::ExportProfile(const v1::ExportProfile
       if (start == 0) start = (*timeline)->start_ns();
       if (end == 0) end = (*timeline)->end_ns();
     }
-    auto bytes = timeline::ExportChromeTrace(*timeline, store_->NewTimelineReader(request.profile_id()), start,
+    auto bytes = timeline::ExportChromeTrace(*timeline, store_->events().NewReader(request.profile_id()), start,
                                              end, request.profile_id());
     if (!bytes.ok()) return bytes.status();
     out.bytes = *std::move(bytes);
@@ -141,7 +141,7 @@ absl::StatusOr<v1::TraceWindow> QueryApi::TraceWindow(const v1::TraceWindowReque
   if (request.profile_id().empty()) return absl::InvalidArgumentError("profile_id is required");
   auto timeline = timelines_.Get(request.profile_id());
   if (!timeline.ok()) return timeline.status();
-  std::unique_ptr<timeline::TimelineReader> reader = store_->NewTimelineReader(request.profile_id());
+  std::unique_ptr<timeline::TimelineReader> reader = store_->events().NewReader(request.profile_id());
   auto window = timeline::QueryTraceWindow(**timeline, *reader, request);
   if (window.ok()) window->set_profile_id(request.profile_id());
   return window;
@@ -152,7 +152,7 @@ absl::StatusOr<v1::RangeBreakdown> QueryApi::RangeBreakdown(const v1::RangeBreak
   if (request.profile_id().empty()) return absl::InvalidArgumentError("profile_id is required");
   auto timeline = timelines_.Get(request.profile_id());
   if (!timeline.ok()) return timeline.status();
-  std::unique_ptr<timeline::TimelineReader> reader = store_->NewTimelineReader(request.profile_id());
+  std::unique_ptr<timeline::TimelineReader> reader = store_->events().NewReader(request.profile_id());
   auto range = timeline::QueryRangeBreakdown(**timeline, *reader, request);
   if (range.ok()) range->set_profile_id(request.profile_id());
   return range;
@@ -161,7 +161,7 @@ absl::StatusOr<v1::RangeBreakdown> QueryApi::RangeBreakdown(const v1::RangeBreak
 absl::StatusOr<v1::DeleteProfileResponse> QueryApi::DeleteProfile(const v1::DeleteProfileRequest& request) {
   QueryTimer timer(metrics_, "DeleteProfile");
   if (request.profile_id().empty()) return absl::InvalidArgumentError("profile_id is required");
-  if (absl::Status s = store_->DeleteProfile(request.profile_id()); !s.ok()) return s;
+  if (absl::Status s = store_->profiles().Delete(request.profile_id()); !s.ok()) return s;
   timelines_.Erase(request.profile_id());
   summaries_.Erase(request.profile_id());
   v1::DeleteProfileResponse response;

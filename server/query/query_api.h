@@ -15,13 +15,13 @@
 #include "common/concurrency_slots.h"
 #include "server/server_metrics.h"
 #include "server/query/timeline_cache.h"
-#include "storage/profile_store.h"
+#include "storage/storage.h"
 
 namespace fleetprof {
 
 class QueryApi {
  public:
-  QueryApi(ProfileStore* store, ServerMetrics* metrics)
+  QueryApi(Storage* store, ServerMetrics* metrics)
       : store_(store), metrics_(metrics), timelines_(store, kTimelineCacheBytes), summaries_(store, kSummaryCacheBytes) {}
 
   // Profiles matching the request, newest ingest first. INVALID_ARGUMENT for a page_size
@@ -55,7 +55,7 @@ class QueryApi {
   absl::StatusOr<v1::TraceWindow> TraceWindow(const v1::TraceWindowRequest& request);
   absl::StatusOr<v1::RangeBreakdown> RangeBreakdown(const v1::RangeBreakdownRequest& request);
 
-  // Deletes a profile and everything stored for it (ProfileStore::DeleteProfile).
+  // Deletes a profile and everything stored for it (Storage::DeleteProfile).
   absl::StatusOr<v1::DeleteProfileResponse> DeleteProfile(const v1::DeleteProfileRequest& request);
 
   // A newly stored profile's summary, kept parsed: the job views that follow read it from here.
@@ -95,7 +95,7 @@ class QueryApi {
   static constexpr int kConcurrentDiagnoses = 2;
   static constexpr std::chrono::seconds kDiagnosisWait{30};
 
-  ProfileStore* store_;
+  Storage* store_;
   ServerMetrics* metrics_;
   TimelineCache timelines_;
   SummaryCache summaries_;

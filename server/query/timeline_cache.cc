@@ -7,11 +7,11 @@ namespace fleetprof {
 absl::StatusOr<std::shared_ptr<const timeline::Timeline>> TimelineCache::Get(const std::string& profile_id) {
   if (auto cached = cache_.Find(profile_id)) return cached;
   // Loaded outside the lock: two first queries of one profile may both load it.
-  std::unique_ptr<timeline::TimelineReader> reader = store_->NewTimelineReader(profile_id);
+  std::unique_ptr<timeline::TimelineReader> reader = store_->events().NewReader(profile_id);
   absl::StatusOr<std::shared_ptr<const timeline::Timeline>> loaded = timeline::Timeline::Load(*reader);
   if (!loaded.ok()) {
     if (absl::IsNotFound(loaded.status())) {
-      if (auto info = store_->GetProfile(profile_id); !info.ok()) return info.status();
+      if (auto info = store_->profiles().Get(profile_id); !info.ok()) return info.status();
       return absl::NotFoundError(absl::StrCat("profile ", profile_id,
                                               " has no stored events (ingested before the event store); "
                                               "upload its file again to view its trace"));
@@ -23,7 +23,7 @@ absl::StatusOr<std::shared_ptr<const timeline::Timeline>> TimelineCache::Get(con
 
 absl::StatusOr<std::shared_ptr<const v1::ProfileSummary>> SummaryCache::Get(const std::string& profile_id) {
   if (auto cached = cache_.Find(profile_id)) return cached;
-  auto summary = store_->GetSummary(profile_id);
+  auto summary = store_->profiles().GetSummary(profile_id);
   if (!summary.ok()) return summary.status();
   auto parsed = std::make_shared<const v1::ProfileSummary>(*std::move(summary));
   const size_t bytes = parsed->SpaceUsedLong();

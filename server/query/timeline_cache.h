@@ -10,14 +10,14 @@
 
 #include "absl/status/statusor.h"
 #include "common/byte_lru.h"
-#include "storage/profile_store.h"
+#include "storage/storage.h"
 #include "timeline/timeline.h"
 
 namespace fleetprof {
 
 class TimelineCache {
  public:
-  TimelineCache(ProfileStore* store, size_t max_bytes) : store_(store), cache_(max_bytes) {}
+  TimelineCache(Storage* store, size_t max_bytes) : store_(store), cache_(max_bytes) {}
 
   // The profile's timeline; NOT_FOUND naming the profile when it has no stored events.
   absl::StatusOr<std::shared_ptr<const timeline::Timeline>> Get(const std::string& profile_id);
@@ -25,7 +25,7 @@ class TimelineCache {
   void Erase(const std::string& profile_id) { cache_.Erase(profile_id); }
 
  private:
-  ProfileStore* store_;
+  Storage* store_;
   ByteLru<timeline::Timeline> cache_;
 };
 
@@ -33,7 +33,7 @@ class TimelineCache {
 // diffs and dashboards that poll read each one once. Bounded by bytes.
 class SummaryCache {
  public:
-  SummaryCache(ProfileStore* store, size_t max_bytes) : store_(store), cache_(max_bytes) {}
+  SummaryCache(Storage* store, size_t max_bytes) : store_(store), cache_(max_bytes) {}
   absl::StatusOr<std::shared_ptr<const v1::ProfileSummary>> Get(const std::string& profile_id);
   void Insert(const std::string& profile_id, const v1::ProfileSummary& summary) {
     auto copy = std::make_shared<const v1::ProfileSummary>(summary);
@@ -43,7 +43,7 @@ class SummaryCache {
   void Erase(const std::string& profile_id) { cache_.Erase(profile_id); }
 
  private:
-  ProfileStore* store_;
+  Storage* store_;
   ByteLru<v1::ProfileSummary> cache_;
 };
 

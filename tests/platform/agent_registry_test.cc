@@ -3,10 +3,9 @@
 // not bytes, so heartbeats could grow server memory without bound.
 
 #include "server/fleet/agent_registry.h"
+#include "storage/storage.h"
 
-#include <unistd.h>
 
-#include <filesystem>
 
 #include "common/runtime.h"
 #include "gtest/gtest.h"
@@ -16,19 +15,8 @@ namespace {
 
 class AgentRegistryTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("fleetprof_registry_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    auto store = ProfileStore::Open(dir_.string());
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
-  }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  // The registry's records in the in-memory engine: no disk for a unit test.
+  void SetUp() override { store_ = Storage::InMemory(); }
   static v1::AgentHello Hello(const std::string& node, int targets = 1) {
     v1::AgentHello hello;
     hello.set_node(node);
@@ -39,9 +27,8 @@ class AgentRegistryTest : public ::testing::Test {
     return registry.Connected(hello, [](const v1::ServerMessage&) { return true; }, [] {});
   }
 
-  std::filesystem::path dir_;
   ServerMetrics metrics_;
-  std::unique_ptr<ProfileStore> store_;
+  std::unique_ptr<Storage> store_;
 };
 
 TEST_F(AgentRegistryTest, NodesTargetsAndMessageSizesAreBounded) {
@@ -49,7 +36,7 @@ TEST_F(AgentRegistryTest, NodesTargetsAndMessageSizesAreBounded) {
   limits.max_agents = 3;
   limits.max_targets_per_agent = 4;
   limits.max_message_bytes = 4096;
-  AgentRegistry registry(store_.get(), &metrics_, limits);
+  AgentRegistry registry(&store_->agents(), &metrics_, limits);
   for (const char* node : {"n1", "n2", "n3"}) ASSERT_TRUE(Connect(registry, Hello(node)).ok());
   auto refused = Connect(registry, Hello("n4"));
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
@@ -70,7 +57,7 @@ TEST_F(AgentRegistryTest, NodesTargetsAndMessageSizesAreBounded) {
 TEST_F(AgentRegistryTest, DeviceHistoryIsBoundedInBytes) {
   AgentLimits limits;
   limits.max_history_bytes = 64 << 10;
-  AgentRegistry registry(store_.get(), &metrics_, limits);
+  AgentRegistry registry(&store_->agents(), &metrics_, limits);
   ASSERT_TRUE(Connect(registry, Hello("node")).ok());
   const int64_t now = UnixNanos();
   int64_t sent_bytes = 0;

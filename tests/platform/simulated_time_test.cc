@@ -20,7 +20,7 @@
 #include "server/fleet/capture_scheduler.h"
 #include "server/fleet/retention.h"
 #include "server/server_metrics.h"
-#include "storage/profile_store.h"
+#include "storage/storage.h"
 
 namespace fleetprof {
 namespace {
@@ -91,7 +91,7 @@ class SimulatedTimeTest : public ::testing::Test {
     env_ = rocksdb::NewCompositeEnv(fs_);
     StoreOptions options;
     options.env = env_.get();
-    auto store = ProfileStore::Open(dir_.string(), options);
+    auto store = Storage::Open(dir_.string(), options);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
   }
@@ -121,16 +121,16 @@ class SimulatedTimeTest : public ::testing::Test {
   std::filesystem::path dir_;
   std::shared_ptr<StallingFileSystem> fs_ = std::make_shared<StallingFileSystem>();
   std::unique_ptr<rocksdb::Env> env_;
-  std::unique_ptr<ProfileStore> store_;
+  std::unique_ptr<Storage> store_;
   SimulatedClock clock_;
   ServerMetrics metrics_;
   std::atomic<int> commands_{0};
 };
 
 TEST_F(SimulatedTimeTest, ScheduleRunsOncePerPeriodSkipsMissedAndBusyRuns) {
-  AgentRegistry registry(store_.get(), &metrics_, AgentLimits(), &clock_);
+  AgentRegistry registry(&store_->agents(), &metrics_, AgentLimits(), &clock_);
   CaptureCoordinator captures(store_.get(), &registry, &metrics_, &clock_);
-  CaptureScheduler scheduler(store_.get(), &captures, &metrics_, &clock_);
+  CaptureScheduler scheduler(&store_->schedules(), &captures, &metrics_, &clock_);
   v1::CreateScheduleRequest request;
   request.set_job("train");
   request.set_every_ms(60'000);
@@ -175,7 +175,7 @@ TEST_F(SimulatedTimeTest, ScheduleRunsOncePerPeriodSkipsMissedAndBusyRuns) {
 }
 
 TEST_F(SimulatedTimeTest, ACaptureFailsAtItsDeadlinePlusGraceAndLeavesMemoryAMinuteLater) {
-  AgentRegistry registry(store_.get(), &metrics_, AgentLimits(), &clock_);
+  AgentRegistry registry(&store_->agents(), &metrics_, AgentLimits(), &clock_);
   CaptureCoordinator captures(store_.get(), &registry, &metrics_, &clock_);
   ConnectAgent(registry, "n1", "train");
   v1::StartCaptureRequest request;
@@ -196,7 +196,7 @@ TEST_F(SimulatedTimeTest, ACaptureFailsAtItsDeadlinePlusGraceAndLeavesMemoryAMin
 
   // Its final version reaches the store (written after the in-memory change, outside the lock).
   ASSERT_TRUE(Soon([&] {
-    auto stored = store_->GetCapture(id);
+    auto stored = store_->captures().Get(id);
     return stored.ok() && stored->state() == v1::Capture::FAILED;
   }));
   // A minute after the deadline it lives in the store only: a watcher is answered from there
@@ -218,7 +218,7 @@ TEST_F(SimulatedTimeTest, RetentionRemovesProfilesPastTheirAgeAsTimeGoesOn) {
     info.set_profile_id(id);
     info.set_job(job);
     info.set_ingested_at_ns(clock_.Now() - age);
-    ASSERT_TRUE(store_->CommitProfile(info, v1::ProfileSummary()).ok());
+    ASSERT_TRUE(store_->profiles().Commit(info, v1::ProfileSummary()).ok());
   };
   commit("old", "train", 2 * kDay);
   commit("young", "train", kDay / 2);
@@ -228,11 +228,11 @@ TEST_F(SimulatedTimeTest, RetentionRemovesProfilesPastTheirAgeAsTimeGoesOn) {
   policy.job_days["eval"] = 0;
   policy.check_every_s = 60;
   prometheus::Registry registry;
-  AgentRegistry agents(store_.get(), &metrics_, AgentLimits(), &clock_);
+  AgentRegistry agents(&store_->agents(), &metrics_, AgentLimits(), &clock_);
   Retention retention(
-      policy, store_.get(), &agents, [&](const std::string& id) { return store_->DeleteProfile(id); }, &registry,
+      policy, store_.get(), &agents, [&](const std::string& id) { return store_->profiles().Delete(id); }, &registry,
       &clock_);
-  const auto exists = [&](const std::string& id) { return store_->GetProfile(id).ok(); };
+  const auto exists = [&](const std::string& id) { return store_->profiles().Get(id).ok(); };
   ASSERT_TRUE(Soon([&] { return !exists("old"); })) << "the first pass runs at once";
   EXPECT_TRUE(exists("young"));
   EXPECT_TRUE(exists("kept"));
@@ -245,7 +245,7 @@ TEST_F(SimulatedTimeTest, RetentionRemovesProfilesPastTheirAgeAsTimeGoesOn) {
 }
 
 TEST_F(SimulatedTimeTest, AgentsAreForgottenOnlyAfterTheirExpiry) {
-  AgentRegistry registry(store_.get(), &metrics_, AgentLimits(), &clock_);
+  AgentRegistry registry(&store_->agents(), &metrics_, AgentLimits(), &clock_);
   const int64_t session = ConnectAgent(registry, "gone", "train");
   registry.Disconnected("gone", session);
   ConnectAgent(registry, "here", "train");
@@ -260,9 +260,9 @@ TEST_F(SimulatedTimeTest, AgentsAreForgottenOnlyAfterTheirExpiry) {
 // Before: the scheduler stored a schedule and the coordinator a capture under the lock that
 // listing takes, so `fleetprof schedules` and `captures` waited for the disk.
 TEST_F(SimulatedTimeTest, ListingAnswersWhileAStorageWriteIsHeldUp) {
-  AgentRegistry registry(store_.get(), &metrics_, AgentLimits(), &clock_);
+  AgentRegistry registry(&store_->agents(), &metrics_, AgentLimits(), &clock_);
   CaptureCoordinator captures(store_.get(), &registry, &metrics_, &clock_);
-  CaptureScheduler scheduler(store_.get(), &captures, &metrics_, &clock_);
+  CaptureScheduler scheduler(&store_->schedules(), &captures, &metrics_, &clock_);
   v1::CreateScheduleRequest request;
   request.set_job("train");
   request.set_every_ms(60'000);

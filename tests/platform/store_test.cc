@@ -1,4 +1,4 @@
-#include "storage/profile_store.h"
+#include "storage/storage.h"
 
 #include <unistd.h>
 
@@ -16,7 +16,7 @@
 namespace fleetprof {
 namespace {
 
-class ProfileStoreTest : public ::testing::Test {
+class StorageTest : public ::testing::Test {
  protected:
   void SetUp() override {
     char pattern[] = "/tmp/fleetprof-store-XXXXXX";
@@ -29,7 +29,7 @@ class ProfileStoreTest : public ::testing::Test {
   }
   void Reopen() {
     store_.reset();
-    auto opened = ProfileStore::Open(dir_);
+    auto opened = Storage::Open(dir_);
     ASSERT_TRUE(opened.ok()) << opened.status();
     store_ = *std::move(opened);
   }
@@ -43,12 +43,12 @@ class ProfileStoreTest : public ::testing::Test {
     return info;
   }
   std::string dir_;
-  std::unique_ptr<ProfileStore> store_;
+  std::unique_ptr<Storage> store_;
 };
 
-TEST_F(ProfileStoreTest, ListsNewestFirstAndPagesWithoutGapsOrRepeats) {
+TEST_F(StorageTest, ListsNewestFirstAndPagesWithoutGapsOrRepeats) {
   for (int i = 0; i < 25; ++i) {
-    ASSERT_TRUE(store_->CommitProfile(Info("p" + std::to_string(i), i % 2 ? "odd" : "even", 1000 + i),
+    ASSERT_TRUE(store_->profiles().Commit(Info("p" + std::to_string(i), i % 2 ? "odd" : "even", 1000 + i),
                                       v1::ProfileSummary())
                     .ok());
   }
@@ -56,7 +56,7 @@ TEST_F(ProfileStoreTest, ListsNewestFirstAndPagesWithoutGapsOrRepeats) {
   request.set_page_size(10);
   std::vector<std::string> seen;
   do {
-    auto page = store_->ListProfiles(request);
+    auto page = store_->profiles().List(request);
     ASSERT_TRUE(page.ok());
     for (const auto& p : page->profiles) seen.push_back(p.profile_id());
     request.set_page_token(page->next_page_token);
@@ -67,17 +67,17 @@ TEST_F(ProfileStoreTest, ListsNewestFirstAndPagesWithoutGapsOrRepeats) {
 
   v1::ListProfilesRequest odd;
   odd.set_job("odd");
-  auto page = store_->ListProfiles(odd);
+  auto page = store_->profiles().List(odd);
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(page->profiles.size(), 12u);
 }
 
-TEST_F(ProfileStoreTest, PagingWithSeveralLabelsKeepsItsIndexAcrossPages) {
+TEST_F(StorageTest, PagingWithSeveralLabelsKeepsItsIndexAcrossPages) {
   for (int i = 0; i < 25; ++i) {
     v1::ProfileInfo info = Info("q" + std::to_string(i), "j", 2000 + i);
     (*info.mutable_labels())["team"] = "infra";
     (*info.mutable_labels())["zone"] = i % 5 == 0 ? "b" : "a";
-    ASSERT_TRUE(store_->CommitProfile(info, v1::ProfileSummary()).ok());
+    ASSERT_TRUE(store_->profiles().Commit(info, v1::ProfileSummary()).ok());
   }
   int found = 0;
   v1::ListProfilesRequest request;
@@ -88,7 +88,7 @@ TEST_F(ProfileStoreTest, PagingWithSeveralLabelsKeepsItsIndexAcrossPages) {
     // A fresh request message per page, as each RPC parses one: map order may differ.
     v1::ListProfilesRequest page_request;
     page_request.CopyFrom(request);
-    auto page = store_->ListProfiles(page_request);
+    auto page = store_->profiles().List(page_request);
     ASSERT_TRUE(page.ok()) << page.status();
     found += static_cast<int>(page->profiles.size());
     request.set_page_token(page->next_page_token);
@@ -96,17 +96,17 @@ TEST_F(ProfileStoreTest, PagingWithSeveralLabelsKeepsItsIndexAcrossPages) {
   EXPECT_EQ(found, 20);
 }
 
-TEST_F(ProfileStoreTest, PartialUploadIsInvisibleAndResumable) {
+TEST_F(StorageTest, PartialUploadIsInvisibleAndResumable) {
   v1::UploadRecord record;
   record.mutable_metadata()->set_upload_id("u1");
-  ASSERT_TRUE(store_->PutUpload("u1", record).ok());
-  ASSERT_TRUE(store_->AppendRaw("u1", record, "hello ").ok());
-  ASSERT_TRUE(store_->AppendRaw("u1", record, "world").ok());
+  ASSERT_TRUE(store_->uploads().Put("u1", record).ok());
+  ASSERT_TRUE(store_->uploads().AppendRaw("u1", record, "hello ").ok());
+  ASSERT_TRUE(store_->uploads().AppendRaw("u1", record, "world").ok());
   Reopen();
-  auto stored = store_->GetUpload("u1");
+  auto stored = store_->uploads().Get("u1");
   ASSERT_TRUE(stored.ok() && stored->has_value());
   EXPECT_EQ((*stored)->received_bytes(), 11);
-  auto raw = store_->ReadRaw("u1");
+  auto raw = store_->uploads().ReadRaw("u1", (*stored)->received_bytes());
   std::string text(64, '\0');
   size_t have = 0;
   while (true) {
@@ -116,44 +116,44 @@ TEST_F(ProfileStoreTest, PartialUploadIsInvisibleAndResumable) {
     have += *got;
   }
   EXPECT_EQ(text.substr(0, have), "hello world");
-  auto list = store_->ListProfiles(v1::ListProfilesRequest());
+  auto list = store_->profiles().List(v1::ListProfilesRequest());
   EXPECT_TRUE(list->profiles.empty());
-  ASSERT_TRUE(store_->AbortUpload("u1").ok());
-  EXPECT_FALSE(store_->GetUpload("u1")->has_value());
+  ASSERT_TRUE(store_->uploads().Abort("u1").ok());
+  EXPECT_FALSE(store_->uploads().Get("u1")->has_value());
 }
 
-TEST_F(ProfileStoreTest, CommitMarksTheUploadCommitted) {
+TEST_F(StorageTest, CommitMarksTheUploadCommitted) {
   v1::UploadRecord record;
-  ASSERT_TRUE(store_->PutUpload("u2", record).ok());
+  ASSERT_TRUE(store_->uploads().Put("u2", record).ok());
   v1::ProfileInfo info = Info("p1", "j", 5);
   info.set_upload_id("u2");
   (*info.mutable_labels())["team"] = "infra";
-  ASSERT_TRUE(store_->CommitProfile(info, v1::ProfileSummary()).ok());
-  EXPECT_EQ((*store_->GetUpload("u2"))->profile_id(), "p1");
+  ASSERT_TRUE(store_->profiles().Commit(info, v1::ProfileSummary()).ok());
+  EXPECT_EQ((*store_->uploads().Get("u2"))->profile_id(), "p1");
   v1::ListProfilesRequest by_label;
   (*by_label.mutable_labels())["team"] = "infra";
-  EXPECT_EQ(store_->ListProfiles(by_label)->profiles.size(), 1u);
+  EXPECT_EQ(store_->profiles().List(by_label)->profiles.size(), 1u);
   (*by_label.mutable_labels())["team"] = "other";
-  EXPECT_EQ(store_->ListProfiles(by_label)->profiles.size(), 0u);
+  EXPECT_EQ(store_->profiles().List(by_label)->profiles.size(), 0u);
 }
 
-TEST_F(ProfileStoreTest, StaleUploadsAreCleaned) {
+TEST_F(StorageTest, StaleUploadsAreCleaned) {
   v1::UploadRecord old_record;
   old_record.set_updated_at_ns(100);
-  ASSERT_TRUE(store_->PutUpload("old", old_record).ok());
+  ASSERT_TRUE(store_->uploads().Put("old", old_record).ok());
   v1::UploadRecord fresh;
   fresh.set_updated_at_ns(1000);
-  ASSERT_TRUE(store_->PutUpload("fresh", fresh).ok());
-  auto cleaned = store_->CleanStaleUploads(500);
+  ASSERT_TRUE(store_->uploads().Put("fresh", fresh).ok());
+  auto cleaned = store_->uploads().CleanStale(500);
   ASSERT_TRUE(cleaned.ok());
   EXPECT_EQ(*cleaned, 1);
-  EXPECT_TRUE(store_->GetUpload("fresh")->has_value());
+  EXPECT_TRUE(store_->uploads().Get("fresh")->has_value());
 }
 
-TEST_F(ProfileStoreTest, RejectsForeignPageToken) {
+TEST_F(StorageTest, RejectsForeignPageToken) {
   v1::ListProfilesRequest request;
   request.set_page_token("zz");
-  EXPECT_FALSE(store_->ListProfiles(request).ok());
+  EXPECT_FALSE(store_->profiles().List(request).ok());
 }
 
 // Fails every new table file with "no space" while `fail` is set, as a full disk would. (Other
@@ -181,7 +181,7 @@ v1::AgentInfo Agent(const std::string& node) {
 // Before: no listener and no Resume, so a failed flush left the database read-only until
 // a restart, and nothing said so. Now the error is counted, Health() says NOT serving with
 // RocksDB's reason, and TryResume brings writes back once the cause is gone.
-TEST_F(ProfileStoreTest, BackgroundErrorStopsWritesUntilResume) {
+TEST_F(StorageTest, BackgroundErrorStopsWritesUntilResume) {
   store_.reset();
   auto fs = std::make_shared<FailingFileSystem>();
   std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
@@ -189,33 +189,33 @@ TEST_F(ProfileStoreTest, BackgroundErrorStopsWritesUntilResume) {
   StoreOptions options;
   options.env = env.get();
   options.on_background_error = [&reasons](const std::string& reason) { reasons.push_back(reason); };
-  auto opened = ProfileStore::Open(dir_, options);
+  auto opened = Storage::Open(dir_, options);
   ASSERT_TRUE(opened.ok()) << opened.status();
-  std::unique_ptr<ProfileStore> store = *std::move(opened);
-  ASSERT_TRUE(store->PutAgent(Agent("before")).ok());
-  EXPECT_TRUE(store->Health().serving);
+  std::unique_ptr<Storage> store = *std::move(opened);
+  ASSERT_TRUE(store->agents().Put(Agent("before")).ok());
+  EXPECT_TRUE(store->engine().Health().serving);
 
   fs->fail = true;
-  EXPECT_FALSE(store->Flush().ok());
-  StoreHealth health = store->Health();
+  EXPECT_FALSE(store->engine().Flush().ok());
+  StoreHealth health = store->engine().Health();
   EXPECT_FALSE(health.serving);
   EXPECT_GE(health.background_errors, 1);
   EXPECT_NE(health.error.find("injected"), std::string::npos) << health.error;
   ASSERT_FALSE(reasons.empty());
   EXPECT_EQ(reasons[0], "flush");
-  EXPECT_FALSE(store->PutAgent(Agent("during")).ok());  // writes stop
-  EXPECT_FALSE(store->TryResume());                      // the cause is still there
+  EXPECT_FALSE(store->agents().Put(Agent("during")).ok());  // writes stop
+  EXPECT_FALSE(store->engine().TryResume());                      // the cause is still there
 
   fs->fail = false;
   // RocksDB retries a full disk by itself (then Resume answers Busy); either way it recovers.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!store->TryResume() && std::chrono::steady_clock::now() < deadline) {
+  while (!store->engine().TryResume() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_TRUE(store->Health().serving);
-  ASSERT_TRUE(store->PutAgent(Agent("after")).ok());
-  ASSERT_TRUE(store->Flush().ok());
-  auto agents = store->ListAgents();
+  EXPECT_TRUE(store->engine().Health().serving);
+  ASSERT_TRUE(store->agents().Put(Agent("after")).ok());
+  ASSERT_TRUE(store->engine().Flush().ok());
+  auto agents = store->agents().List();
   ASSERT_TRUE(agents.ok());
   std::vector<std::string> nodes;
   for (const auto& a : *agents) nodes.push_back(a.node());
@@ -234,40 +234,40 @@ int OpenTableFiles() {
 }
 
 // Before: max_open_files -1 kept every table file open, so a large database met the fd limit.
-TEST_F(ProfileStoreTest, OpenTableFilesStayBounded) {
+TEST_F(StorageTest, OpenTableFilesStayBounded) {
   // 3 flushes of 8 column families: 24 table files, below RocksDB's compaction trigger (4).
   for (int round = 0; round < 3; ++round) {
     for (int i = 0; i < 5; ++i) {
       const std::string id = "p" + std::to_string(round * 5 + i);
-      ASSERT_TRUE(store_->CommitProfile(Info(id, "job", 1000 + round * 5 + i), v1::ProfileSummary()).ok());
-      ASSERT_TRUE(store_->PutAgent(Agent(id)).ok());
+      ASSERT_TRUE(store_->profiles().Commit(Info(id, "job", 1000 + round * 5 + i), v1::ProfileSummary()).ok());
+      ASSERT_TRUE(store_->agents().Put(Agent(id)).ok());
       v1::Capture capture;
       capture.set_capture_id(id);
-      ASSERT_TRUE(store_->PutCapture(capture).ok());
+      ASSERT_TRUE(store_->captures().Put(capture).ok());
       v1::Schedule schedule;
       schedule.set_schedule_id(id);
-      ASSERT_TRUE(store_->PutSchedule(schedule).ok());
+      ASSERT_TRUE(store_->schedules().Put(schedule).ok());
       v1::UploadRecord record;
-      ASSERT_TRUE(store_->PutUpload("u" + id, record).ok());
-      ASSERT_TRUE(store_->AppendRaw("u" + id, record, "bytes").ok());
+      ASSERT_TRUE(store_->uploads().Put("u" + id, record).ok());
+      ASSERT_TRUE(store_->uploads().AppendRaw("u" + id, record, "bytes").ok());
     }
-    ASSERT_TRUE(store_->Flush().ok());
+    ASSERT_TRUE(store_->engine().Flush().ok());
   }
   store_.reset();
   StoreOptions options;
   options.max_open_files = 20;  // RocksDB keeps 10 of them for its own files
-  auto opened = ProfileStore::Open(dir_, options);
+  auto opened = Storage::Open(dir_, options);
   ASSERT_TRUE(opened.ok()) << opened.status();
   store_ = *std::move(opened);
   // Read every family, so every table file has been opened once.
   v1::ListProfilesRequest all;
   all.set_page_size(1000);
-  auto page = store_->ListProfiles(all);
+  auto page = store_->profiles().List(all);
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(page->profiles.size(), 15u);
-  EXPECT_EQ(store_->ListAgents()->size(), 15u);
-  EXPECT_EQ(store_->ListCaptures("", 1000)->size(), 15u);
-  EXPECT_EQ(store_->ListSchedules()->size(), 15u);
+  EXPECT_EQ(store_->agents().List()->size(), 15u);
+  EXPECT_EQ(store_->captures().List("", 1000)->size(), 15u);
+  EXPECT_EQ(store_->schedules().List()->size(), 15u);
   int tables = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir_)) tables += entry.path().extension() == ".sst";
   // RocksDB's table cache holds max_open_files - 10 files, spread over 64 shards: a bound of
@@ -279,15 +279,15 @@ TEST_F(ProfileStoreTest, OpenTableFilesStayBounded) {
 
   StoreOptions too_few;
   too_few.max_open_files = 5;
-  EXPECT_EQ(ProfileStore::Open(dir_ + "-other", too_few).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Storage::Open(dir_ + "-other", too_few).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 // Before: ListProfiles and the agent, capture and schedule lists skipped a record that did
 // not parse, in silence. Now a profile is listed as unreadable and the others are counted.
-TEST_F(ProfileStoreTest, UnparsableRecordsAreReported) {
-  ASSERT_TRUE(store_->CommitProfile(Info("good", "job", 1000), v1::ProfileSummary()).ok());
-  ASSERT_TRUE(store_->CommitProfile(Info("bad", "job", 1001), v1::ProfileSummary()).ok());
-  ASSERT_TRUE(store_->PutAgent(Agent("node")).ok());
+TEST_F(StorageTest, UnparsableRecordsAreReported) {
+  ASSERT_TRUE(store_->profiles().Commit(Info("good", "job", 1000), v1::ProfileSummary()).ok());
+  ASSERT_TRUE(store_->profiles().Commit(Info("bad", "job", 1001), v1::ProfileSummary()).ok());
+  ASSERT_TRUE(store_->agents().Put(Agent("node")).ok());
   store_.reset();
   {
     // Damage two records behind the store's back, as a bug or a bad disk would.
@@ -308,14 +308,14 @@ TEST_F(ProfileStoreTest, UnparsableRecordsAreReported) {
     delete raw;
   }
   Reopen();
-  auto page = store_->ListProfiles(v1::ListProfilesRequest());
+  auto page = store_->profiles().List(v1::ListProfilesRequest());
   ASSERT_TRUE(page.ok());
   ASSERT_EQ(page->profiles.size(), 1u);
   EXPECT_EQ(page->profiles[0].profile_id(), "good");
   ASSERT_EQ(page->unreadable.size(), 1u);
   EXPECT_EQ(page->unreadable[0].key, "bad");
   EXPECT_NE(page->unreadable[0].error.find("does not parse"), std::string::npos);
-  EXPECT_TRUE(store_->ListAgents()->empty());
+  EXPECT_TRUE(store_->agents().List()->empty());
   EXPECT_EQ(store_->UnreadableRecords(), 1);
 }
 

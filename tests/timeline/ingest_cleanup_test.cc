@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "server/ingest/ingestor.h"
 #include "server/server_metrics.h"
-#include "storage/profile_store.h"
+#include "storage/storage.h"
 #include "tests/analysis/analysis_test_util.h"
 #include "tests/test_support.h"
 #include "timeline/timeline_builder.h"
@@ -95,7 +95,7 @@ class IngestCleanupTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("fleetprof_ingest_cleanup_" + std::to_string(::getpid()) + "_" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
-    auto store = ProfileStore::Open(dir_.string());
+    auto store = Storage::Open(dir_.string());
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
     ingestor_ = std::make_unique<Ingestor>(store_.get(), &metrics_, IngestLimits(), nullptr, nullptr);
@@ -121,7 +121,7 @@ class IngestCleanupTest : public ::testing::Test {
 
   fs::path dir_;
   ServerMetrics metrics_;
-  std::unique_ptr<ProfileStore> store_;
+  std::unique_ptr<Storage> store_;
   std::unique_ptr<Ingestor> ingestor_;
 };
 
@@ -194,7 +194,7 @@ TEST_F(IngestCleanupTest, AnUploadWhoseThreadCannotStartStaysResumable) {
   FailThreadStartsForTesting(0);
   EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable) << failed.status();
   EXPECT_NE(failed.status().message().find("cannot start the analysis thread"), std::string::npos) << failed.status();
-  EXPECT_EQ(store_->CountTimelineKeys(), 0);
+  EXPECT_EQ(store_->engine().CountEventBlocks(), 0);
   auto state = ingestor_->GetUploadState("no-thread", Principal());
   ASSERT_TRUE(state.ok()) << state.status();
   EXPECT_EQ(state->state(), v1::UploadState::PARTIAL);
@@ -232,53 +232,53 @@ TEST_F(IngestCleanupTest, ACommittedUploadKeepsItsBlocksAndBadOnesLeaveNone) {
   // Truncated JSON (the end of the file never came, but the client said it was all).
   auto truncated = Upload("truncated", json.substr(0, json.size() * 2 / 3), 64 << 10, 0);
   EXPECT_TRUE(absl::IsInvalidArgument(truncated.status())) << truncated.status();
-  EXPECT_EQ(store_->CountTimelineKeys(), 0);
+  EXPECT_EQ(store_->engine().CountEventBlocks(), 0);
   // Corrupt gzip: bytes flipped in the middle of the stream.
   std::string corrupt = gz;
   for (size_t i = corrupt.size() / 2; i < corrupt.size() / 2 + 64; ++i) corrupt[i] = static_cast<char>(corrupt[i] ^ 0x5a);
   auto damaged = Upload("corrupt", corrupt, 4096, static_cast<int64_t>(corrupt.size()));
   EXPECT_FALSE(damaged.ok());
-  EXPECT_EQ(store_->CountTimelineKeys(), 0);
+  EXPECT_EQ(store_->engine().CountEventBlocks(), 0);
   // Not a trace at all.
   auto not_trace = Upload("nottrace", "hello, this is not a trace", 5, 0);
   EXPECT_FALSE(not_trace.ok());
-  EXPECT_EQ(store_->CountTimelineKeys(), 0);
+  EXPECT_EQ(store_->engine().CountEventBlocks(), 0);
   // Interrupted after every byte arrived (the client went away before the end of the stream):
   // resumable, but not a profile, so no blocks either.
   auto interrupted = Upload("interrupted", gz, 4096, static_cast<int64_t>(gz.size()), /*cancelled=*/true);
   EXPECT_TRUE(absl::IsAborted(interrupted.status())) << interrupted.status();
-  EXPECT_EQ(store_->CountTimelineKeys(), 0);
+  EXPECT_EQ(store_->engine().CountEventBlocks(), 0);
   // Interrupted half way.
   auto half = Upload("half", gz.substr(0, gz.size() / 2), 4096, static_cast<int64_t>(gz.size()));
   EXPECT_TRUE(absl::IsAborted(half.status())) << half.status();
-  EXPECT_EQ(store_->CountTimelineKeys(), 0);
+  EXPECT_EQ(store_->engine().CountEventBlocks(), 0);
 
   auto good = Upload("good", gz, 4096, static_cast<int64_t>(gz.size()));
   ASSERT_TRUE(good.ok()) << good.status();
-  const int64_t keys = store_->CountTimelineKeys();
+  const int64_t keys = store_->engine().CountEventBlocks();
   EXPECT_GT(keys, 2);
   // The resumed upload completes and adds its own profile's blocks.
   auto resumed = Upload("half", gz, 4096, static_cast<int64_t>(gz.size()));
   ASSERT_TRUE(resumed.ok()) << resumed.status();
-  EXPECT_EQ(store_->CountTimelineKeys(), keys * 2);
-  EXPECT_EQ(*store_->DeleteOrphanTimelines(), 0);
-  EXPECT_EQ(store_->CountTimelineKeys(), keys * 2);
+  EXPECT_EQ(store_->engine().CountEventBlocks(), keys * 2);
+  EXPECT_EQ(*store_->CollectOrphans(), 0);
+  EXPECT_EQ(store_->engine().CountEventBlocks(), keys * 2);
 }
 
 TEST_F(IngestCleanupTest, BlocksOfAProfileNeverCommittedAreDeletedAtStart) {
   const std::string path = fleetprof::testing::CorpusPath("kineto/mi250_rocm62.json.gz");
   FLEETPROF_REQUIRE_PATH(path);
   // What a crash between writing the blocks and committing leaves.
-  std::unique_ptr<timeline::TimelineWriter> writer = store_->NewTimelineWriter("00000000deadbeef");
+  std::unique_ptr<timeline::TimelineWriter> writer = store_->events().NewWriter("00000000deadbeef");
   timeline::TimelineSink sink(writer.get());
   ASSERT_TRUE(analysis::AnalyzeTraceFile(path, &sink).ok());
   writer.reset();
-  ASSERT_GT(store_->CountTimelineKeys(), 0);
+  ASSERT_GT(store_->engine().CountEventBlocks(), 0);
   auto good = Upload("good", CorpusBytes("kineto/mi250_rocm62.json.gz"), 1 << 20, 0);
   ASSERT_TRUE(good.ok()) << good.status();
-  const int64_t with_orphan = store_->CountTimelineKeys();
-  EXPECT_EQ(*store_->DeleteOrphanTimelines(), 1);
-  EXPECT_EQ(store_->CountTimelineKeys() * 2, with_orphan);
+  const int64_t with_orphan = store_->engine().CountEventBlocks();
+  EXPECT_EQ(*store_->CollectOrphans(), 1);
+  EXPECT_EQ(store_->engine().CountEventBlocks() * 2, with_orphan);
 }
 
 TEST_F(IngestCleanupTest, DeletingAProfileRemovesEveryRecordOfIt) {
@@ -287,31 +287,31 @@ TEST_F(IngestCleanupTest, DeletingAProfileRemovesEveryRecordOfIt) {
   const std::string gz = CorpusBytes("kineto/a100_alexnet.json.gz");
   auto kept = Upload("kept", gz, 4096, static_cast<int64_t>(gz.size()));
   ASSERT_TRUE(kept.ok()) << kept.status();
-  const int64_t one_profile = store_->CountTimelineKeys();
+  const int64_t one_profile = store_->engine().CountEventBlocks();
   auto gone = Upload("gone", gz, 4096, static_cast<int64_t>(gz.size()));
   ASSERT_TRUE(gone.ok()) << gone.status();
   const std::string id = gone->profile_id();
-  ASSERT_EQ(store_->CountTimelineKeys(), one_profile * 2);
+  ASSERT_EQ(store_->engine().CountEventBlocks(), one_profile * 2);
 
-  ASSERT_TRUE(store_->DeleteProfile(id).ok());
-  EXPECT_TRUE(absl::IsNotFound(store_->GetProfile(id).status()));
-  EXPECT_TRUE(absl::IsNotFound(store_->GetSummary(id).status()));
-  EXPECT_EQ(store_->CountTimelineKeys(), one_profile);  // the other profile's blocks stay
-  auto upload = store_->GetUpload("gone");
+  ASSERT_TRUE(store_->profiles().Delete(id).ok());
+  EXPECT_TRUE(absl::IsNotFound(store_->profiles().Get(id).status()));
+  EXPECT_TRUE(absl::IsNotFound(store_->profiles().GetSummary(id).status()));
+  EXPECT_EQ(store_->engine().CountEventBlocks(), one_profile);  // the other profile's blocks stay
+  auto upload = store_->uploads().Get("gone");
   ASSERT_TRUE(upload.ok());
   EXPECT_FALSE(upload->has_value());
   char byte;
-  auto raw = store_->ReadRaw("gone")->Read(&byte, 1);
+  auto raw = store_->uploads().ReadRaw("gone", static_cast<int64_t>(gz.size()))->Read(&byte, 1);
   ASSERT_TRUE(raw.ok());
   EXPECT_EQ(*raw, 0u);
-  auto listed = store_->ListProfiles(v1::ListProfilesRequest());
+  auto listed = store_->profiles().List(v1::ListProfilesRequest());
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->profiles.size(), 1u);
   EXPECT_EQ(listed->profiles[0].profile_id(), kept->profile_id());
   v1::ListProfilesRequest by_job;
   by_job.set_job("j");
-  EXPECT_EQ(store_->ListProfiles(by_job)->profiles.size(), 1u);
-  EXPECT_TRUE(absl::IsNotFound(store_->DeleteProfile(id)));
+  EXPECT_EQ(store_->profiles().List(by_job)->profiles.size(), 1u);
+  EXPECT_TRUE(absl::IsNotFound(store_->profiles().Delete(id)));
   // The upload id is free again: the same file makes a new profile.
   auto again = Upload("gone", gz, 4096, static_cast<int64_t>(gz.size()));
   ASSERT_TRUE(again.ok()) << again.status();
@@ -325,12 +325,12 @@ TEST_F(IngestCleanupTest, DeletingGivesTheDiskBack) {
   const std::string gz = CorpusBytes("kineto/a100_nccl_rank0.json.gz");
   auto stored = Upload("nccl", gz, 1 << 20, static_cast<int64_t>(gz.size()));
   ASSERT_TRUE(stored.ok()) << stored.status();
-  ASSERT_TRUE(store_->Flush().ok());
-  EXPECT_GT(store_->RawDiskBytes(), static_cast<int64_t>(gz.size()) / 2);
-  EXPECT_GT(store_->TimelineDiskBytes(), 0);
-  ASSERT_TRUE(store_->DeleteProfile(stored->profile_id()).ok());
-  EXPECT_EQ(store_->RawDiskBytes(), 0);
-  EXPECT_EQ(store_->TimelineDiskBytes(), 0);
+  ASSERT_TRUE(store_->engine().Flush().ok());
+  EXPECT_GT(store_->engine().Usage().raw_disk_bytes, static_cast<int64_t>(gz.size()) / 2);
+  EXPECT_GT(store_->engine().Usage().event_disk_bytes, 0);
+  ASSERT_TRUE(store_->profiles().Delete(stored->profile_id()).ok());
+  EXPECT_EQ(store_->engine().Usage().raw_disk_bytes, 0);
+  EXPECT_EQ(store_->engine().Usage().event_disk_bytes, 0);
 }
 
 }  // namespace

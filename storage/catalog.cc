@@ -1,0 +1,25 @@
+#include "storage/catalog.h"
+
+#include "spdlog/spdlog.h"
+#include "storage/record_table.h"
+
+namespace fleetprof {
+
+const char* CatalogTableName(CatalogTable table) {
+  switch (table) {
+    case CatalogTable::kProfiles: return "profiles";
+    case CatalogTable::kIndex: return "index";
+    case CatalogTable::kUploads: return "uploads";
+    case CatalogTable::kAgents: return "agents";
+    case CatalogTable::kCaptures: return "captures";
+    case CatalogTable::kSchedules: return "schedules";
+  }
+  return "?";
+}
+
+void UnreadableLog::Report(std::string_view kind, std::string_view key) {
+  ++count_;
+  spdlog::error("stored {} record {} does not parse; it is left in place and not listed", kind, key);
+}
+
+}  // namespace fleetprof

@@ -1,0 +1,73 @@
+#pragma once
+// The catalog seam: small, consistent records and their indexes (profiles, index entries,
+// uploads, agents, captures, schedules), in ordered tables of bytes, with a compare-and-set
+// commit. The embedded implementation is RocksDB (one column family per table, the layout in
+// storage.h); the cluster puts the same tables in etcd. Everything too big for a catalog
+// record (raw bytes, summaries, event blocks) lives in the blob store (blob_store.h).
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace fleetprof {
+
+enum class CatalogTable { kProfiles, kIndex, kUploads, kAgents, kCaptures, kSchedules };
+// The table's name (the RocksDB column family; the etcd key prefix).
+const char* CatalogTableName(CatalogTable table);
+
+// Keys of one table that start with `prefix`, in key order or reversed. `after`, when not
+// empty, resumes a scan: only keys strictly after it in the scan's order (a page token).
+struct CatalogScan {
+  std::string prefix;
+  std::string after;
+  bool reverse = false;
+};
+// Sees one record; returns false to stop the scan.
+using CatalogVisitor = std::function<bool(std::string_view key, std::string_view value)>;
+
+// Mutations applied together, and only if every condition holds at that moment.
+struct CatalogWrite {
+  struct Condition {
+    CatalogTable table;
+    std::string key;
+    std::optional<std::string> value;  // nullopt: the key must be absent
+  };
+  struct Mutation {
+    CatalogTable table;
+    std::string key;
+    std::optional<std::string> value;  // nullopt: delete
+  };
+  std::vector<Condition> conditions;
+  std::vector<Mutation> mutations;
+  // On stable storage before Commit returns (a committed profile, a schedule survive a crash).
+  bool sync = false;
+
+  void Put(CatalogTable table, std::string key, std::string value) {
+    mutations.push_back({table, std::move(key), std::move(value)});
+  }
+  void Delete(CatalogTable table, std::string key) { mutations.push_back({table, std::move(key), std::nullopt}); }
+  void RequireAbsent(CatalogTable table, std::string key) {
+    conditions.push_back({table, std::move(key), std::nullopt});
+  }
+  void RequireValue(CatalogTable table, std::string key, std::string value) {
+    conditions.push_back({table, std::move(key), std::move(value)});
+  }
+};
+
+class Catalog {
+ public:
+  virtual ~Catalog() = default;
+  // The value at `key`, or nullopt when there is none.
+  virtual absl::StatusOr<std::optional<std::string>> Get(CatalogTable table, std::string_view key) = 0;
+  virtual absl::Status Scan(CatalogTable table, const CatalogScan& scan, const CatalogVisitor& visit) = 0;
+  // All mutations or none. ABORTED naming the key when a condition does not hold (another
+  // writer got there first: the caller re-reads and decides).
+  virtual absl::Status Commit(const CatalogWrite& write) = 0;
+};
+
+}  // namespace fleetprof

@@ -1,0 +1,64 @@
+#pragma once
+// Profiles: each one's record and index entries in the catalog, its summary as an object and its
+// event store as a segment in the blob store. Commit writes the blobs first and makes the profile
+// visible in one catalog commit; Delete hides it in one catalog commit, then removes the blobs.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "fleetprof/v1/profile.pb.h"
+#include "fleetprof/v1/query.pb.h"
+#include "fleetprof/v1/records.pb.h"
+#include "storage/blob_store.h"
+#include "storage/record_table.h"
+
+namespace fleetprof {
+
+// A stored record that does not parse (a bug or a damaged disk): reported, never skipped.
+struct UnreadableRecord {
+  std::string key;  // the profile id
+  std::string error;
+};
+
+struct ProfilePage {
+  std::vector<v1::ProfileInfo> profiles;
+  std::string next_page_token;
+  std::vector<UnreadableRecord> unreadable;  // index entries whose profile does not parse
+};
+
+class ProfileTable {
+ public:
+  ProfileTable(Catalog* catalog, BlobStore* blobs, UnreadableLog* unreadable)
+      : catalog_(catalog),
+        blobs_(blobs),
+        unreadable_(unreadable),
+        profiles_(catalog, CatalogTable::kProfiles, "profile", unreadable),
+        uploads_(catalog, CatalogTable::kUploads, "upload", unreadable) {}
+
+  // Stores the summary, then makes the profile visible in one synced catalog commit: record,
+  // index entries and its upload marked committed, only if neither changed meanwhile (ABORTED
+  // otherwise). The event store must be written before.
+  absl::Status Commit(const v1::ProfileInfo& info, const v1::ProfileSummary& summary);
+  absl::StatusOr<v1::ProfileInfo> Get(const std::string& profile_id) { return profiles_.Get(profile_id); }
+  absl::StatusOr<v1::ProfileSummary> GetSummary(const std::string& profile_id);
+  absl::StatusOr<ProfilePage> List(const v1::ListProfilesRequest& request);
+  // Deletes every record of the profile in one synced catalog commit (record, index entries,
+  // its upload's record), then its summary, original bytes and event store, giving the disk
+  // back. NOT_FOUND when there is no such profile.
+  absl::Status Delete(const std::string& profile_id);
+  // Calls `visit` for every profile, oldest ingest first, until it returns false.
+  absl::Status ForEachOldestFirst(const std::function<bool(const v1::ProfileInfo&)>& visit);
+
+ private:
+  Catalog* catalog_;
+  BlobStore* blobs_;
+  UnreadableLog* unreadable_;
+  RecordTable<v1::ProfileInfo> profiles_;
+  RecordTable<v1::UploadRecord> uploads_;
+};
+
+}  // namespace fleetprof

@@ -1,0 +1,178 @@
+#include "storage/rocks_engine.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "rocksdb/cache.h"
+#include "rocksdb/db.h"
+#include "rocksdb/filter_policy.h"
+#include "rocksdb/options.h"
+#include "rocksdb/table.h"
+#include "rocksdb/utilities/optimistic_transaction_db.h"
+#include "spdlog/spdlog.h"
+#include "storage/rocks_internal.h"
+#include "storage/store_health_listener.h"
+
+namespace fleetprof {
+namespace rocks {
+
+absl::Status ToStatus(const rocksdb::Status& s, absl::string_view what) {
+  if (s.ok()) return absl::OkStatus();
+  if (s.IsNotFound()) return absl::NotFoundError(absl::StrCat(what, ": not found"));
+  return absl::InternalError(absl::StrCat(what, ": rocksdb: ", s.ToString()));
+}
+
+std::string PrefixEnd(std::string_view prefix) {
+  std::string end(prefix);
+  while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) end.pop_back();
+  if (!end.empty()) end.back() = static_cast<char>(end.back() + 1);
+  return end;
+}
+
+}  // namespace rocks
+
+namespace {
+
+using rocks::ToStatus;
+
+// Event blocks are read back at every pan and zoom of the trace viewer: a block cache of their
+// own keeps recent ones uncompressed (RocksDB's default cache is 8 MiB for everything).
+constexpr size_t kEventBlockCacheBytes = size_t{256} << 20;
+
+rocksdb::ColumnFamilyOptions FamilyOptions(int family) {
+  rocksdb::ColumnFamilyOptions options;
+  options.compression = rocksdb::kZSTD;
+  if (family == rocks::kEvents) {
+    static const std::shared_ptr<rocksdb::Cache> cache = rocksdb::NewLRUCache(kEventBlockCacheBytes);
+    rocksdb::BlockBasedTableOptions table;
+    table.block_cache = cache;
+    table.cache_index_and_filter_blocks = true;
+    table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+    options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  }
+  // Raw uploads are large and written once: small memtables keep ingest memory flat.
+  options.write_buffer_size = (family == rocks::kRaw || family == rocks::kEvents) ? 16 << 20 : 8 << 20;
+  options.max_write_buffer_number = 2;
+  return options;
+}
+
+int64_t FamilyDiskBytes(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* handle) {
+  uint64_t n = 0;
+  db->GetIntProperty(handle, "rocksdb.total-sst-files-size", &n);
+  return static_cast<int64_t>(n);
+}
+
+class RocksEngine : public StorageEngine {
+ public:
+  RocksEngine(std::string dir, rocksdb::OptimisticTransactionDB* db, std::vector<rocksdb::ColumnFamilyHandle*> handles,
+              std::shared_ptr<StoreHealthListener> health)
+      : dir_(std::move(dir)),
+        db_(db),
+        handles_(std::move(handles)),
+        health_(std::move(health)),
+        catalog_(rocks::NewCatalog(db_, handles_)),
+        // The base database: an optimistic-transaction database refuses DeleteRange.
+        blobs_(rocks::NewBlobStore(db_->GetBaseDB(), handles_)) {}
+
+  ~RocksEngine() override {
+    catalog_.reset();
+    blobs_.reset();
+    for (auto* handle : handles_) db_->DestroyColumnFamilyHandle(handle);
+    db_->Close();
+    delete db_;
+  }
+
+  Catalog& catalog() override { return *catalog_; }
+  BlobStore& blobs() override { return *blobs_; }
+
+  StoreHealth Health() const override { return health_->Get(); }
+
+  bool TryResume() override {
+    if (health_->Get().serving) return true;
+    rocksdb::Status s = db_->Resume();
+    if (!s.ok()) {
+      spdlog::debug("database resume failed: {}", s.ToString());
+      return false;
+    }
+    health_->Recovered();
+    spdlog::info("database writes resumed after a background error");
+    return true;
+  }
+
+  absl::Status Flush() override {
+    rocksdb::FlushOptions options;
+    for (auto* handle : handles_) {
+      if (rocksdb::Status s = db_->Flush(options, handle); !s.ok()) return ToStatus(s, "flush");
+    }
+    return absl::OkStatus();
+  }
+
+  StorageUsage Usage() override {
+    StorageUsage usage;
+    uint64_t n = 0;
+    db_->GetIntProperty(handles_[rocks::kProfiles], "rocksdb.estimate-num-keys", &n);
+    usage.profiles = static_cast<int64_t>(n);
+    for (auto* handle : handles_) usage.disk_bytes += FamilyDiskBytes(db_, handle);
+    usage.event_disk_bytes = FamilyDiskBytes(db_, handles_[rocks::kEvents]);
+    usage.raw_disk_bytes = FamilyDiskBytes(db_, handles_[rocks::kRaw]);
+    return usage;
+  }
+
+  int64_t FolderBytes() const override {
+    std::error_code ec;
+    int64_t total = 0;
+    for (auto it = std::filesystem::recursive_directory_iterator(dir_, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      std::error_code size_ec;
+      if (it->is_regular_file(size_ec)) {
+        const auto size = it->file_size(size_ec);
+        if (!size_ec) total += static_cast<int64_t>(size);
+      }
+    }
+    return total;
+  }
+
+  int64_t CountEventBlocks() override {
+    int64_t n = 0;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[rocks::kEvents]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
+    return n;
+  }
+
+ private:
+  std::string dir_;
+  rocksdb::OptimisticTransactionDB* db_;  // owned
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  std::shared_ptr<StoreHealthListener> health_;
+  std::unique_ptr<Catalog> catalog_;
+  std::unique_ptr<BlobStore> blobs_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<StorageEngine>> OpenRocksEngine(const std::string& dir, const StoreOptions& store_options) {
+  if (store_options.max_open_files != -1 && store_options.max_open_files < 20) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_open_files=", store_options.max_open_files, " must be at least 20 (or -1)"));
+  }
+  auto health = std::make_shared<StoreHealthListener>(store_options.on_background_error);
+  rocksdb::DBOptions options;
+  options.create_if_missing = true;
+  options.create_missing_column_families = true;
+  options.max_background_jobs = 2;
+  options.keep_log_file_num = 4;
+  options.max_open_files = store_options.max_open_files;
+  options.listeners.push_back(health);
+  if (store_options.env != nullptr) options.env = store_options.env;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (int i = 0; i < rocks::kFamilyCount; ++i) families.emplace_back(rocks::kFamilies[i], FamilyOptions(i));
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::OptimisticTransactionDB* db = nullptr;
+  // An optimistic-transaction database is the same files as a plain one: it only adds the
+  // conflict check that the catalog's compare-and-set commit needs.
+  rocksdb::Status s = rocksdb::OptimisticTransactionDB::Open(options, dir, families, &handles, &db);
+  if (!s.ok()) return ToStatus(s, absl::StrCat("open database ", dir));
+  return std::unique_ptr<StorageEngine>(new RocksEngine(dir, db, std::move(handles), std::move(health)));
+}
+
+}  // namespace fleetprof

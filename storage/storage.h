@@ -1,0 +1,73 @@
+#pragma once
+// Storage owns fleetprof's stores: one per kind of record, each over the engine's catalog
+// (small consistent records) or blob store (bytes). No other module knows a key or a table.
+//
+// The embedded engine (rocks_engine.h) keeps everything in one RocksDB database, one column
+// family per table, in the layout every release wrote:
+//   profiles   profile_id                      -> ProfileInfo          catalog
+//   index      "t/" inv_time id                -> ""   (all profiles, newest ingest first)
+//              "j/" job \0 inv_time id         -> ""
+//              "l/" key=value \0 inv_time id   -> ""
+//   uploads    upload_id                       -> UploadRecord (partial or committed)
+//   agents     node                            -> AgentInfo
+//   captures   capture_id                      -> Capture
+//   schedules  schedule_id                     -> Schedule
+//   summaries  profile_id                      -> ProfileSummary       blob objects
+//   raw        upload_id \0 be64(offset)       -> original bytes       blob parts (RocksDB compresses them)
+//   events     profile_id \0 'b'|'n'|'d' ...   -> event blocks, names, directory (timeline/): segments
+// inv_time is big-endian (INT64_MAX - ingested_at_ns), so a forward scan is newest first.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "storage/event_store.h"
+#include "storage/fleet_tables.h"
+#include "storage/profile_table.h"
+#include "storage/rocks_engine.h"
+#include "storage/storage_engine.h"
+#include "storage/upload_table.h"
+
+namespace fleetprof {
+
+class Storage {
+ public:
+  // The embedded engine under `dir` (created if needed).
+  static absl::StatusOr<std::unique_ptr<Storage>> Open(const std::string& dir,
+                                                       const StoreOptions& options = StoreOptions());
+  // Unit tests: everything in memory.
+  static std::unique_ptr<Storage> InMemory();
+  explicit Storage(std::unique_ptr<StorageEngine> engine);
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  ProfileTable& profiles() { return profiles_; }
+  UploadTable& uploads() { return uploads_; }
+  EventStore& events() { return events_; }
+  AgentTable& agents() { return agents_; }
+  CaptureTable& captures() { return captures_; }
+  ScheduleTable& schedules() { return schedules_; }
+  StorageEngine& engine() { return *engine_; }
+
+  // Blobs that no catalog record owns: event segments and summaries of profiles never committed
+  // (or deleted by a process that died before their blobs went), bytes of uploads without a record.
+  // Only at startup: an ingest in flight writes its blobs before it commits. Returns how many.
+  absl::StatusOr<int> CollectOrphans();
+
+  // Records of agents, captures, schedules, uploads and profiles (in retention's walk) that did
+  // not parse, since the store opened (each is also logged); ListProfiles reports its own.
+  int64_t UnreadableRecords() const { return unreadable_.count(); }
+
+ private:
+  std::unique_ptr<StorageEngine> engine_;
+  UnreadableLog unreadable_;
+  ProfileTable profiles_;
+  UploadTable uploads_;
+  EventStore events_;
+  AgentTable agents_;
+  CaptureTable captures_;
+  ScheduleTable schedules_;
+};
+
+}  // namespace fleetprof

@@ -1,0 +1,47 @@
+#pragma once
+// One storage engine: a catalog, a blob store, and what the server reports about them (health,
+// sizes). Embedded: RocksDB under --data_dir (rocks_engine.h); unit tests: memory (memory_engine.h).
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "storage/blob_store.h"
+#include "storage/catalog.h"
+
+namespace fleetprof {
+
+// Whether the engine takes writes (RocksDB stops after a background error).
+struct StoreHealth {
+  bool serving = true;            // writes are taken
+  std::string error;              // while not serving: the engine's reason
+  int64_t background_errors = 0;  // since the engine opened
+};
+
+// For metrics: counts are estimates where the engine only estimates.
+struct StorageUsage {
+  int64_t profiles = 0;
+  int64_t disk_bytes = 0;        // everything stored, compressed
+  int64_t event_disk_bytes = 0;  // event segments
+  int64_t raw_disk_bytes = 0;    // uploads' original bytes
+};
+
+class StorageEngine {
+ public:
+  virtual ~StorageEngine() = default;
+  virtual Catalog& catalog() = 0;
+  virtual BlobStore& blobs() = 0;
+
+  virtual StoreHealth Health() const = 0;
+  // After a background error, asks the engine to take writes again; returns whether it does.
+  virtual bool TryResume() = 0;
+  // Makes buffered writes durable and lets the engine drop its logs (shutdown, retention).
+  virtual absl::Status Flush() = 0;
+  virtual StorageUsage Usage() = 0;
+  // Bytes of every file the engine keeps on this machine: what --max_disk_mb bounds.
+  virtual int64_t FolderBytes() const = 0;
+  // Blocks of every event segment (tests: nothing left behind).
+  virtual int64_t CountEventBlocks() = 0;
+};
+
+}  // namespace fleetprof

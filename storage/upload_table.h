@@ -1,0 +1,53 @@
+#pragma once
+// Uploads: the catalog's record of each (metadata, bytes received, owner, the profile it made)
+// and its original bytes as parts in the blob store. The record is the truth: bytes past its
+// received_bytes (a crash between the part and the record) are never read and are replaced
+// when the upload resumes.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "analysis/byte_source.h"
+#include "fleetprof/v1/records.pb.h"
+#include "storage/blob_store.h"
+#include "storage/record_table.h"
+
+namespace fleetprof {
+
+class UploadTable {
+ public:
+  UploadTable(Catalog* catalog, BlobStore* blobs, UnreadableLog* unreadable)
+      : records_(catalog, CatalogTable::kUploads, "upload", unreadable), blobs_(blobs) {}
+
+  // The record of `upload_id`, or nullopt if none is stored.
+  absl::StatusOr<std::optional<v1::UploadRecord>> Get(const std::string& upload_id) { return records_.Find(upload_id); }
+  // Stores the record of a new or resumed upload.
+  absl::Status Put(const std::string& upload_id, const v1::UploadRecord& record) {
+    return records_.Put(upload_id, record);
+  }
+  // Stores `bytes` at record.received_bytes of the upload, then advances received_bytes in the record.
+  absl::Status AppendRaw(const std::string& upload_id, v1::UploadRecord& record, std::string_view bytes);
+  // Streams the first `length` stored bytes of `upload_id` (its received_bytes, or a committed
+  // profile's size_bytes), in order.
+  std::unique_ptr<analysis::ByteSource> ReadRaw(const std::string& upload_id, int64_t length) {
+    return blobs_->ReadParts(upload_id, length);
+  }
+  // Deletes an uncommitted upload's record and bytes (the record first: bytes without a record
+  // are orphans that Storage::CollectOrphans removes).
+  absl::Status Abort(const std::string& upload_id);
+  // Aborts partial uploads not touched since `older_than_ns` (unix ns). Returns how many.
+  absl::StatusOr<int> CleanStale(int64_t older_than_ns);
+
+  RecordTable<v1::UploadRecord>& records() { return records_; }
+
+ private:
+  RecordTable<v1::UploadRecord> records_;
+  BlobStore* blobs_;
+};
+
+}  // namespace fleetprof
