@@ -28,14 +28,19 @@ void HttpFlags::AddFlags(FlagSet* flags) {
                 "HTTP connections open at once; beyond, the one idle longest is closed for the new one");
 }
 
-absl::StatusOr<HttpServerOptions> HttpFlags::Options(const std::string& tls_cert, const std::string& tls_key,
-                                                     const std::string& tls_client_ca) const {
+absl::Status HttpFlags::Validate() const {
   for (absl::Status s : {CheckFlagRange("http_threads", http_threads == 0 ? 1 : http_threads, 1, 1024),
                          CheckFlagRange("http_max_body_kb", http_max_body_kb, 1, int64_t{1} << 20),
                          CheckFlagRange("http_timeout_s", http_timeout_s, 1, 3600),
                          CheckFlagRange("http_max_connections", http_max_connections, 1, 1'000'000)}) {
     if (!s.ok()) return s;
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<HttpServerOptions> HttpFlags::Options(const std::string& tls_cert, const std::string& tls_key,
+                                                     const std::string& tls_client_ca) const {
+  if (absl::Status s = Validate(); !s.ok()) return s;
   HttpServerOptions options;
   options.address = http_addr;
   // Handlers run on the loop's threads (no hand-over per request): past the cores, more

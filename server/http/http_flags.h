@@ -23,6 +23,8 @@ struct HttpFlags {
   std::vector<std::string> http_allowed_hosts;
 
   void AddFlags(FlagSet* flags);
+  // INVALID_ARGUMENT naming a flag out of its range.
+  absl::Status Validate() const;
   // The listener's options (TLS files from the security flags); INVALID_ARGUMENT naming a flag
   // out of its range.
   absl::StatusOr<HttpServerOptions> Options(const std::string& tls_cert, const std::string& tls_key,

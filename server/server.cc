@@ -1,0 +1,304 @@
+#include "server/server.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "api/api_catalog.h"
+#include "common/runtime.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "prometheus/text_serializer.h"
+#include "server/fleet/fleet_operations.h"
+#include "server/http/http_access.h"
+#include "server/http/web_ui.h"
+#include "server/query/query_operations.h"
+#include "spdlog/spdlog.h"
+
+namespace fleetprof {
+namespace {
+
+// Threads for the fleet's unary calls (captures, schedules, agents): quick, and apart from the
+// query workers so that slow queries never hold them up.
+constexpr int kFleetWorkers = 2;
+
+// Replaces the port of "host:port" with `port`.
+std::string WithPort(const std::string& addr, int port) {
+  size_t colon = addr.rfind(':');
+  return absl::StrCat(addr.substr(0, colon), ":", port);
+}
+
+std::shared_ptr<grpc::ServerCredentials> GrpcCredentials(const TlsPem& pem) {
+  if (pem.cert.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions options(pem.client_ca.empty()
+                                                ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                                : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  options.pem_key_cert_pairs.push_back({pem.key, pem.cert});
+  options.pem_root_certs = pem.client_ca;
+  return grpc::SslServerCredentials(options);
+}
+
+// The Prometheus text of every collectable, gathered at scrape time.
+std::string MetricsText(const std::vector<std::shared_ptr<prometheus::Collectable>>& collectables) {
+  std::vector<prometheus::MetricFamily> families;
+  for (const auto& c : collectables) {
+    for (auto& family : c->Collect()) families.push_back(std::move(family));
+  }
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+}  // namespace
+
+Server::Server(const ServerFlags& flags, std::unique_ptr<AccessGuard> guard)
+    : flags_(flags), guard_(std::move(guard)), grpc_access_(guard_.get()) {}
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerFlags& flags, const TlsPem& pem,
+                                                      std::unique_ptr<AccessGuard> guard) {
+  std::unique_ptr<Server> server(new Server(flags, std::move(guard)));
+  for (auto step : {&Server::OpenStorage, &Server::BuildLayers}) {
+    if (absl::Status s = (server.get()->*step)(); !s.ok()) return s;
+  }
+  if (absl::Status s = server->StartGrpc(pem); !s.ok()) return s;
+  if (absl::Status s = server->StartHttp(); !s.ok()) return s;
+  server->serving_ = true;
+  server->grpc_server_->GetHealthCheckService()->SetServingStatus(true);
+  spdlog::info("fleetprof-server ready grpc={} http={} web=http://{}/ metrics=http://{}/metrics data_dir={}",
+               server->grpc_addr_, server->http_addr_, server->http_addr_, server->http_addr_, flags.data_dir);
+  server->WriteReadyFile();
+  auto loop = PeriodicLoop::Start("the storage health loop", RealClock(),
+                                  [raw = server.get()](int64_t now) { return raw->HealthTick(now); });
+  if (!loop.ok()) return loop.status();  // ~Server drains what started
+  server->health_loop_ = *std::move(loop);
+  return server;
+}
+
+absl::Status Server::OpenStorage() {
+  std::error_code ec;
+  std::filesystem::create_directories(flags_.data_dir, ec);
+  StoreOptions options;
+  options.max_open_files = static_cast<int>(flags_.max_open_files);
+  options.on_background_error = [this](const std::string& reason) { metrics_.RecordStorageError(reason); };
+  auto storage = Storage::Open(flags_.data_dir, options);
+  if (!storage.ok()) {
+    return absl::Status(storage.status().code(), absl::StrCat("cannot open the data directory ", flags_.data_dir, ": ",
+                                                              storage.status().message()));
+  }
+  storage_ = *std::move(storage);
+  const int64_t stale_ns = flags_.ingest.stale_upload_hours * 3600'000'000'000;
+  if (auto cleaned = storage_->uploads().CleanStale(UnixNanos() - stale_ns); cleaned.ok() && *cleaned > 0) {
+    spdlog::info("removed {} interrupted uploads older than {} h", *cleaned, flags_.ingest.stale_upload_hours);
+  }
+  // Before serving: an ingest in flight writes its blobs before it commits.
+  if (auto orphans = storage_->CollectOrphans(); !orphans.ok()) {
+    spdlog::warn("could not look for blobs of uncommitted profiles: {}", std::string(orphans.status().message()));
+  } else if (*orphans > 0) {
+    spdlog::info("removed the blobs of {} profiles or uploads that were never committed", *orphans);
+  }
+  const StorageUsage usage = storage_->engine().Usage();
+  metrics_.SetStoredProfiles(usage.profiles, usage.disk_bytes, usage.event_disk_bytes, usage.raw_disk_bytes);
+  return absl::OkStatus();
+}
+
+absl::Status Server::BuildLayers() {
+  // Checked by ServerFlags::Check before the server starts.
+  const AgentLimits agent_limits = *flags_.agents.Limits();
+  const IngestLimits ingest_limits = *flags_.ingest.Limits();
+  const RetentionPolicy retention_policy = *flags_.retention.Policy();
+
+  registry_ = std::make_unique<AgentRegistry>(&storage_->agents(), &metrics_, agent_limits);
+  captures_ = std::make_unique<CaptureCoordinator>(storage_.get(), registry_.get(), &metrics_);
+  job_metrics_ = std::make_shared<JobMetrics>(std::chrono::minutes(flags_.ingest.job_idle_minutes),
+                                              static_cast<size_t>(flags_.ingest.max_job_series));
+  query_api_ = std::make_unique<QueryApi>(storage_.get(), &metrics_);
+  // A captured profile keeps its node's device samples from the capture window.
+  auto attach_device_samples = [this](v1::ProfileInfo& info, v1::ProfileSummary& summary) {
+    auto label = info.labels().find("capture_id");
+    if (label == info.labels().end()) return;
+    auto capture = captures_->Get(label->second);
+    if (!capture.ok()) return;
+    for (auto& sample :
+         registry_->DeviceHistory(info.node(), capture->start_time_unix_ns() - 1'000'000'000, UnixNanos())) {
+      *summary.add_device_samples() = std::move(sample);
+    }
+  };
+  ingestor_ = std::make_unique<Ingestor>(
+      storage_.get(), &metrics_, ingest_limits, attach_device_samples,
+      [this](const v1::ProfileInfo& info, const v1::ProfileSummary& summary) {
+        job_metrics_->Observe(info.job(), summary);
+        query_api_->Remember(info.profile_id(), summary);
+        if (retention_) retention_->Nudge();
+      });
+  ingestor_->set_capture_target_check([this](const std::string& capture_id, const std::string& node) {
+    return captures_->HasTarget(capture_id, node);
+  });
+  auto upload_workers = WorkerPool::Start("the upload workers", static_cast<int>(flags_.ingest.upload_workers));
+  if (!upload_workers.ok()) return upload_workers.status();
+  upload_workers_ = *std::move(upload_workers);
+  ingest_service_ = std::make_unique<IngestServiceImpl>(ingestor_.get(), &grpc_access_, upload_workers_.get());
+  scheduler_ = std::make_unique<CaptureScheduler>(&storage_->schedules(), captures_.get(), &metrics_);
+  AddQueryOperations(query_api_.get(), &operations_);
+  AddFleetOperations(captures_.get(), scheduler_.get(), registry_.get(), &operations_);
+  if (!operations_.status().ok()) return operations_.status();
+  retention_ = std::make_unique<Retention>(
+      retention_policy, storage_.get(), registry_.get(),
+      [this](const std::string& id) {
+        v1::DeleteProfileRequest request;
+        request.set_profile_id(id);
+        return query_api_->DeleteProfile(request).status();
+      },
+      metrics_.registry().get());
+  return absl::OkStatus();
+}
+
+absl::Status Server::StartGrpc(const TlsPem& pem) {
+  auto query_workers = WorkerPool::Start("the query workers", static_cast<int>(flags_.query_workers));
+  if (!query_workers.ok()) return query_workers.status();
+  query_workers_ = *std::move(query_workers);
+  auto fleet_workers = WorkerPool::Start("the fleet workers", kFleetWorkers);
+  if (!fleet_workers.ok()) return fleet_workers.status();
+  fleet_workers_ = *std::move(fleet_workers);
+  grpc_operations_ = std::make_unique<GrpcOperations>(&operations_, &grpc_access_, query_workers_.get(),
+                                                      fleet_workers_.get(), static_cast<int>(flags_.max_rpc_threads));
+  query_service_ = std::make_unique<QueryServiceImpl>(query_api_.get(), &grpc_access_, operations_);
+  capture_service_ = std::make_unique<CaptureServiceImpl>(captures_.get(), &grpc_access_, operations_);
+  schedule_service_ = std::make_unique<TableServedService<v1::ScheduleService::Service>>(
+      v1::ScheduleService::service_full_name(), operations_);
+  agent_service_ = std::make_unique<AgentServiceImpl>(
+      registry_.get(), &grpc_access_, flags_.heartbeat_ms,
+      [this](const std::string& node, const v1::CaptureUpdate& update) { captures_->OnUpdate(node, update); },
+      operations_);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  // Reflection serves the API's schema to any caller it cannot ask for a token; with tokens
+  // on, clients use the .proto files instead.
+  if (!guard_->enabled()) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(flags_.grpc_addr, GrpcCredentials(pem), &port);
+  builder.experimental().SetInterceptorCreators(grpc_access_.Interceptors());
+  builder.SetMaxReceiveMessageSize(4 << 20);  // 1 MiB chunks plus framing
+  // Agents ping every 30 s (rpc/channel.cc); the server pings idle links too, so a vanished
+  // agent's stream and its thread are given back within a minute and a half.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 20'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
+  // Agent streams and uploads are on the callback API and hold no thread while they wait; the
+  // synchronous services take one per call in progress, and a ceiling makes running out of
+  // threads a RESOURCE_EXHAUSTED answer, never a crash.
+  grpc::ResourceQuota quota("fleetprof-server");
+  quota.SetMaxThreads(static_cast<int>(flags_.max_rpc_threads));
+  builder.SetResourceQuota(quota);
+  // gRPC sets SO_REUSEPORT by default, which would let a second server bind the same port and
+  // take part of the agents' connections; refuse to share it, as the HTTP listener does.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.RegisterService(ingest_service_.get());
+  builder.RegisterService(query_service_.get());
+  builder.RegisterService(agent_service_.get());
+  builder.RegisterService(capture_service_.get());
+  builder.RegisterService(schedule_service_.get());
+  builder.RegisterCallbackGenericService(grpc_operations_.get());
+  grpc_server_ = builder.BuildAndStart();
+  if (!grpc_server_ || port == 0) return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", flags_.grpc_addr));
+  grpc_addr_ = WithPort(flags_.grpc_addr, port);
+  return absl::OkStatus();
+}
+
+absl::Status Server::StartHttp() {
+  auto options = flags_.http.Options(flags_.security.tls_cert, flags_.security.tls_key, flags_.security.tls_client_ca);
+  if (!options.ok()) return options.status();
+  // Everything /metrics shows, collected at scrape time: self-metrics, the fleet view of every
+  // connected agent's devices, and the per-job profile gauges.
+  collectables_ = {metrics_.registry(),
+                   std::make_shared<FleetMetrics>(registry_.get(), static_cast<size_t>(flags_.ingest.max_job_series)),
+                   job_metrics_};
+  http_ = std::make_unique<HttpServer>(*std::move(options));
+  api_binder_ = std::make_unique<HttpBinder>(&ApiCatalog::Get(), &operations_);
+  HttpApiBackends backends;
+  backends.api = api_binder_.get();
+  backends.not_serving = [this]() -> std::string {
+    if (!serving_.load()) return "draining";
+    if (!storage_serving_.load()) return "storage: " + storage_->engine().Health().error;
+    return "";
+  };
+  backends.metrics_text = [this] { return MetricsText(collectables_); };
+  backends.warnings = [this]() -> std::string {
+    // /healthz is public: the reason is in the log, not here.
+    return reload_failed_.load() ? "the last reload of the tokens file failed; the previous principals stay (see the log)"
+                                 : "";
+  };
+  RegisterHttpAccess(*http_, guard_.get(), flags_.http.Browser());
+  RegisterHttpApi(*http_, backends);
+  RegisterWebUi(*http_);
+  auto port = http_->Start();
+  if (!port.ok()) return port.status();
+  http_addr_ = WithPort(flags_.http.http_addr, *port);
+  return absl::OkStatus();
+}
+
+int64_t Server::HealthTick(int64_t now) {
+  const bool healthy = storage_->engine().TryResume();  // true at once while writes work
+  if (healthy != storage_serving_.exchange(healthy)) {
+    if (healthy) {
+      spdlog::info("storage takes writes again: serving");
+    } else {
+      spdlog::error("storage stopped taking writes: NOT_SERVING until it resumes: {}", storage_->engine().Health().error);
+    }
+    if (serving_.load()) grpc_server_->GetHealthCheckService()->SetServingStatus(healthy);
+  }
+  metrics_.SetStorageHealth(healthy, storage_->UnreadableRecords());
+  // Agent streams that have not said hello in time (server/grpc/agent_service.cc).
+  if (const int late = grpc_access_.CancelExpired(RealClock()->MonotonicNanos()); late > 0) {
+    spdlog::info("closed {} agent streams that sent no hello in time", late);
+  }
+  if (health_ticks_++ % 5 == 0) {
+    const StorageUsage usage = storage_->engine().Usage();
+    metrics_.SetStoredProfiles(usage.profiles, usage.disk_bytes, usage.event_disk_bytes, usage.raw_disk_bytes);
+  }
+  return now + 1'000'000'000;
+}
+
+void Server::WriteReadyFile() const {
+  if (flags_.ready_file.empty()) return;
+  std::ofstream(flags_.ready_file + ".tmp") << "{\"grpc\":\"" << grpc_addr_ << "\",\"http\":\"" << http_addr_ << "\"}\n";
+  std::error_code ec;
+  std::filesystem::rename(flags_.ready_file + ".tmp", flags_.ready_file, ec);
+}
+
+void Server::ReloadTokens() {
+  if (!guard_->enabled()) return;
+  absl::Status s = guard_->Reload();
+  reload_failed_ = !s.ok();
+  if (!s.ok()) {
+    metrics_.RecordTokensReload(false, 0);
+    spdlog::error("SIGHUP: tokens file not reloaded, the previous principals stay: {}", std::string(s.message()));
+    return;
+  }
+  // A revoked token ends what it opened; each stream also checks its caller on every message.
+  registry_->CloseSessionsUnless([this](const Principal& p) { return guard_->StillValid(p, Scope::kAgent); });
+  const int revoked = grpc_access_.CancelRevoked();
+  metrics_.RecordTokensReload(true, revoked);
+  spdlog::info("SIGHUP: {} principals reloaded from {}; {} calls of revoked tokens cancelled", guard_->principal_count(),
+               flags_.security.auth_tokens_file, revoked);
+}
+
+void Server::Drain() {
+  if (drained_) return;
+  drained_ = true;
+  serving_ = false;
+  if (grpc_server_) grpc_server_->GetHealthCheckService()->SetServingStatus(false);
+  if (registry_) registry_->CloseAll();  // agent streams never end on their own; uploads get the deadline below
+  if (grpc_server_) {
+    // In-flight uploads get a few seconds to finish; agent streams are cut at the deadline.
+    grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    grpc_server_->Wait();
+  }
+  health_loop_.reset();
+  if (http_) http_->Stop();
+  if (storage_) {
+    if (absl::Status s = storage_->engine().Flush(); !s.ok()) spdlog::warn("flush failed: {}", std::string(s.message()));
+  }
+}
+
+Server::~Server() { Drain(); }
+
+}  // namespace fleetprof
