@@ -1,5 +1,7 @@
 #include "agent/agent.h"
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -8,6 +10,7 @@
 #include "common/runtime.h"
 #include "common/safe_paths.h"
 #include "collectors/target_discovery.h"
+#include "prometheus/counter.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
@@ -63,9 +66,20 @@ absl::Status Agent::Start() {
     if (absl::Status s = uploader_->Start(); !s.ok()) return s;
   }
 
+  // One owner per job name across Kineto clients and XLA jobs (collectors/job_owners.h). A
+  // binding outlives a few discovery scans, so a job between two scans keeps its name.
+  prometheus::Counter& conflicts = prometheus::BuildCounter()
+                                       .Name("fleetprof_agent_job_name_conflicts_total")
+                                       .Help("processes that named a job another uid holds on this node (not targets of it)")
+                                       .Register(*registry_)
+                                       .Add({{"node", config_.node}});
+  job_owners_ = std::make_shared<JobOwners>(
+      std::max<std::chrono::milliseconds>(std::chrono::seconds(60),
+                                          3 * std::chrono::milliseconds(config_.discover_interval_ms)),
+      [&conflicts] { conflicts.Increment(); });
   StartKineto(channel);
   {
-    std::vector<v1::Target> found = DiscoverXprofTargets(config_.proc_root);
+    std::vector<v1::Target> found = DiscoverXprofTargets(config_.proc_root, *job_owners_);
     absl::MutexLock lock(&mu_);
     discovered_ = std::move(found);
   }
@@ -115,6 +129,7 @@ void Agent::StartKineto(const std::shared_ptr<grpc::Channel>& channel) {
   KinetoEndpoint::Options kineto_options;
   kineto_options.socket_dir = config_.kineto_socket_dir;
   kineto_options.proc_root = config_.proc_root;
+  kineto_options.job_owners = job_owners_;
   kineto_ = std::make_unique<KinetoEndpoint>(kineto_options);
   // Fires only from Trigger calls, which come from captures_ or dynolog_, both set below.
   kineto_->set_on_triggered([this](const KinetoProcess& process, const std::string& log_file) {
@@ -181,6 +196,7 @@ std::vector<v1::Target> Agent::Targets() {
       target.set_job(process.job);
       target.set_kind(v1::Target::kineto);
       target.set_pid(process.pid);
+      target.set_start_ticks(process.start_ticks);
       targets.push_back(std::move(target));
     }
   }
@@ -230,7 +246,7 @@ void Agent::DiscoverLoop() {
     link_gauge_->Set(link_->connected() ? 1 : 0);
     if (std::chrono::steady_clock::now() < next) continue;
     next = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.discover_interval_ms);
-    auto found = DiscoverXprofTargets(config_.proc_root);
+    auto found = DiscoverXprofTargets(config_.proc_root, *job_owners_);
     absl::MutexLock lock(&mu_);
     discovered_ = std::move(found);
   }

@@ -18,6 +18,7 @@
 #include "agent/server_link.h"
 #include "agent/trace_uploader.h"
 #include "collectors/dynolog_api.h"
+#include "collectors/job_owners.h"
 #include "collectors/kineto_endpoint.h"
 #include "collectors/metrics_sampler.h"
 #include "prometheus/exposer.h"
@@ -83,6 +84,7 @@ class Agent {
   std::string metrics_addr_;
   std::unique_ptr<MetricsSampler> sampler_;
   std::unique_ptr<TraceUploader> uploader_;
+  std::shared_ptr<JobOwners> job_owners_;  // shared by the Kineto endpoint and the XLA discovery
   std::unique_ptr<KinetoEndpoint> kineto_;
   std::unique_ptr<DynologApiServer> dynolog_;
   std::unique_ptr<CaptureRunner> captures_;

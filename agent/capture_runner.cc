@@ -1,6 +1,7 @@
 #include "agent/capture_runner.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "rpc/upload_client.h"
 #include "collectors/job_network.h"
+#include "collectors/process_jobs.h"
 #include "collectors/trace_file_waiter.h"
 #include "collectors/xprof_client.h"
 #include "common/runtime.h"
@@ -110,15 +112,19 @@ absl::StatusOr<std::string> CaptureRunner::KinetoFolderFor(int64_t uid) {
   return created;
 }
 
-std::vector<int64_t> CaptureRunner::KinetoOwners(int32_t pid) const {
-  // Only the kernel's word (SCM_CREDENTIALS at registration) counts: the client's pid is in
-  // its own namespace and may name another process in /proc here.
-  if (kineto_ != nullptr) {
-    for (const KinetoProcess& process : kineto_->Processes()) {
-      if (process.pid == pid && process.uid >= 0) return {process.uid};
-    }
+absl::Status CaptureRunner::CheckSameProcess(const v1::Target& target) const {
+  if (target.start_ticks() == 0) {
+    return absl::FailedPreconditionError(absl::StrCat("target pid ", target.pid(),
+                                                      " comes without its start time: not knowing which process it "
+                                                      "names, the agent does not contact it"));
   }
-  return {};
+  const std::optional<uint64_t> now = ReadProcessStartTicks(options_.proc_root, target.pid());
+  if (now != target.start_ticks()) {
+    return absl::NotFoundError(absl::StrCat("pid ", target.pid(),
+                                            now ? " is another process now (its start time differs)" : " is gone",
+                                            ": not the target that was discovered"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<CheckedFile> CaptureRunner::Trigger(const v1::CaptureCommand& command) {
@@ -142,14 +148,31 @@ absl::StatusOr<CheckedFile> CaptureRunner::Trigger(const v1::CaptureCommand& com
     // reach the path, so it stays one folder directly under the agent's xprof folder.
     xprof.session_id = SafeFileName(absl::StrCat(command.capture_id(), "_", target.address()));
     xprof.host_name = options_.node;
+    // Written by this agent (the trace came in the response) or by the job's profiler
+    // server (older servers write the file themselves): then it must be the job's user's.
+    std::vector<int64_t> owners = {static_cast<int64_t>(::geteuid())};
     if (target.pid() > 0) {
       // The address came from the job's environment: only its own profiler server, reached
-      // from inside its network namespace (collectors/job_network.h).
+      // from inside its network namespace (collectors/job_network.h), and only while the pid
+      // is still the process discovered: checked before the address check and the uid are
+      // read, and around each connection (a process alive at both ends of a step was the
+      // same throughout: its pid cannot be reused while it lives).
+      if (absl::Status s = CheckSameProcess(target); !s.ok()) return s;
+      const int64_t uid = ProcessUid(options_.proc_root, target.pid());
       if (absl::Status s = CheckJobProfilerAddress(options_.proc_root, target.pid(), target.address()); !s.ok()) {
         return s;
       }
-      xprof.connect = [proc_root = options_.proc_root, pid = target.pid(), address = target.address()] {
-        return ConnectInJobNetwork(proc_root, pid, address, 5000);
+      if (absl::Status s = CheckSameProcess(target); !s.ok()) return s;
+      if (uid >= 0) owners.push_back(uid);
+      xprof.connect = [this, target]() -> absl::StatusOr<int> {
+        if (absl::Status s = CheckSameProcess(target); !s.ok()) return s;
+        absl::StatusOr<int> fd = ConnectInJobNetwork(options_.proc_root, target.pid(), target.address(), 5000);
+        if (!fd.ok()) return fd;
+        if (absl::Status s = CheckSameProcess(target); !s.ok()) {
+          ::close(*fd);
+          return s;
+        }
+        return fd;
       };
     }
     absl::StatusOr<int64_t> budget = ReserveTraceBytes();
@@ -158,27 +181,26 @@ absl::StatusOr<CheckedFile> CaptureRunner::Trigger(const v1::CaptureCommand& com
     auto trace = CaptureXprof(xprof, [this] { return cancelled(); });
     ReleaseTraceBytes(*budget);
     if (!trace.ok()) return trace.status();
-    // Written by this agent (the trace came in the response) or by the job's profiler
-    // server (older servers write the file themselves): then it must be the job's user's.
-    std::vector<int64_t> owners = {static_cast<int64_t>(::geteuid())};
-    if (target.pid() > 0) {
-      const int64_t uid = ProcessUid(options_.proc_root, target.pid());
-      if (uid >= 0) owners.push_back(uid);
-    }
     return CheckedFile::Open(*trace, owners);
   }
   if (target.kind() == v1::Target::kineto) {
     if (kineto_ == nullptr) {
       return absl::FailedPreconditionError("this agent's Kineto endpoint is not running (socket held by another daemon?)");
     }
+    // The target is the registration of pid (the kernel's) that started at start_ticks; its
+    // uid is the kernel's too (SCM_CREDENTIALS at registration).
+    std::optional<KinetoProcess> process;
+    for (KinetoProcess& known : kineto_->Processes()) {
+      if (known.pid == target.pid() && known.start_ticks == target.start_ticks()) process = std::move(known);
+    }
+    if (!process.has_value()) {
+      return absl::NotFoundError(absl::StrCat("no process matched: pid ", target.pid(),
+                                              " (as discovered) no longer polls this agent's Kineto endpoint"));
+    }
     // The job writes the file itself, into a folder only its user and we may enter, under a
     // name nobody can predict: another user can neither read it nor put one there first.
-    const std::vector<int64_t> owners = KinetoOwners(target.pid());
-    if (owners.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat("the uid of pid ", target.pid(),
-                                                        " is unknown (no kernel credentials), so its trace could not be checked"));
-    }
-    absl::StatusOr<std::string> folder = KinetoFolderFor(owners.front());
+    const std::vector<int64_t> owners = {process->uid};
+    absl::StatusOr<std::string> folder = KinetoFolderFor(process->uid);
     if (!folder.ok()) return folder.status();
     const std::string file_name = absl::StrCat(SafeFileName(command.capture_id()), "-", RandomHex(8), ".json");
     KinetoTraceRequest request;
@@ -194,18 +216,16 @@ absl::StatusOr<CheckedFile> CaptureRunner::Trigger(const v1::CaptureCommand& com
       absl::MutexLock lock(&mu_);
       own_log_files_.insert(request.log_file);  // Execute uploads it, not AdoptKinetoTrace
     }
-    TriggerResult triggered =
-        kineto_->Trigger({target.pid()}, 0, BuildKinetoConfig(request), 1);
-    if (triggered.matched.empty()) {
-      return absl::NotFoundError(absl::StrCat("no process matched: pid ", target.pid(),
-                                              " no longer polls this agent's Kineto endpoint"));
+    absl::StatusOr<KinetoProcess> triggered =
+        kineto_->TriggerProcess(target.pid(), target.start_ticks(), BuildKinetoConfig(request));
+    if (!triggered.ok()) {
+      absl::MutexLock lock(&mu_);
+      own_log_files_.erase(request.log_file);
+      return triggered.status();
     }
-    if (triggered.triggered.empty()) {
-      return absl::UnavailableError(absl::StrCat(
-          "target busy: pid ", target.pid(), " still has an earlier trace request pending"));
-    }
-    // libkineto's rule, on the whole path as the job applies it.
-    const std::string trace_path = KinetoTracePath(request.log_file, target.pid());
+    // libkineto's rule, on the whole path as the job applies it: with the pid the job knows
+    // itself by (its pod's numbering).
+    const std::string trace_path = KinetoTracePath(request.log_file, triggered->ns_pid);
     auto trace = WaitForTraceFile(trace_path, deadline, [this] { return cancelled(); });
     {
       absl::MutexLock lock(&mu_);
@@ -272,7 +292,7 @@ void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const std::st
     return;
   }
   absl::Status started = Spawn([this, process, log_file = *confined] {
-    const std::string path = KinetoTracePath(log_file, process.pid);
+    const std::string path = KinetoTracePath(log_file, process.ns_pid);
     auto trace = WaitForTraceFile(path, std::chrono::steady_clock::now() + std::chrono::minutes(10),
                                   [this] { return cancelled(); });
     if (!trace.ok()) {

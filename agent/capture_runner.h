@@ -53,8 +53,8 @@ class CaptureRunner {
   // when that many are busy, UNAVAILABLE when no thread can be started (never an exception).
   absl::Status Spawn(std::function<void()> work);
   static constexpr size_t kMaxWorkers = 32;
-  // The uid whose files registered Kineto process `pid` may hand us; empty when unknown.
-  std::vector<int64_t> KinetoOwners(int32_t pid) const;
+  // OK while target.pid() is still the process discovered (its start time is the target's).
+  absl::Status CheckSameProcess(const v1::Target& target) const;
   bool cancelled() const;
   // Takes up to max_trace_bytes of the memory budget for one XLA answer: what it got, or
   // RESOURCE_EXHAUSTED when the captures in flight hold nearly all of it. Give it back with

@@ -35,39 +35,6 @@ bool ParseNumber(std::string_view text, Number* value) {
   return error == std::errc() && end == text.data() + text.size();
 }
 
-// The fields of /proc/<pid>/stat that we use.
-struct ProcessStat {
-  std::string command;
-  uint64_t cpu_ticks = 0;    // utime + stime
-  uint64_t start_ticks = 0;  // since boot
-  uint64_t resident_pages = 0;
-};
-
-// The command name sits in parentheses and may itself contain spaces and ')', so the fixed
-// fields are counted from the last ')'.
-std::optional<ProcessStat> ParseProcessStat(std::string_view text) {
-  size_t open = text.find('(');
-  size_t close = text.rfind(')');
-  if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
-    return std::nullopt;
-  }
-  std::vector<std::string_view> fields = Words(text.substr(close + 1));
-  // fields[0] is field 3 (state) in proc(5); utime is 14, stime 15, starttime 22, rss 24.
-  constexpr size_t kUtime = 14 - 3, kStime = 15 - 3, kStart = 22 - 3, kRss = 24 - 3;
-  if (fields.size() <= kRss) return std::nullopt;
-  uint64_t utime = 0, stime = 0;
-  int64_t rss = 0;
-  ProcessStat stat;
-  if (!ParseNumber(fields[kUtime], &utime) || !ParseNumber(fields[kStime], &stime) ||
-      !ParseNumber(fields[kStart], &stat.start_ticks) || !ParseNumber(fields[kRss], &rss)) {
-    return std::nullopt;
-  }
-  stat.command = std::string(text.substr(open + 1, close - open - 1));
-  stat.cpu_ticks = utime + stime;
-  stat.resident_pages = rss > 0 ? static_cast<uint64_t>(rss) : 0;
-  return stat;
-}
-
 // Values of /proc/meminfo in bytes, keyed by name ("MemTotal").
 std::map<std::string, uint64_t, std::less<>> ParseMeminfo(std::string_view text) {
   std::map<std::string, uint64_t, std::less<>> values;

@@ -21,28 +21,30 @@
 namespace fleetprof {
 namespace {
 
-// True when process `host_pid` is `pid` in one of its pid namespaces ("NSpid:" in status).
-bool PidNamespaceHas(const std::string& proc_root, int32_t host_pid, int32_t pid) {
-  const std::vector<int64_t> pids = ProcStatusNumbers(proc_root, host_pid, "NSpid");
-  return std::find(pids.begin(), pids.end(), pid) != pids.end();
+// The pid process `host_pid` knows itself by: the innermost of its NSpid line (the pid
+// namespace it runs in), or host_pid itself on a kernel without NSpid. 0 when it is gone.
+int32_t OwnPid(const std::string& proc_root, int32_t host_pid) {
+  const std::vector<int64_t> ns_pids = ProcStatusNumbers(proc_root, host_pid, "NSpid");
+  if (ns_pids.empty()) return ProcStatusNumbers(proc_root, host_pid, "Pid").empty() ? 0 : host_pid;
+  return static_cast<int32_t>(ns_pids.back());
 }
 
-// The part of a client's claimed ancestry (its pid first, as the client's own pid namespace
-// numbers them) that the kernel confirms: walking PPid up from the sender, each ancestor's
-// innermost pid (the last NSpid entry) must be the next claimed one. A trigger aimed at a
-// parent's pid then reaches only the parent's real children, never a process that merely
-// says it descends from it.
+// The part of a client's claimed ancestry (its pid first, as its own pid namespace numbers
+// them) that the kernel confirms, in the agent's numbering: walking PPid up from the sender,
+// each parent's own pid (OwnPid) must be the next claimed one. A trigger aimed at a pid then
+// reaches only that process's real children, never a process that merely says it descends
+// from it, nor one in a pod whose namespace happens to number an ancestor alike.
 std::vector<int32_t> ConfirmedAncestry(const std::string& proc_root, int32_t host_pid,
                                        const std::vector<int32_t>& claimed) {
-  std::vector<int32_t> confirmed = {claimed.front()};
-  int64_t current = host_pid;
+  std::vector<int32_t> confirmed = {host_pid};
+  int32_t current = host_pid;
   for (size_t i = 1; i < claimed.size(); ++i) {
-    const std::vector<int64_t> parent = ProcStatusNumbers(proc_root, static_cast<int32_t>(current), "PPid");
+    const std::vector<int64_t> parent = ProcStatusNumbers(proc_root, current, "PPid");
     if (parent.size() != 1 || parent[0] <= 0) break;
-    const std::vector<int64_t> ns_pids = ProcStatusNumbers(proc_root, static_cast<int32_t>(parent[0]), "NSpid");
-    if (ns_pids.empty() || ns_pids.back() != claimed[i]) break;
-    confirmed.push_back(claimed[i]);
-    current = parent[0];
+    const int32_t parent_pid = static_cast<int32_t>(parent[0]);
+    if (OwnPid(proc_root, parent_pid) != claimed[i]) break;
+    confirmed.push_back(parent_pid);
+    current = parent_pid;
   }
   return confirmed;
 }
@@ -68,7 +70,9 @@ std::string JobNameFor(const std::string& proc_root, int32_t environ_pid, int64_
 
 }  // namespace
 
-KinetoEndpoint::KinetoEndpoint(Options options) : options_(std::move(options)) {}
+KinetoEndpoint::KinetoEndpoint(Options options)
+    : options_(std::move(options)),
+      job_owners_(options_.job_owners ? options_.job_owners : std::make_shared<JobOwners>(options_.forget_after)) {}
 
 KinetoEndpoint::~KinetoEndpoint() { Stop(); }
 
@@ -168,81 +172,86 @@ void KinetoEndpoint::DrainSocket() {
 }
 
 bool KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid, int64_t uid) {
-  const int32_t pid = poll.pids.front();
-  // A client may only speak for itself: its claimed pid must be the kernel's view of the
-  // sender, directly or in the sender's own pid namespace (a container). Without the
-  // kernel's credentials nothing can be checked.
+  const int32_t claimed = poll.pids.front();
+  // A client may only speak for itself: the pid it claims must be the one the kernel's
+  // sender knows itself by. Registrations are keyed by the kernel's pid, never the claimed
+  // one: a pod's pid namespace numbers its processes as it likes. Without the kernel's
+  // credentials nothing can be checked.
   if (host_pid <= 0 || uid < 0) {
-    spdlog::debug("Kineto registration of pid {} refused: the kernel gave no sender credentials", pid);
+    spdlog::debug("Kineto registration of pid {} refused: the kernel gave no sender credentials", claimed);
     return false;
   }
-  if (host_pid != pid && !PidNamespaceHas(options_.proc_root, host_pid, pid)) {
-    spdlog::warn("Kineto registration refused: it claims pid {} but was sent by pid {}", pid, host_pid);
+  const int32_t own_pid = OwnPid(options_.proc_root, host_pid);
+  const std::optional<uint64_t> start_ticks = ReadProcessStartTicks(options_.proc_root, host_pid);
+  if (own_pid != claimed || !start_ticks.has_value()) {
+    spdlog::warn("Kineto registration refused: it claims pid {} but was sent by pid {} (which knows itself as {})",
+                 claimed, host_pid, own_pid);
     return false;
   }
+  std::optional<std::string> repeated_job;  // the claimed job of a poll seen before
   {
     absl::MutexLock lock(&mutex_);
-    auto it = processes_.find(pid);
+    auto it = processes_.find(host_pid);
     if (it != processes_.end()) {
-      // A pid number is only unique within a namespace: another sender claiming a live
-      // registration's pid (a process in a pid namespace of its own) must not take it over,
-      // nor its pending trace request or its trace files.
       const KinetoProcess& known = it->second.process;
-      const bool same_sender = known.host_pid == host_pid && known.uid == uid;
-      if (!same_sender && SteadyClock::now() - it->second.last_poll < options_.forget_after) {
-        spdlog::warn("Kineto registration refused: pid {} is held by a live process (host pid {}, uid {}); "
-                     "this sender is host pid {}, uid {}",
-                     pid, known.host_pid, known.uid, host_pid, uid);
-        return false;
-      }
-      if (same_sender && it->second.claimed_ancestry == poll.pids && known.job_id == poll.job_id) {
+      if (known.start_ticks == *start_ticks && known.uid == uid && it->second.claimed_ancestry == poll.pids &&
+          known.job_id == poll.job_id) {
         it->second.last_poll = SteadyClock::now();
         it->second.process.last_poll_ns = UnixNowNs();
-        return true;
+        repeated_job = it->second.claimed_job;
       }
     }
+  }
+  if (repeated_job.has_value()) {
+    // Each poll claims the job name again, keeping it this uid's while the process lives,
+    // or taking it once the uid that held it has gone.
+    const std::string job = job_owners_->Claim(*repeated_job, uid, host_pid) ? *repeated_job
+                                                                               : std::string(kUnassignedJob);
+    absl::MutexLock lock(&mutex_);
+    auto it = processes_.find(host_pid);
+    if (it != processes_.end()) it->second.process.job = job;
+    return true;
   }
   // A new process (or a recycled pid): environ and status are read outside the lock, since
   // reading another process's environ can stall on its memory map lock.
-  std::string job = JobNameFor(options_.proc_root, host_pid > 0 ? host_pid : pid, poll.job_id);
+  const std::string claimed_job = JobNameFor(options_.proc_root, host_pid, poll.job_id);
   const std::vector<int32_t> ancestry = ConfirmedAncestry(options_.proc_root, host_pid, poll.pids);
   if (ancestry.size() < poll.pids.size()) {
-    spdlog::warn("Kineto pid {} claims ancestors [{}]; the kernel confirms only [{}]", pid,
-                 absl::StrJoin(poll.pids, ","), absl::StrJoin(ancestry, ","));
+    spdlog::warn("Kineto pid {} (pid {} here) claims ancestors [{}]; the kernel confirms only [{}] (pids here)",
+                 claimed, host_pid, absl::StrJoin(poll.pids, ","), absl::StrJoin(ancestry, ","));
   }
+  // A job name on this node belongs to the uid that claimed it first (JobOwners): another
+  // uid's process naming it is registered, but as no part of that job.
+  const std::string job =
+      job_owners_->Claim(claimed_job, uid, host_pid) ? claimed_job : std::string(kUnassignedJob);
   absl::MutexLock lock(&mutex_);
-  // A job name on this node belongs to the uid whose live process registered it first: any
-  // user could set FLEETPROF_JOB to another's job and have captures of that job trace (and
-  // upload) its own process as the victim's.
-  if (job != kUnassignedJob) {
-    for (const auto& [other_pid, other] : processes_) {
-      if (other_pid != pid && other.process.job == job && other.process.uid != uid &&
-          SteadyClock::now() - other.last_poll < options_.forget_after) {
-        spdlog::warn("Kineto pid {} (uid {}) claims job '{}' of uid {}; registered as '{}'", pid, uid, job,
-                     other.process.uid, kUnassignedJob);
-        job = std::string(kUnassignedJob);
-        break;
-      }
-    }
-  }
-  Registration& registration = processes_[pid];
-  if (registration.process.pid != 0 && registration.process.ancestry != ancestry &&
+  Registration& registration = processes_[host_pid];
+  if (registration.process.pid != 0 &&
+      (registration.process.start_ticks != *start_ticks || registration.process.uid != uid) &&
       registration.pending_config.has_value()) {
-    // New ancestry under a known pid: the pid was recycled by another process.
-    spdlog::info("Kineto pid={} now belongs to another process; dropping its pending config",
-                 pid);
+    spdlog::info("Kineto pid={} now belongs to another process; dropping its pending config", host_pid);
     registration.pending_config.reset();
   }
-  registration.process = KinetoProcess{pid, ancestry, poll.job_id, job, UnixNowNs(), host_pid, uid};
+  KinetoProcess& process = registration.process;
+  process.pid = host_pid;
+  process.ns_pid = claimed;
+  process.start_ticks = *start_ticks;
+  process.ancestry = ancestry;
+  process.job_id = poll.job_id;
+  process.job = job;
+  process.last_poll_ns = UnixNowNs();
+  process.uid = uid;
   registration.claimed_ancestry = poll.pids;
+  registration.claimed_job = claimed_job;
   registration.last_poll = SteadyClock::now();
-  spdlog::info("Kineto process registered: pid={} job={} ancestry=[{}]", pid, job, absl::StrJoin(ancestry, ","));
+  spdlog::info("Kineto process registered: pid={} (pid {} in its namespace) uid={} job={} ancestry=[{}]", host_pid,
+               claimed, uid, job, absl::StrJoin(ancestry, ","));
   return true;
 }
 
 void KinetoEndpoint::HandlePoll(const KinetoDatagram& datagram, const KinetoPoll& poll) {
   if (!Register(poll, datagram.sender_pid, datagram.sender_uid)) return;
-  const int32_t pid = poll.pids.front();
+  const int32_t pid = datagram.sender_pid;  // Register's key
   std::string config;
   KinetoProcess process;
   if (poll.type & kKinetoActivitiesBit) {
@@ -318,6 +327,24 @@ std::vector<KinetoProcess> KinetoEndpoint::Processes() const {
   out.reserve(processes_.size());
   for (const auto& [pid, registration] : processes_) out.push_back(registration.process);
   return out;
+}
+
+absl::StatusOr<KinetoProcess> KinetoEndpoint::TriggerProcess(int32_t pid, uint64_t start_ticks,
+                                                             const std::string& config) {
+  absl::MutexLock lock(&mutex_);
+  auto it = processes_.find(pid);
+  if (it == processes_.end() || it->second.process.start_ticks != start_ticks) {
+    return absl::NotFoundError(absl::StrCat(
+        "pid ", pid, it == processes_.end() ? " no longer polls this agent's Kineto endpoint"
+                                            : " is another process now (its start time differs): not the target"));
+  }
+  if (it->second.pending_config.has_value()) {
+    return absl::UnavailableError(absl::StrCat("target busy: pid ", pid, " still has an earlier trace request pending"));
+  }
+  if (config.empty()) return absl::InvalidArgumentError("empty Kineto config");
+  it->second.pending_config = config;
+  spdlog::info("Kineto trigger of pid {} (started at tick {}) job={}", pid, start_ticks, it->second.process.job);
+  return it->second.process;
 }
 
 TriggerResult KinetoEndpoint::Trigger(const std::vector<int32_t>& pids, int64_t job_id,

@@ -21,23 +21,26 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "collectors/job_owners.h"
 #include "collectors/kineto_config.h"
 #include "collectors/kineto_ipc.h"
 
 namespace fleetprof {
 
-// A PyTorch process known from its polls.
+// A PyTorch process known from its polls. Its identity is the kernel's word, never the
+// client's: a client in a pod's pid namespace reports pids of that namespace, which name other
+// processes (or none) on the node, and it may choose them.
 struct KinetoProcess {
-  int32_t pid = 0;                // as the client reported it (its own pid namespace)
-  std::vector<int32_t> ancestry;  // pid and its ancestors, leaf first, as far as /proc confirms them
+  int32_t pid = 0;           // the sender in the agent's pid namespace (SCM_CREDENTIALS): the key
+  int32_t ns_pid = 0;        // as the client reported it (its innermost NSpid): libkineto names its trace with it
+  uint64_t start_ticks = 0;  // of `pid` (/proc/PID/stat field 22): with it, names one process
+  std::vector<int32_t> ancestry;  // pid and its ancestors in the agent's numbering, leaf first, as far as
+                                  // /proc confirms the client's claimed ones
   int64_t job_id = 0;             // what the client sent ($SLURM_JOB_ID or 0)
   std::string job;                // FLEETPROF_JOB, else job_id as text when non-zero, else "unassigned"
   int64_t last_poll_ns = 0;       // unix time of the latest poll
-  // The sender's pid in the daemon's pid namespace (from SCM_CREDENTIALS), 0 when unknown.
-  // Differs from `pid` when the job runs in a container with its own pid namespace.
-  int32_t host_pid = 0;
-  // The sender's uid (SCM_CREDENTIALS), -1 when unknown: its trace files must belong to it.
-  int64_t uid = -1;
+  int64_t uid = -1;               // the sender's (SCM_CREDENTIALS): its trace files must belong to it
 };
 
 // The outcome of one Trigger(), in dynolog's terms.
@@ -56,6 +59,8 @@ class KinetoEndpoint {
     std::string socket_dir;  // empty: the abstract "\0dynolog\0"; else socket_dir/dynolog
     std::string proc_root = "/proc";
     std::chrono::seconds forget_after{60};
+    // Which uid each job name belongs to, shared with the XLA discovery; null: one of its own.
+    std::shared_ptr<JobOwners> job_owners;
   };
   // Called on the endpoint's thread each time a config is actually sent to a process, with
   // the config's ACTIVITIES_LOG_FILE ("" when it names none or is not a strict config). Must not block: hand the wait
@@ -82,9 +87,14 @@ class KinetoEndpoint {
   // The processes that polled within `forget_after`, by pid.
   std::vector<KinetoProcess> Processes() const;
 
+  // Queues `config` for the one process `pid` that started at `start_ticks` (a capture's
+  // target): the process it was queued for. NotFound when no such process polls (gone, or the
+  // pid now belongs to another process), Unavailable when it still has a config pending.
+  absl::StatusOr<KinetoProcess> TriggerProcess(int32_t pid, uint64_t start_ticks, const std::string& config);
+
   // Queues `config` for each registered process that matches: job_id 0 matches any job, and
-  // `pids` empty or containing 0 matches every process, else a process matches when any pid
-  // of its ancestry is listed. A process that still has a config pending counts as busy and
+  // `pids` (the agent's pid namespace's, as `dyno` on the node gives them) empty or containing
+  // 0 matches every process, else a process matches when any pid of its ancestry is listed. A process that still has a config pending counts as busy and
   // keeps it; at most `process_limit` processes are triggered (<= 0: no limit). An empty
   // config triggers nothing. Each queued config is sent exactly once, on the process's next
   // poll that asks for an activities config (a poll of type 0 means its profiler is busy).
@@ -98,6 +108,7 @@ class KinetoEndpoint {
   struct Registration {
     KinetoProcess process;  // its ancestry: what the kernel confirmed of the claimed one
     std::vector<int32_t> claimed_ancestry;  // as the client sent it (a repeated poll is recognized by it)
+    std::string claimed_job;  // from its environ; process.job is this unless another uid holds the name
     std::chrono::steady_clock::time_point last_poll;
     std::optional<std::string> pending_config;
   };
@@ -111,9 +122,9 @@ class KinetoEndpoint {
   void DrainSocket();
   void HandlePoll(const KinetoDatagram& datagram, const KinetoPoll& poll);
   void HandleContext(const KinetoDatagram& datagram, const KinetoContext& context);
-  // Updates (or creates) the registration for a poll; reads the job from environ only for a
-  // process it has not seen with this ancestry and job id.
-  // False (and logged) when the kernel's credentials contradict the pid the client claims.
+  // Updates (or creates) the registration of the sender `host_pid` for a poll; reads the job
+  // from environ only for a process it has not seen with this ancestry and job id. False (and
+  // logged) without the kernel's credentials, or when they contradict the pid the client claims.
   bool Register(const KinetoPoll& poll, int32_t host_pid, int64_t uid);
   void ForgetSilentProcesses();
 
@@ -125,7 +136,8 @@ class KinetoEndpoint {
   std::thread loop_;
 
   mutable absl::Mutex mutex_;
-  std::map<int32_t, Registration> processes_ ABSL_GUARDED_BY(mutex_);  // by reported pid
+  std::shared_ptr<JobOwners> job_owners_;
+  std::map<int32_t, Registration> processes_ ABSL_GUARDED_BY(mutex_);  // by the kernel's pid of the sender
   // Legacy "ctxt" registrations: which pids announced themselves per (job, gpu).
   // Only the loop thread touches these.
   std::map<ContextKey, std::map<int32_t, std::chrono::steady_clock::time_point>> contexts_;

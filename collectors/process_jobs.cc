@@ -6,9 +6,12 @@
 #include <cerrno>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/text_checks.h"
 
 namespace fleetprof {
@@ -37,6 +40,40 @@ absl::StatusOr<std::string> ReadProcFile(const std::string& path) {
     if (n < 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(err)));
     return contents;
   }
+}
+
+// The command name sits in parentheses and may itself contain spaces and ')', so the fixed
+// fields are counted from the last ')'.
+std::optional<ProcessStat> ParseProcessStat(std::string_view text) {
+  const size_t open = text.find('(');
+  const size_t close = text.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) return std::nullopt;
+  const std::string_view rest = text.substr(close + 1);
+  const std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::string_view(rest.data(), rest.size()), absl::ByAnyChar(" \t\n"), absl::SkipEmpty());
+  // fields[0] is field 3 (state) in proc(5); utime is 14, stime 15, starttime 22, rss 24.
+  constexpr size_t kUtime = 14 - 3, kStime = 15 - 3, kStart = 22 - 3, kRss = 24 - 3;
+  if (fields.size() <= kRss) return std::nullopt;
+  uint64_t utime = 0, stime = 0;
+  int64_t rss = 0;
+  ProcessStat stat;
+  if (!absl::SimpleAtoi(fields[kUtime], &utime) || !absl::SimpleAtoi(fields[kStime], &stime) ||
+      !absl::SimpleAtoi(fields[kStart], &stat.start_ticks) || !absl::SimpleAtoi(fields[kRss], &rss)) {
+    return std::nullopt;
+  }
+  stat.command = std::string(text.substr(open + 1, close - open - 1));
+  stat.cpu_ticks = utime + stime;
+  stat.resident_pages = rss > 0 ? static_cast<uint64_t>(rss) : 0;
+  return stat;
+}
+
+std::optional<uint64_t> ReadProcessStartTicks(const std::string& proc_root, int32_t pid) {
+  if (pid <= 0) return std::nullopt;
+  absl::StatusOr<std::string> text = ReadProcFile(absl::StrCat(proc_root, "/", pid, "/stat"));
+  if (!text.ok()) return std::nullopt;
+  std::optional<ProcessStat> stat = ParseProcessStat(*text);
+  if (!stat) return std::nullopt;
+  return stat->start_ticks;
 }
 
 std::optional<std::string> FindJobInEnviron(std::string_view environ) {

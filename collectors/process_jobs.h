@@ -21,6 +21,21 @@ inline constexpr std::string_view kUnassignedJob = "unassigned";
 // instead of trusting stat(). NotFound when the file (or its process) is gone.
 absl::StatusOr<std::string> ReadProcFile(const std::string& path);
 
+// The fields of /proc/<pid>/stat that we use.
+struct ProcessStat {
+  std::string command;
+  uint64_t cpu_ticks = 0;    // utime + stime
+  uint64_t start_ticks = 0;  // field 22, clock ticks since boot: with the pid, names one process
+  uint64_t resident_pages = 0;
+};
+
+// Parses the text of /proc/<pid>/stat; nullopt when malformed.
+std::optional<ProcessStat> ParseProcessStat(std::string_view text);
+
+// The start time of process `pid` under `proc_root` (ParseProcessStat's start_ticks), nullopt
+// when it is gone or unreadable. A pid is reused once its process ends; the pair is not.
+std::optional<uint64_t> ReadProcessStartTicks(const std::string& proc_root, int32_t pid);
+
 // Returns the value of FLEETPROF_JOB in a NUL-separated environ block, or nullopt when it is
 // absent or empty.
 std::optional<std::string> FindJobInEnviron(std::string_view environ);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,7 @@
 #include "absl/strings/escaping.h"
 #include "collectors/process_jobs.h"
 #include "absl/synchronization/mutex.h"
+#include "common/safe_paths.h"
 #include "common/text_checks.h"
 #include "spdlog/spdlog.h"
 
@@ -63,9 +65,9 @@ void WarnOnce(int pid, const std::string& message) {
 
 }  // namespace
 
-std::vector<v1::Target> DiscoverXprofTargets(const std::string& proc_root) {
+std::vector<v1::Target> DiscoverXprofTargets(const std::string& proc_root, JobOwners& owners) {
   std::vector<v1::Target> targets;
-  std::set<std::string> addresses;
+  std::set<std::tuple<std::string, int64_t, std::string>> seen;  // address, uid, job
   DIR* dir = opendir(proc_root.c_str());
   if (dir == nullptr) return targets;
   std::vector<int> pids;
@@ -76,6 +78,10 @@ std::vector<v1::Target> DiscoverXprofTargets(const std::string& proc_root) {
   closedir(dir);
   std::sort(pids.begin(), pids.end());  // parents (lower pids, usually) first
   for (int pid : pids) {
+    // The start time before and after environ and uid are read: the same on both sides, they
+    // are one process's (a pid is not reused while its process lives).
+    const std::optional<uint64_t> start_ticks = ReadProcessStartTicks(proc_root, pid);
+    if (!start_ticks.has_value()) continue;
     auto environ = ReadProcFile(absl::StrCat(proc_root, "/", pid, "/environ"));
     if (!environ.ok()) continue;
     std::string job = EnvironValue(*environ, "FLEETPROF_JOB");
@@ -89,12 +95,16 @@ std::vector<v1::Target> DiscoverXprofTargets(const std::string& proc_root) {
                                  "', job '", absl::CHexEscape(job), "')"));
       continue;
     }
-    if (!addresses.insert(address).second) continue;
+    const int64_t uid = ProcessUid(proc_root, pid);
+    if (uid < 0 || ReadProcessStartTicks(proc_root, pid) != start_ticks) continue;
+    if (!owners.Claim(job, uid, pid)) continue;  // another uid's job: JobOwners logged it
+    if (!seen.emplace(address, uid, job).second) continue;
     v1::Target target;
     target.set_job(job);
     target.set_kind(v1::Target::xprof);
     target.set_pid(pid);
     target.set_address(address);
+    target.set_start_ticks(*start_ticks);
     targets.push_back(std::move(target));
   }
   return targets;

@@ -180,7 +180,7 @@ TEST_F(DynologApiTest, GputraceMatchesByAncestorPidAndTheTraceArrives) {
                        "\"eventProfilersBusy\":0}\n");
 
   // What the agent does with the callback: wait for the job's trace file.
-  const std::string expected = KinetoTracePath(log_file, job->pid);
+  const std::string expected = KinetoTracePath(log_file, job->ns_pid);
   absl::StatusOr<std::string> trace =
       WaitForTraceFile(expected, std::chrono::steady_clock::now() + 20s, {});
   ASSERT_TRUE(trace.ok()) << trace.status() << "\n" << wrapped->Output();

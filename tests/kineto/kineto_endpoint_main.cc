@@ -69,7 +69,7 @@ int Run(int argc, char** argv) {
   if (wait_traces_s > 0) {
     endpoint.set_on_triggered([&](const KinetoProcess& process, const std::string& log_file) {
       if (log_file.empty()) return;
-      const std::string path = KinetoTracePath(log_file, process.pid);
+      const std::string path = KinetoTracePath(log_file, process.ns_pid);
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait_traces_s);
       std::lock_guard<std::mutex> lock(waiters_mutex);
       waiters.emplace_back([path, deadline, &stopping] {

@@ -87,7 +87,8 @@ TEST_F(KinetoEndpointTest, HandsQueuedConfigToPollingProcessExactlyOnce) {
   ASSERT_TRUE(process.has_value()) << standin->Output();
   EXPECT_EQ(process->pid, standin->pid());
   EXPECT_EQ(process->ancestry.front(), standin->pid());
-  EXPECT_EQ(process->host_pid, standin->pid());
+  EXPECT_EQ(process->ns_pid, standin->pid());  // no pid namespace of its own: the same numbers
+  EXPECT_GT(process->start_ticks, 0u);
 
   const std::string log_file = dir_.path() + "/once.pt.trace.json";
   TriggerResult result = endpoint->Trigger({process->pid}, 0, DurationConfig(log_file, 100), 0);
@@ -103,7 +104,7 @@ TEST_F(KinetoEndpointTest, HandsQueuedConfigToPollingProcessExactlyOnce) {
   EXPECT_NE(output.find("ACTIVITIES_LOG_FILE=" + log_file), std::string::npos) << output;
   EXPECT_NE(output.find("\"configs\": 1,"), std::string::npos) << output;
   EXPECT_TRUE(::fleetprof::testing::PathExists(
-      KinetoTracePath(log_file, process->pid)));
+      KinetoTracePath(log_file, process->ns_pid)));
 
   const auto handed_out = HandedOut();
   ASSERT_EQ(handed_out.size(), 1u);
@@ -167,6 +168,29 @@ TEST_F(KinetoEndpointTest, ForgetsProcessAfterSilenceButKeepsPollingOnes) {
   EXPECT_TRUE(endpoint->Trigger({quitter_pid}, 0, "X=1", 0).matched.empty());
 }
 
+// Issue 21: a capture's Kineto target is the pid and the start time it registered with, so a
+// pid that another process took since (a recycled pid) is not handed the capture's config.
+TEST_F(KinetoEndpointTest, ACaptureReachesItsPidOnlyWhileItIsTheProcessThatRegistered) {
+  auto endpoint = StartEndpoint();
+  auto standin = StartKinetoStandin(dir_.path(), dir_.path(), "pinned");
+  std::optional<KinetoProcess> process = WaitForProcess(*endpoint, standin->pid());
+  ASSERT_TRUE(process.has_value()) << standin->Output();
+  const std::string config = DurationConfig(dir_.path() + "/pinned.json", 50);
+
+  absl::StatusOr<KinetoProcess> other = endpoint->TriggerProcess(process->pid, process->start_ticks + 1, config);
+  EXPECT_TRUE(absl::IsNotFound(other.status())) << other.status();
+  EXPECT_NE(std::string(other.status().message()).find("is another process now"), std::string::npos);
+  std::this_thread::sleep_for(500ms);  // ten polls: a queued config would be handed out by now
+  EXPECT_EQ(CountOccurrences(standin->Output(), "\"event\": \"config\""), 0) << standin->Output();
+
+  absl::StatusOr<KinetoProcess> same = endpoint->TriggerProcess(process->pid, process->start_ticks, config);
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->ns_pid, standin->pid());
+  EXPECT_TRUE(absl::IsUnavailable(endpoint->TriggerProcess(process->pid, process->start_ticks, config).status()))
+      << "still pending: busy";
+  EXPECT_TRUE(standin->WaitForOutput("\"event\": \"config\"", 15s)) << standin->Output();
+}
+
 TEST_F(KinetoEndpointTest, JobComesFromFleetprofJobElseJobIdElseUnassigned) {
   auto endpoint = StartEndpoint();
   auto named = StartKinetoStandin(dir_.path(), dir_.path(), "named", {"--job-id", "99"},
@@ -200,7 +224,7 @@ TEST_F(KinetoEndpointTest, ClientThatNeverWritesTimesOutWithClearMessage) {
             1u);
   ASSERT_TRUE(standin->WaitForOutput("\"event\": \"not_written\"", 15s)) << standin->Output();
 
-  const std::string expected = KinetoTracePath(log_file, process->pid);
+  const std::string expected = KinetoTracePath(log_file, process->ns_pid);
   absl::StatusOr<std::string> trace =
       WaitForTraceFile(expected, std::chrono::steady_clock::now() + 1s, {});
   ASSERT_FALSE(trace.ok());

@@ -5,14 +5,17 @@
 
 #include "agent/capture_runner.h"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include "collectors/process_jobs.h"
 #include "common/runtime.h"
 #include "common/threads.h"
 #include "grpcpp/create_channel.h"
@@ -147,6 +150,51 @@ TEST(CaptureRunnerTest, ACaptureWithoutAThreadIsReportedFailed) {
   // The next command gets its thread.
   runner.Run(HangingCapture(silent.port(), 1));
   EXPECT_TRUE(reports.WaitFor(v1::CaptureTarget::RUNNING, 1));
+}
+
+// True when a connection waits on listening socket `fd` within `timeout_ms`.
+bool ConnectionArrives(int fd, int timeout_ms) {
+  pollfd wait{fd, POLLIN, 0};
+  return ::poll(&wait, 1, timeout_ms) == 1;
+}
+
+// Issue 21: an XLA target was a pid alone, so a pid that another process took between the
+// discovery and the capture was contacted as the job (its network namespace entered, its
+// listener trusted, its answer uploaded as the job's). A target is now the pid and the start
+// time discovery saw: a pid that is another process now fails the capture before any
+// connection. The control, the same target with the right start time, reaches the port.
+TEST(CaptureRunnerTest, AnXlaTargetWhosePidIsAnotherProcessNowIsNotContacted) {
+  int port = -1;
+  const int listener = testing::ListenOnLoopback(&port);  // this process's: the "job's" own server
+  ASSERT_GE(listener, 0);
+  const std::optional<uint64_t> started = ReadProcessStartTicks("/proc", ::getpid());
+  ASSERT_TRUE(started.has_value());
+  Reports reports;
+  {
+    CaptureRunner runner(RunnerOptions(), grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()),
+                         nullptr, [&](const v1::AgentMessage& m) { reports.Add(m); });
+    v1::CaptureCommand reused = HangingCapture(port, 0);
+    reused.mutable_target()->set_pid(::getpid());
+    reused.mutable_target()->set_start_ticks(*started + 1);  // the process discovered under this pid has gone
+    runner.Run(reused);
+    ASSERT_TRUE(reports.WaitFor(v1::CaptureTarget::FAILED, 1));
+    const v1::CaptureUpdate update = reports.Of("t0");
+    EXPECT_NE(update.error().find("is another process now"), std::string::npos) << update.error();
+    EXPECT_FALSE(ConnectionArrives(listener, 500)) << "the pid's new process was contacted";
+
+    v1::CaptureCommand unpinned = HangingCapture(port, 1);
+    unpinned.mutable_target()->set_pid(::getpid());
+    runner.Run(unpinned);
+    ASSERT_TRUE(reports.WaitFor(v1::CaptureTarget::FAILED, 2));
+    EXPECT_NE(reports.Of("t1").error().find("without its start time"), std::string::npos) << reports.Of("t1").error();
+
+    v1::CaptureCommand same = HangingCapture(port, 2);
+    same.mutable_target()->set_pid(::getpid());
+    same.mutable_target()->set_start_ticks(*started);
+    runner.Run(same);
+    EXPECT_TRUE(ConnectionArrives(listener, 15'000)) << reports.Of("t2").error();
+  }  // cancels the hanging capture
+  ::close(listener);
 }
 
 }  // namespace

@@ -20,8 +20,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -309,6 +311,143 @@ TEST(LocalAttacker, SecondUserCannotJoinRootsJobOrClaimItsProcessAsParent) {
                               root_pid + R"(],"process_limit":8})";
   const std::string reply = DynologExchange(ConnectToLoopback(cluster.agent_dynolog_addr(agent)), request);
   EXPECT_NE(reply.find("\"processesMatched\":[" + root_pid + "]"), std::string::npos) << reply;
+  cluster.StopAgent(agent);
+  fs::remove_all(kineto_dir);
+}
+
+// The pid on this node of the process of `uid` that its own pid namespace numbers `ns_pid`
+// (the last entry of "NSpid:" in /proc/PID/status, the first being this namespace's); -1 if none.
+pid_t HostPidOf(pid_t ns_pid, uid_t uid) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::ifstream status(entry.path() / "status");
+    std::string line, ns_line, uid_line;
+    while (std::getline(status, line)) {
+      if (line.rfind("NSpid:", 0) == 0) ns_line = line;
+      if (line.rfind("Uid:", 0) == 0) uid_line = line;
+    }
+    std::istringstream ns(ns_line.size() > 6 ? ns_line.substr(6) : ""), uids(uid_line.size() > 4 ? uid_line.substr(4) : "");
+    std::vector<pid_t> pids;
+    for (pid_t p; ns >> p;) pids.push_back(p);
+    uid_t real = 0;
+    if (pids.size() >= 2 && pids.back() == ns_pid && (uids >> real) && real == uid) return pids.front();
+  }
+  return -1;
+}
+
+// Issue 21, item 4, pid namespaces: Kineto registrations were keyed, and their ancestry kept,
+// by the pids a client claims, which a pod's pid namespace numbers as its owner likes
+// (ns_last_pid). A process of uid 1001 in a pod that numbers its parent like root's job had
+// that ancestry "confirmed" (each parent's innermost NSpid matched), so root's `dyno gputrace
+// --pids ROOT_PID` triggered it too, and it was listed under a pid that names another process
+// on the node. Now a registration is the kernel's pid of its sender (SCM_CREDENTIALS) and its
+// ancestry the node's numbering: the request reaches root's process alone.
+TEST(LocalAttacker, APodThatNumbersItsParentLikeRootsJobIsNotItsChild) {
+  REQUIRE_ROOT();
+  const std::string python = "/usr/bin/python3";
+  FLEETPROF_REQUIRE_PATH(python);
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer()) << cluster.ServerLog();
+  const std::string kineto_dir = MakeTempDir();
+  ::chmod(kineto_dir.c_str(), 01777);
+  const int agent = cluster.StartAgent({"--kineto_socket_dir=" + kineto_dir});
+  ASSERT_GE(agent, 0);
+  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/kineto/kineto_standin.py";
+  ChildProcess job;
+  job.Start({python, standin, "--socket-dir", kineto_dir, "--interval-ms", "100"}, cluster.root() + "/root-job.log",
+            {"FLEETPROF_JOB=root-job", "KINETO_IPC_SOCKET_DIR=" + kineto_dir});
+  const auto agents = [&] { return cluster.Cli({"agents", "--json"}).out; };
+  ASSERT_TRUE(Eventually(15, [&] { return Occurrences(agents(), "\"job\":\"root-job\"") == 1; })) << agents();
+  const pid_t root_pid = job.pid();
+
+  // The pod: its init sets the namespace's last pid so that the next child, a shell, is
+  // ROOT_PID in the pod; the shell's child, uid 1001's PyTorch process, is ROOT_PID + 1 and
+  // truthfully reports its ancestry [ROOT_PID + 1, ROOT_PID, 1] as the pod numbers it.
+  const std::string pod_log = cluster.root() + "/pod.log";
+  ChildProcess pod;
+  pod.Start({"/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-c",
+             absl::StrCat("echo ", root_pid - 1, " > /proc/sys/kernel/ns_last_pid && sh -c '",
+                          "setpriv --reuid=", kAttacker, " --regid=", kAttacker, " --clear-groups ", python, " ", standin,
+                          " --socket-dir ", kineto_dir, " --interval-ms 100; true'; true")},
+            pod_log, {"FLEETPROF_JOB=pod-job", "KINETO_IPC_SOCKET_DIR=" + kineto_dir});
+  pid_t pod_process = -1;
+  ASSERT_TRUE(Eventually(15, [&] { return (pod_process = HostPidOf(root_pid + 1, kAttacker)) > 0; }))
+      << "no process of uid 1001 numbered " << root_pid + 1 << " in a pod: " << ReadSmallFile(pod_log);
+  ASSERT_TRUE(Eventually(15, [&] { return agents().find("{\"job\":\"pod-job\"") != std::string::npos; })) << agents();
+  const std::string pod_entry = absl::StrCat("{\"job\":\"pod-job\",\"kind\":\"kineto\",\"pid\":", pod_process, ",");
+  EXPECT_NE(agents().find(pod_entry), std::string::npos)
+      << "the pod's process is listed under its pid on the node (" << pod_process << "): " << agents();
+
+  const std::string request = absl::StrCat(
+      R"({"fn":"setKinetOnDemandRequest","config":"ACTIVITIES_DURATION_MSECS=100","pids":[)", root_pid,
+      R"(],"process_limit":8})");
+  const std::string reply = DynologExchange(ConnectToLoopback(cluster.agent_dynolog_addr(agent)), request);
+  std::cout << "root's dyno request for pid " << root_pid << " with a pod numbering its parent alike:\n"
+            << reply << std::endl;
+  EXPECT_NE(reply.find(absl::StrCat("\"processesMatched\":[", root_pid, "]")), std::string::npos) << reply;
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a queued config would be handed out by now
+  EXPECT_EQ(ReadSmallFile(pod_log).find("\"event\": \"config\""), std::string::npos) << ReadSmallFile(pod_log);
+  cluster.StopAgent(agent);
+  fs::remove_all(kineto_dir);
+}
+
+// Issue 21, the job name: the Kineto endpoint bound a name to the uid of its first Kineto
+// client only, and /proc discovery of XLA jobs bound nothing, so uid 1001 could name root's
+// XLA job in its own processes (an XLA "profiler" of its own, a PyTorch client) and a capture
+// of that job traced them and uploaded their answers as root's. One binding now holds for
+// both kinds: the name is the uid's that claimed it first, and the others are flagged and
+// counted, never targets of that job.
+TEST(LocalAttacker, SecondUserCannotJoinRootsXlaJobByName) {
+  REQUIRE_ROOT();
+  const std::string python = "/usr/bin/python3";
+  FLEETPROF_REQUIRE_PATH(python);
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer()) << cluster.ServerLog();
+  const std::string kineto_dir = MakeTempDir();
+  ::chmod(kineto_dir.c_str(), 01777);
+  const int agent = cluster.StartAgent({"--kineto_socket_dir=" + kineto_dir, "--discover_interval_ms=200"});
+  ASSERT_GE(agent, 0);
+  ChildProcess job;  // root's XLA job: discovery reads only its environment
+  job.Start({"/bin/sleep", "120"}, cluster.root() + "/root-xla.log",
+            {"FLEETPROF_JOB=root-xla", "FLEETPROF_XPROF_ADDR=127.0.0.1:9012"});
+  const auto agents = [&] { return cluster.Cli({"agents", "--json"}).out; };
+  ASSERT_TRUE(Eventually(15, [&] { return Occurrences(agents(), "\"job\":\"root-xla\"") == 1; })) << agents();
+
+  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/kineto/kineto_standin.py";
+  const pid_t xla_impostor = RunAsAttacker([&] {
+    const char* argv[] = {"/bin/sleep", "120", nullptr};
+    const char* env[] = {"FLEETPROF_JOB=root-xla", "FLEETPROF_XPROF_ADDR=127.0.0.1:9013", nullptr};
+    ::execve(argv[0], const_cast<char* const*>(argv), const_cast<char* const*>(env));
+    ::_exit(98);
+  });
+  const pid_t kineto_impostor = RunAsAttacker([&] {
+    const char* argv[] = {python.c_str(), standin.c_str(), "--socket-dir", kineto_dir.c_str(), "--interval-ms", "100",
+                          nullptr};
+    const std::string dir_env = "KINETO_IPC_SOCKET_DIR=" + kineto_dir;
+    const char* env[] = {"FLEETPROF_JOB=root-xla", dir_env.c_str(), "PATH=/usr/bin:/bin", nullptr};
+    ::execve(argv[0], const_cast<char* const*>(argv), const_cast<char* const*>(env));
+    ::_exit(98);
+  });
+  struct ReapOnExit {
+    pid_t a, b;
+    ~ReapOnExit() {
+      Reap(a);
+      Reap(b);
+    }
+  } reap{xla_impostor, kineto_impostor};
+  const std::string kineto_entry = absl::StrCat("\"kind\":\"kineto\",\"pid\":", kineto_impostor, ",");
+  ASSERT_TRUE(Eventually(15, [&] { return agents().find(kineto_entry) != std::string::npos; })) << agents();
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // three discovery scans see the XLA impostor
+  const std::string listed = agents();
+  std::cout << "agents with root's XLA job and uid 1001's two impostors:\n" << listed << std::endl;
+  EXPECT_EQ(Occurrences(listed, "\"job\":\"root-xla\""), 1u) << listed;
+  EXPECT_EQ(listed.find(absl::StrCat("\"pid\":", xla_impostor, ",")), std::string::npos) << listed;
+  EXPECT_NE(listed.find("{\"job\":\"unassigned\"," + kineto_entry), std::string::npos) << listed;
+  const std::string metrics = HttpGet(cluster.agent_metrics_addr(agent), "/metrics");
+  EXPECT_NE(metrics.find("fleetprof_agent_job_name_conflicts_total{node="), std::string::npos) << metrics;
+  const size_t at = metrics.find("fleetprof_agent_job_name_conflicts_total{");
+  const size_t value = metrics.find(' ', at);
+  ASSERT_NE(value, std::string::npos) << metrics;
+  EXPECT_EQ(std::stod(metrics.substr(value + 1)), 2.0) << "each impostor flagged once: " << metrics.substr(at, 120);
   cluster.StopAgent(agent);
   fs::remove_all(kineto_dir);
 }

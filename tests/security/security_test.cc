@@ -558,9 +558,13 @@ TEST(AgentPaths, HostileJobValuesNeverPlaceAFileOutsideTheAgentsFolders) {
   // A fake /proc: processes whose environment tries to steer the agent's paths. The one with
   // a plain address is captured (nothing listens there, so it fails) under a hostile job name.
   const std::string proc = cluster.root() + "/proc";
+  // Each with the uid (status) and start time (stat) that discovery pins a target to.
   const auto process = [&](int pid, const std::string& environ) {
-    std::filesystem::create_directories(proc + "/" + std::to_string(pid));
-    std::ofstream(proc + "/" + std::to_string(pid) + "/environ") << environ;
+    const std::string dir = proc + "/" + std::to_string(pid);
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/environ") << environ;
+    std::ofstream(dir + "/status") << "Uid:\t0\t0\t0\t0\n";
+    std::ofstream(dir + "/stat") << pid << " (python) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 " << 500 + pid << " 0 0\n";
   };
   process(10, "FLEETPROF_JOB=evil\0FLEETPROF_XPROF_ADDR=../../../../tmp/x:1\0"s);
   process(11, "FLEETPROF_JOB=evil\0FLEETPROF_XPROF_ADDR=127.0.0.1:1/../../../x\0"s);

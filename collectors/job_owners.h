@@ -1,0 +1,55 @@
+#pragma once
+// Which uid a job name belongs to on this node. A job names itself (FLEETPROF_JOB in its own
+// environment), so any local user could name another user's job and have a capture of that
+// job trace its own process, uploaded as the victim's. A name is therefore bound to the uid
+// whose process claimed it first, for as long as processes of that uid go on claiming it
+// (plus `keep`); a process of another uid that claims it meanwhile is flagged (logged once,
+// counted) and is never a target of that job. Thread-safe: the Kineto endpoint and the /proc
+// discovery of XLA jobs share one, so a name is bound across both kinds of target.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace fleetprof {
+
+class JobOwners {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // `on_conflict` runs (outside the lock) once per newly flagged (job, uid, pid): a metric.
+  explicit JobOwners(Clock::duration keep = std::chrono::seconds(60), std::function<void()> on_conflict = {});
+
+  // True when process `pid` of `uid` may carry `job`: the name is free (it is bound to uid
+  // now) or uid's already (the binding is refreshed). "unassigned" is nobody's: always true.
+  // False for an unknown uid (< 0) and for a name another uid holds.
+  bool Claim(const std::string& job, int64_t uid, int32_t pid);
+  // The uid that holds `job` now, nullopt when nobody does.
+  std::optional<int64_t> OwnerOf(const std::string& job) const;
+  // Conflicting claims flagged so far (each (job, uid, pid) once).
+  int64_t conflicts() const;
+
+ private:
+  struct Binding {
+    int64_t uid;
+    Clock::time_point last_claim;
+  };
+  void SweepLocked(Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const Clock::duration keep_;
+  const std::function<void()> on_conflict_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, Binding> bindings_ ABSL_GUARDED_BY(mu_);
+  // Claims already flagged, so a process seen every scan is logged and counted once.
+  std::set<std::tuple<std::string, int64_t, int32_t>> flagged_ ABSL_GUARDED_BY(mu_);
+  int64_t conflicts_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace fleetprof
