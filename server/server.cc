@@ -88,6 +88,12 @@ absl::Status Server::OpenStorage() {
   if (auto cleaned = storage_->uploads().CleanStale(UnixNanos() - stale_ns); cleaned.ok() && *cleaned > 0) {
     spdlog::info("removed {} interrupted uploads older than {} h", *cleaned, flags_.ingest.stale_upload_hours);
   }
+  if (auto repaired = storage_->uploads().RepairPartial(); !repaired.ok()) {
+    return absl::Status(repaired.status().code(),
+                        absl::StrCat("cannot check interrupted uploads: ", repaired.status().message()));
+  } else if (*repaired > 0) {
+    spdlog::info("{} interrupted uploads resume from the bytes that survived the last stop", *repaired);
+  }
   // Before serving: an ingest in flight writes its blobs before it commits.
   if (auto orphans = storage_->CollectOrphans(); !orphans.ok()) {
     spdlog::warn("could not look for blobs of uncommitted profiles: {}", std::string(orphans.status().message()));

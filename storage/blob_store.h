@@ -63,6 +63,12 @@ class BlobStore {
   // a deleted upload reads as empty). Bytes past what the catalog counts as received are never read.
   virtual std::unique_ptr<analysis::ByteSource> ReadParts(std::string_view name, int64_t length) = 0;
   virtual absl::Status DeleteParts(std::string_view name, Reclaim reclaim) = 0;
+  // Makes every part written so far durable (the upload is complete; object storage: the
+  // multipart upload is completed). Until then a crash may lose the latest parts.
+  virtual absl::Status FinishParts(std::string_view name) = 0;
+  // After a crash: drops the parts that follow a gap, if any, and returns how many bytes from
+  // offset 0 are left without one (the catalog's count is cut back to it).
+  virtual absl::StatusOr<int64_t> KeepContiguousParts(std::string_view name) = 0;
   virtual absl::Status ListParts(const BlobVisitor& visit) = 0;
 
   virtual std::unique_ptr<SegmentWriter> NewSegment(std::string_view name) = 0;

@@ -177,6 +177,17 @@ class MemoryBlobStore : public BlobStore {
     return absl::OkStatus();
   }
   absl::Status ListParts(const BlobVisitor& visit) override { return Visit(NamesOf(&BlobMaps::parts), visit); }
+  absl::Status FinishParts(std::string_view) override { return absl::OkStatus(); }
+  absl::StatusOr<int64_t> KeepContiguousParts(std::string_view name) override {
+    absl::MutexLock lock(&maps_.mu);
+    int64_t length = 0;
+    if (auto it = maps_.parts.find(name); it != maps_.parts.end()) {
+      auto part = it->second.begin();
+      for (; part != it->second.end() && part->first == length; ++part) length += static_cast<int64_t>(part->second.size());
+      it->second.erase(part, it->second.end());
+    }
+    return length;
+  }
 
   std::unique_ptr<SegmentWriter> NewSegment(std::string_view name) override {
     return std::make_unique<MemorySegmentWriter>(&maps_, name);

@@ -34,6 +34,9 @@ bool Matches(const v1::ProfileInfo& info, const v1::ListProfilesRequest& request
 
 absl::Status ProfileTable::Commit(const v1::ProfileInfo& info, const v1::ProfileSummary& summary) {
   const std::string& id = info.profile_id();
+  if (!info.upload_id().empty()) {
+    if (absl::Status s = blobs_->FinishParts(info.upload_id()); !s.ok()) return s;
+  }
   if (absl::Status s = blobs_->PutObject(id, summary.SerializeAsString()); !s.ok()) return s;
   CatalogWrite write;
   write.sync = true;  // a committed profile survives a crash

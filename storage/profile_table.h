@@ -39,7 +39,7 @@ class ProfileTable {
         profiles_(catalog, CatalogTable::kProfiles, "profile", unreadable),
         uploads_(catalog, CatalogTable::kUploads, "upload", unreadable) {}
 
-  // Stores the summary, then makes the profile visible in one synced catalog commit: record,
+  // Makes its upload's bytes durable, stores the summary, then makes the profile visible in one synced catalog commit: record,
   // index entries and its upload marked committed, only if neither changed meanwhile (ABORTED
   // otherwise). The event store must be written before.
   absl::Status Commit(const v1::ProfileInfo& info, const v1::ProfileSummary& summary);

@@ -64,6 +64,13 @@ std::string RawKey(std::string_view upload_id, int64_t offset) {
   return RawPrefix(upload_id) + BigEndian64(static_cast<uint64_t>(offset));
 }
 
+int64_t RawOffset(std::string_view key, size_t prefix_size) {
+  if (key.size() != prefix_size + 8) return -1;
+  uint64_t v = 0;
+  for (size_t i = prefix_size; i < key.size(); ++i) v = v << 8 | static_cast<unsigned char>(key[i]);
+  return static_cast<int64_t>(v);
+}
+
 namespace {
 void AppendBigEndian32(uint32_t v, std::string* out) {
   for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<char>((v >> shift) & 0xff));

@@ -24,6 +24,8 @@ std::string ProfileIdFromIndexKey(std::string_view key, size_t prefix_size);
 
 std::string RawPrefix(std::string_view upload_id);
 std::string RawKey(std::string_view upload_id, int64_t offset);
+// The offset of a raw key whose prefix (RawPrefix) is `prefix_size` long; -1 when malformed.
+int64_t RawOffset(std::string_view key, size_t prefix_size);
 
 // Event segment of a profile in the embedded engine: profile_id \0 then the block's name. Every
 // key of a segment starts with SegmentPrefix.

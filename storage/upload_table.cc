@@ -28,4 +28,23 @@ absl::StatusOr<int> UploadTable::CleanStale(int64_t older_than_ns) {
   return static_cast<int>(stale.size());
 }
 
+absl::StatusOr<int> UploadTable::RepairPartial() {
+  std::vector<std::pair<std::string, v1::UploadRecord>> partial;
+  absl::Status s = records_.ForEach(CatalogScan(), [&](std::string_view key, v1::UploadRecord& record) {
+    if (record.profile_id().empty() && record.received_bytes() > 0) partial.emplace_back(key, std::move(record));
+    return true;
+  });
+  if (!s.ok()) return s;
+  int repaired = 0;
+  for (auto& [id, record] : partial) {
+    auto stored = blobs_->KeepContiguousParts(id);
+    if (!stored.ok()) return stored.status();
+    if (*stored >= record.received_bytes()) continue;
+    record.set_received_bytes(*stored);
+    if (absl::Status put = records_.Put(id, record); !put.ok()) return put;
+    ++repaired;
+  }
+  return repaired;
+}
+
 }  // namespace fleetprof

@@ -42,6 +42,10 @@ class UploadTable {
   absl::Status Abort(const std::string& upload_id);
   // Aborts partial uploads not touched since `older_than_ns` (unix ns). Returns how many.
   absl::StatusOr<int> CleanStale(int64_t older_than_ns);
+  // At start, before serving: a partial upload whose latest parts a crash lost (they are written
+  // without a log, blob_store.h) counts only the bytes that survived, so its client resumes from
+  // there. Returns how many records were cut back.
+  absl::StatusOr<int> RepairPartial();
 
   RecordTable<v1::UploadRecord>& records() { return records_; }
 

@@ -160,6 +160,31 @@ TEST_P(StorageContractTest, BytesPastTheRecordedLengthAreNeverReadAndAResumeRepl
   EXPECT_EQ(ReadAll(*storage_->uploads().ReadRaw("u", 11)), "") << "an aborted upload's bytes are gone";
 }
 
+// Parts are written without a log: a crash may lose the latest ones, or (after a gap) keep
+// some. At start the record is cut back to the bytes left from offset 0, and what follows a gap
+// is dropped, so a resumed upload reads back exactly what its client sends again.
+TEST_P(StorageContractTest, AfterLostPartsAnUploadResumesFromTheBytesThatSurvived) {
+  v1::UploadRecord record;
+  ASSERT_TRUE(storage_->uploads().Put("u", record).ok());
+  ASSERT_TRUE(storage_->uploads().AppendRaw("u", record, "hello ").ok());
+  ASSERT_TRUE(blobs().PutPart("u", 11, "stranded").ok());  // "world" at 6 was lost
+  record.set_received_bytes(19);                          // the record counted all three
+  ASSERT_TRUE(storage_->uploads().Put("u", record).ok());
+  v1::UploadRecord whole;
+  ASSERT_TRUE(storage_->uploads().Put("whole", whole).ok());
+  ASSERT_TRUE(storage_->uploads().AppendRaw("whole", whole, "intact").ok());
+
+  auto repaired = storage_->uploads().RepairPartial();
+  ASSERT_TRUE(repaired.ok()) << repaired.status();
+  EXPECT_EQ(*repaired, 1);
+  EXPECT_EQ((*storage_->uploads().Get("u"))->received_bytes(), 6);
+  EXPECT_EQ((*storage_->uploads().Get("whole"))->received_bytes(), 6);
+  v1::UploadRecord resumed = **storage_->uploads().Get("u");
+  ASSERT_TRUE(storage_->uploads().AppendRaw("u", resumed, "world, again").ok());
+  EXPECT_EQ(ReadAll(*storage_->uploads().ReadRaw("u", resumed.received_bytes())), "hello world, again");
+  ASSERT_TRUE(blobs().FinishParts("u").ok());
+}
+
 TEST_P(StorageContractTest, SegmentsReadBackBlockByBlockAndDeleteWhole) {
   auto writer = blobs().NewSegment("p1");
   ASSERT_TRUE(writer->Append("b1", "one").ok());
