@@ -127,115 +127,129 @@ absl::Status CaptureRunner::CheckSameProcess(const v1::Target& target) const {
   return absl::OkStatus();
 }
 
+// The capture backends, one row per kind of target: the one place a profiler is added.
+const CaptureRunner::Backend CaptureRunner::kBackends[] = {
+    {v1::Target::xprof, &CaptureRunner::CaptureXprofTarget},
+    {v1::Target::kineto, &CaptureRunner::CaptureKinetoTarget},
+};
+
 absl::StatusOr<CheckedFile> CaptureRunner::Trigger(const v1::CaptureCommand& command) {
-  const v1::Target& target = command.target();
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::nanoseconds(std::max<int64_t>(
                             command.deadline_unix_ns() - UnixNanos(), 1'000 * kNanosPerMs));
-  if (target.kind() == v1::Target::xprof) {
-    if (!IsHostPort(target.address())) {
-      return absl::InvalidArgumentError(absl::StrCat("refusing xprof address '", absl::CHexEscape(target.address()),
-                                                     "': want HOST:PORT"));
+  for (const Backend& backend : kBackends) {
+    if (backend.kind == command.target().kind()) return (this->*backend.capture)(command, deadline);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown target kind ", static_cast<int>(command.target().kind())));
+}
+
+absl::StatusOr<CheckedFile> CaptureRunner::CaptureXprofTarget(const v1::CaptureCommand& command,
+                                                              std::chrono::steady_clock::time_point) {
+  const v1::Target& target = command.target();
+  if (!IsHostPort(target.address())) {
+    return absl::InvalidArgumentError(absl::StrCat("refusing xprof address '", absl::CHexEscape(target.address()),
+                                                   "': want HOST:PORT"));
+  }
+  XprofCaptureOptions xprof;
+  xprof.address = target.address();
+  xprof.duration_ms = command.duration_ms() > 0 ? command.duration_ms() : 2000;
+  xprof.start_timestamp_ns = command.start_time_unix_ns();
+  xprof.delay_ms = std::max<int64_t>(0, (command.start_time_unix_ns() - UnixNanos()) / kNanosPerMs);
+  xprof.repository_root = options_.xprof_dir;
+  // One session folder per target, so two XLA jobs on one node never share a file. Its
+  // name comes from the server and another process's environment: only safe characters
+  // reach the path, so it stays one folder directly under the agent's xprof folder.
+  xprof.session_id = SafeFileName(absl::StrCat(command.capture_id(), "_", target.address()));
+  xprof.host_name = options_.node;
+  // Written by this agent (the trace came in the response) or by the job's profiler
+  // server (older servers write the file themselves): then it must be the job's user's.
+  std::vector<int64_t> owners = {static_cast<int64_t>(::geteuid())};
+  if (target.pid() > 0) {
+    // The address came from the job's environment: only its own profiler server, reached
+    // from inside its network namespace (collectors/job_network.h), and only while the pid
+    // is still the process discovered: checked before the address check and the uid are
+    // read, and around each connection (a process alive at both ends of a step was the
+    // same throughout: its pid cannot be reused while it lives).
+    if (absl::Status s = CheckSameProcess(target); !s.ok()) return s;
+    const int64_t uid = ProcessUid(options_.proc_root, target.pid());
+    if (absl::Status s = CheckJobProfilerAddress(options_.proc_root, target.pid(), target.address()); !s.ok()) {
+      return s;
     }
-    XprofCaptureOptions xprof;
-    xprof.address = target.address();
-    xprof.duration_ms = command.duration_ms() > 0 ? command.duration_ms() : 2000;
-    xprof.start_timestamp_ns = command.start_time_unix_ns();
-    xprof.delay_ms = std::max<int64_t>(0, (command.start_time_unix_ns() - UnixNanos()) / kNanosPerMs);
-    xprof.repository_root = options_.xprof_dir;
-    // One session folder per target, so two XLA jobs on one node never share a file. Its
-    // name comes from the server and another process's environment: only safe characters
-    // reach the path, so it stays one folder directly under the agent's xprof folder.
-    xprof.session_id = SafeFileName(absl::StrCat(command.capture_id(), "_", target.address()));
-    xprof.host_name = options_.node;
-    // Written by this agent (the trace came in the response) or by the job's profiler
-    // server (older servers write the file themselves): then it must be the job's user's.
-    std::vector<int64_t> owners = {static_cast<int64_t>(::geteuid())};
-    if (target.pid() > 0) {
-      // The address came from the job's environment: only its own profiler server, reached
-      // from inside its network namespace (collectors/job_network.h), and only while the pid
-      // is still the process discovered: checked before the address check and the uid are
-      // read, and around each connection (a process alive at both ends of a step was the
-      // same throughout: its pid cannot be reused while it lives).
+    if (absl::Status s = CheckSameProcess(target); !s.ok()) return s;
+    if (uid >= 0) owners.push_back(uid);
+    xprof.connect = [this, target]() -> absl::StatusOr<int> {
       if (absl::Status s = CheckSameProcess(target); !s.ok()) return s;
-      const int64_t uid = ProcessUid(options_.proc_root, target.pid());
-      if (absl::Status s = CheckJobProfilerAddress(options_.proc_root, target.pid(), target.address()); !s.ok()) {
+      absl::StatusOr<int> fd = ConnectInJobNetwork(options_.proc_root, target.pid(), target.address(), 5000);
+      if (!fd.ok()) return fd;
+      if (absl::Status s = CheckSameProcess(target); !s.ok()) {
+        ::close(*fd);
         return s;
       }
-      if (absl::Status s = CheckSameProcess(target); !s.ok()) return s;
-      if (uid >= 0) owners.push_back(uid);
-      xprof.connect = [this, target]() -> absl::StatusOr<int> {
-        if (absl::Status s = CheckSameProcess(target); !s.ok()) return s;
-        absl::StatusOr<int> fd = ConnectInJobNetwork(options_.proc_root, target.pid(), target.address(), 5000);
-        if (!fd.ok()) return fd;
-        if (absl::Status s = CheckSameProcess(target); !s.ok()) {
-          ::close(*fd);
-          return s;
-        }
-        return fd;
-      };
-    }
-    absl::StatusOr<int64_t> budget = ReserveTraceBytes();
-    if (!budget.ok()) return budget.status();
-    xprof.max_trace_bytes = *budget;
-    auto trace = CaptureXprof(xprof, [this] { return cancelled(); });
-    ReleaseTraceBytes(*budget);
-    if (!trace.ok()) return trace.status();
-    return CheckedFile::Open(*trace, owners);
+      return fd;
+    };
   }
-  if (target.kind() == v1::Target::kineto) {
-    if (kineto_ == nullptr) {
-      return absl::FailedPreconditionError("this agent's Kineto endpoint is not running (socket held by another daemon?)");
-    }
-    // The target is the registration of pid (the kernel's) that started at start_ticks; its
-    // uid is the kernel's too (SCM_CREDENTIALS at registration).
-    std::optional<KinetoProcess> process;
-    for (KinetoProcess& known : kineto_->Processes()) {
-      if (known.pid == target.pid() && known.start_ticks == target.start_ticks()) process = std::move(known);
-    }
-    if (!process.has_value()) {
-      return absl::NotFoundError(absl::StrCat("no process matched: pid ", target.pid(),
-                                              " (as discovered) no longer polls this agent's Kineto endpoint"));
-    }
-    // The job writes the file itself, into a folder only its user and we may enter, under a
-    // name nobody can predict: another user can neither read it nor put one there first.
-    const std::vector<int64_t> owners = {process->uid};
-    absl::StatusOr<std::string> folder = KinetoFolderFor(process->uid);
-    if (!folder.ok()) return folder.status();
-    const std::string file_name = absl::StrCat(SafeFileName(command.capture_id()), "-", RandomHex(8), ".json");
-    KinetoTraceRequest request;
-    request.log_file = absl::StrCat(options_.kineto_dir, "/", *folder, "/", file_name);
-    request.duration_ms = command.iterations() > 0 ? 0 : command.duration_ms();
-    request.iterations = command.iterations();
-    request.start_time_unix_ms = command.start_time_unix_ns() / kNanosPerMs;
-    request.record_shapes = command.record_shapes();
-    request.profile_memory = command.profile_memory();
-    request.with_stack = command.with_stack();
-    request.trace_id = command.capture_id();
-    {
-      absl::MutexLock lock(&mu_);
-      own_log_files_.insert(request.log_file);  // Execute uploads it, not AdoptKinetoTrace
-    }
-    absl::StatusOr<KinetoProcess> triggered =
-        kineto_->TriggerProcess(target.pid(), target.start_ticks(), BuildKinetoConfig(request));
-    if (!triggered.ok()) {
-      absl::MutexLock lock(&mu_);
-      own_log_files_.erase(request.log_file);
-      return triggered.status();
-    }
-    // libkineto's rule, on the whole path as the job applies it: with the pid the job knows
-    // itself by (its pod's numbering).
-    const std::string trace_path = KinetoTracePath(request.log_file, triggered->ns_pid);
-    auto trace = WaitForTraceFile(trace_path, deadline, [this] { return cancelled(); });
-    {
-      absl::MutexLock lock(&mu_);
-      own_log_files_.erase(request.log_file);  // the poll that handed it out came before the file
-    }
-    if (!trace.ok()) return trace.status();
-    // Reached without following a link, and only a plain file of the traced process's user.
-    return CheckedFile::OpenBeneath(options_.kineto_dir, trace_path.substr(options_.kineto_dir.size() + 1), owners);
+  absl::StatusOr<int64_t> budget = ReserveTraceBytes();
+  if (!budget.ok()) return budget.status();
+  xprof.max_trace_bytes = *budget;
+  auto trace = CaptureXprof(xprof, [this] { return cancelled(); });
+  ReleaseTraceBytes(*budget);
+  if (!trace.ok()) return trace.status();
+  return CheckedFile::Open(*trace, owners);
+}
+
+absl::StatusOr<CheckedFile> CaptureRunner::CaptureKinetoTarget(const v1::CaptureCommand& command,
+                                                               std::chrono::steady_clock::time_point deadline) {
+  const v1::Target& target = command.target();
+  if (kineto_ == nullptr) {
+    return absl::FailedPreconditionError("this agent's Kineto endpoint is not running (socket held by another daemon?)");
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown target kind ", static_cast<int>(target.kind())));
+  // The target is the registration of pid (the kernel's) that started at start_ticks; its
+  // uid is the kernel's too (SCM_CREDENTIALS at registration).
+  std::optional<KinetoProcess> process;
+  for (KinetoProcess& known : kineto_->Processes()) {
+    if (known.pid == target.pid() && known.start_ticks == target.start_ticks()) process = std::move(known);
+  }
+  if (!process.has_value()) {
+    return absl::NotFoundError(absl::StrCat("no process matched: pid ", target.pid(),
+                                            " (as discovered) no longer polls this agent's Kineto endpoint"));
+  }
+  // The job writes the file itself, into a folder only its user and we may enter, under a
+  // name nobody can predict: another user can neither read it nor put one there first.
+  const std::vector<int64_t> owners = {process->uid};
+  absl::StatusOr<std::string> folder = KinetoFolderFor(process->uid);
+  if (!folder.ok()) return folder.status();
+  const std::string file_name = absl::StrCat(SafeFileName(command.capture_id()), "-", RandomHex(8), ".json");
+  KinetoTraceRequest request;
+  request.log_file = absl::StrCat(options_.kineto_dir, "/", *folder, "/", file_name);
+  request.duration_ms = command.iterations() > 0 ? 0 : command.duration_ms();
+  request.iterations = command.iterations();
+  request.start_time_unix_ms = command.start_time_unix_ns() / kNanosPerMs;
+  request.record_shapes = command.record_shapes();
+  request.profile_memory = command.profile_memory();
+  request.with_stack = command.with_stack();
+  request.trace_id = command.capture_id();
+  {
+    absl::MutexLock lock(&mu_);
+    own_log_files_.insert(request.log_file);  // Execute uploads it, not AdoptKinetoTrace
+  }
+  absl::StatusOr<KinetoProcess> triggered =
+      kineto_->TriggerProcess(target.pid(), target.start_ticks(), BuildKinetoConfig(request));
+  if (!triggered.ok()) {
+    absl::MutexLock lock(&mu_);
+    own_log_files_.erase(request.log_file);
+    return triggered.status();
+  }
+  // libkineto's rule, on the whole path as the job applies it: with the pid the job knows
+  // itself by (its pod's numbering).
+  const std::string trace_path = KinetoTracePath(request.log_file, triggered->ns_pid);
+  auto trace = WaitForTraceFile(trace_path, deadline, [this] { return cancelled(); });
+  {
+    absl::MutexLock lock(&mu_);
+    own_log_files_.erase(request.log_file);  // the poll that handed it out came before the file
+  }
+  if (!trace.ok()) return trace.status();
+  // Reached without following a link, and only a plain file of the traced process's user.
+  return CheckedFile::OpenBeneath(options_.kineto_dir, trace_path.substr(options_.kineto_dir.size() + 1), owners);
 }
 
 void CaptureRunner::Execute(const v1::CaptureCommand& command) {

@@ -4,6 +4,7 @@
 // capture's labels, removes the local file, and reports each step back to the server.
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <list>
 #include <map>
@@ -45,8 +46,18 @@ class CaptureRunner {
 
  private:
   void Execute(const v1::CaptureCommand& command);
-  // Triggers the profiler and returns the local trace file.
+  // Triggers the profiler and returns the local trace file: the backend of the target's kind.
   absl::StatusOr<CheckedFile> Trigger(const v1::CaptureCommand& command);
+  using Deadline = std::chrono::steady_clock::time_point;
+  struct Backend {
+    v1::Target::Kind kind;
+    absl::StatusOr<CheckedFile> (CaptureRunner::*capture)(const v1::CaptureCommand& command, Deadline deadline);
+  };
+  static const Backend kBackends[];
+  // XLA's profiler service: the trace comes in the answer (or, from older servers, as a file).
+  absl::StatusOr<CheckedFile> CaptureXprofTarget(const v1::CaptureCommand& command, Deadline deadline);
+  // A Kineto client polling this agent: it writes the trace file itself.
+  absl::StatusOr<CheckedFile> CaptureKinetoTarget(const v1::CaptureCommand& command, Deadline deadline);
   void Report(const v1::CaptureCommand& command, v1::CaptureTarget::State state,
               const std::string& profile_id, const std::string& error);
   // Runs `work` on a thread of its own; at most kMaxWorkers at once. RESOURCE_EXHAUSTED

@@ -25,8 +25,8 @@ constexpr std::array<std::string_view, 1> kJsonSuffixes = {".json"};
 constexpr std::array<std::string_view, 1> kXSpaceSuffixes = {".pb"};  // *.xplane.pb
 
 constexpr std::array<TraceFormatSpec, 2> kFormats = {{
-    {TraceFormat::kKinetoJson, "kineto_json", kJsonSuffixes, LooksLikeJson, ReadKinetoJson},
-    {TraceFormat::kXSpace, "xspace", kXSpaceSuffixes, LooksLikeXSpace, ReadXSpace},
+    {TraceFormat::kKinetoJson, "kineto_json", "a Kineto", kJsonSuffixes, LooksLikeJson, ReadKinetoJson, true},
+    {TraceFormat::kXSpace, "xspace", "an XSpace", kXSpaceSuffixes, LooksLikeXSpace, ReadXSpace, false},
 }};
 
 }  // namespace

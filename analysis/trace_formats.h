@@ -16,10 +16,14 @@ namespace fleetprof::analysis {
 struct TraceFormatSpec {
   TraceFormat format;
   std::string_view name;  // as stored and as accepted in UploadMetadata.format
+  std::string_view title;  // in messages: "an XSpace profile"
   std::span<const std::string_view> suffixes;  // of the file name, after a ".gz" is removed
   // Whether `first_bytes` (decompressed, at most a few dozen) start a file of this format.
   bool (*looks_like)(std::string_view first_bytes);
   absl::Status (*read)(ByteSource& source, TraceEvents* out);
+  // What the format can answer beyond kernels: a host op breakdown and record_function scopes
+  // (diffs --by op and --by scope).
+  bool host_ops;
 };
 
 // Every format, in the order content detection tries them.

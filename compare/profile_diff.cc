@@ -5,6 +5,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/trace_formats.h"
+#include "analysis/trace_summary.h"
 
 namespace fleetprof::compare {
 namespace {
@@ -83,9 +85,11 @@ absl::StatusOr<v1::DiffResponse> DiffProfiles(const std::vector<DiffInput>& prof
   if (limit < 0) return absl::InvalidArgumentError("limit must not be negative");
   if (by != DiffBy::kKernel) {
     for (const DiffInput& p : profiles) {
-      if (p.summary->format() == "xspace") {
+      const analysis::TraceFormatSpec* format =
+          analysis::FindTraceFormat(analysis::TraceFormatFromName(p.summary->format()));
+      if (format != nullptr && !format->host_ops) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "profile ", p.profile_id, " is an XSpace profile: it has no ",
+            "profile ", p.profile_id, " is ", std::string(format->title), " profile: it has no ",
             by == DiffBy::kScope ? "user annotations (record_function scopes)" : "host op breakdown",
             ", which come from Kineto traces; compare it by kernel"));
       }
