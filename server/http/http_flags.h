@@ -16,7 +16,7 @@ class FlagSet;
 
 struct HttpFlags {
   std::string http_addr = "127.0.0.1:7071";
-  int64_t http_threads = 0;  // 0: one per core, at least 2
+  int64_t http_threads = 0;  // 0: one per core, at least 16
   int64_t http_max_body_kb = 1024;
   int64_t http_timeout_s = 10;
   int64_t http_max_connections = 4096;

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
+
+#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "api/http_status.h"
 #include "boost/asio/steady_timer.hpp"
-#include "boost/asio/strand.hpp"
+#include "boost/asio/executor_work_guard.hpp"
 #include "common/net_address.h"
 #include "server/http/http_connection.h"
 #include "server/http/http_server_impl.h"
@@ -40,13 +43,12 @@ bool Matches(const HttpServer::Impl::RouteEntry& route, const std::vector<std::s
 // Accepts connections one after another for as long as the server runs.
 class Acceptor : public std::enable_shared_from_this<Acceptor> {
  public:
-  explicit Acceptor(HttpServer::Impl* server) : server_(server), retry_(server->loop) {}
+  explicit Acceptor(HttpServer::Impl* server) : server_(server), retry_(server->accept_loop) {}
 
   void Accept() {
-    server_->acceptor->async_accept(net::make_strand(server_->loop),
-                                    [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
-                                      self->OnAccept(ec, std::move(socket));
-                                    });
+    server_->acceptor->async_accept([self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
+      self->OnAccept(ec, std::move(socket));
+    });
   }
 
  private:
@@ -71,17 +73,33 @@ class Acceptor : public std::enable_shared_from_this<Acceptor> {
     Accept();
   }
 
-  void Serve(tcp::socket socket) {
+  // Moves the accepted socket to the least busy loop and starts the connection there.
+  void Serve(tcp::socket accepted) {
+    HttpServer::Impl::Loop* loop = server_->LeastBusy();
+    beast::error_code ec;
+    const auto protocol = server_->acceptor->local_endpoint(ec).protocol();
+    const int fd = ec ? -1 : accepted.release(ec);
+    if (ec) return;  // `accepted` still owns (and closes) the descriptor
+    tcp::socket socket(loop->context);
+    socket.assign(protocol, fd, ec);
+    if (ec) {
+      ::close(fd);
+      return;
+    }
     if (server_->tls.has_value()) {
       using Stream = beast::ssl_stream<beast::tcp_stream>;
-      auto connection = std::make_shared<http_beast::HttpConnection<Stream>>(
-          server_, Stream(beast::tcp_stream(std::move(socket)), *server_->tls));
-      connection->Start(server_->Register(connection));
+      Start(loop, std::make_shared<http_beast::HttpConnection<Stream>>(
+                      server_, loop, Stream(beast::tcp_stream(std::move(socket)), *server_->tls)));
     } else {
-      auto connection =
-          std::make_shared<http_beast::HttpConnection<beast::tcp_stream>>(server_, beast::tcp_stream(std::move(socket)));
-      connection->Start(server_->Register(connection));
+      Start(loop, std::make_shared<http_beast::HttpConnection<beast::tcp_stream>>(server_, loop,
+                                                                                  beast::tcp_stream(std::move(socket))));
     }
+  }
+
+  template <class Connection>
+  void Start(HttpServer::Impl::Loop* loop, std::shared_ptr<Connection> connection) {
+    connection->SetRegistration(server_->Register(connection));
+    net::post(loop->context, [connection = std::move(connection)] { connection->Start(); });
   }
 
   HttpServer::Impl* server_;
@@ -90,8 +108,28 @@ class Acceptor : public std::enable_shared_from_this<Acceptor> {
 
 }  // namespace
 
-HttpServer::Impl::Impl(HttpServerOptions options_in)
-    : options(std::move(options_in)), loop(std::max(1, options.threads)) {}
+HttpServer::Impl::Impl(HttpServerOptions options_in) : options(std::move(options_in)) {
+  for (int i = 0; i < std::max(1, options.threads); ++i) loops.push_back(std::make_unique<Loop>());
+}
+
+HttpServer::Impl::Loop* HttpServer::Impl::LeastBusy() {
+  // A handler running this long is a slow one (not a fast one whose thread was preempted):
+  // the loop's other connections wait for it, so a new one goes elsewhere while some loop is
+  // not in one.
+  constexpr int64_t kStuckNs = 100'000'000;
+  const int64_t now = http_beast::SteadyNanos();
+  Loop* best = nullptr;
+  std::pair<bool, int64_t> best_key;
+  for (const std::unique_ptr<Loop>& loop : loops) {
+    const int64_t since = loop->handling_since_ns.load();
+    const std::pair<bool, int64_t> key(since != 0 && now - since > kStuckNs, loop->connections.load());
+    if (best == nullptr || key < best_key) {
+      best = loop.get();
+      best_key = key;
+    }
+  }
+  return best;
+}
 
 HttpResponse HttpServer::Impl::Handle(const HttpRequest& request) const {
   HttpResponse response;
@@ -210,14 +248,14 @@ absl::StatusOr<int> HttpServer::Start() {
   absl::StatusOr<HostPort> where = ParseHostPort(options.address);
   if (!where.ok()) return absl::InvalidArgumentError(absl::StrCat("--http_addr ", options.address, ": want HOST:PORT"));
   beast::error_code ec;
-  tcp::resolver resolver(s.loop);
+  tcp::resolver resolver(s.accept_loop);
   const auto found =
       resolver.resolve(where->host, absl::StrCat(where->port), tcp::resolver::passive | tcp::resolver::numeric_service, ec);
   if (ec || found.empty()) {
     return absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ", options.address, ": ",
                                                ec ? ec.message() : "no such address"));
   }
-  s.acceptor.emplace(net::make_strand(s.loop));
+  s.acceptor.emplace(s.accept_loop);
   const tcp::endpoint endpoint = found.begin()->endpoint();
   // SO_REUSEADDR for a prompt restart; never SO_REUSEPORT, which would let a second process
   // bind the same port and take part of our connections.
@@ -231,7 +269,13 @@ absl::StatusOr<int> HttpServer::Start() {
   }
   const int bound = s.acceptor->local_endpoint().port();
   std::make_shared<Acceptor>(&s)->Accept();
-  for (int i = 0; i < std::max(1, options.threads); ++i) s.loop_threads.emplace_back([&s] { s.loop.run(); });
+  // Each runs until Stop(), with or without connections.
+  const auto run = [](net::io_context* context) {
+    auto work = net::make_work_guard(*context);
+    context->run();
+  };
+  for (const auto& loop : s.loops) s.threads.emplace_back(run, &loop->context);
+  s.threads.emplace_back(run, &s.accept_loop);
   s.started = true;
   return bound;
 }
@@ -239,7 +283,7 @@ absl::StatusOr<int> HttpServer::Start() {
 void HttpServer::Stop() {
   Impl& s = *impl_;
   if (!s.started || s.stopping.exchange(true)) return;
-  net::post(s.acceptor->get_executor(), [&s] {
+  net::post(s.accept_loop, [&s] {
     beast::error_code ignored;
     s.acceptor->close(ignored);
   });
@@ -254,9 +298,10 @@ void HttpServer::Stop() {
   while (s.open() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  s.loop.stop();
-  for (std::thread& thread : s.loop_threads) thread.join();
-  s.loop_threads.clear();
+  s.accept_loop.stop();
+  for (const auto& loop : s.loops) loop->context.stop();
+  for (std::thread& thread : s.threads) thread.join();
+  s.threads.clear();
 }
 
 }  // namespace fleetprof

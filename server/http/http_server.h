@@ -1,10 +1,11 @@
 #pragma once
 // The server's HTTP listener (--http_addr): /metrics, /healthz, the JSON API and the web app
-// on one port. Connections live on an event loop (Boost.Beast over asio): a connection that
+// on one port. Connections live on event loops (Boost.Beast over asio): a connection that
 // is idle, slow to send its request or slow to read its answer holds no thread, only its
-// socket and a small buffer. The loop runs on `threads` threads; a complete request is
-// handled on the one that read it, for as long as its handler runs, while the others carry
-// every other connection's I/O. Limits, each with a clear answer or a close:
+// socket and a small buffer. There are `threads` loops of one thread each, and the acceptor
+// has a thread of its own; a new connection goes to the least busy loop and stays there, its
+// request handled on that loop's thread (no hand-over), so a slow handler delays only the
+// connections of its own loop. Limits, each with a clear answer or a close:
 //  - the request header must be complete within `timeout_s` of the connection's start (or of
 //    the previous answer on a kept-alive one), and within `max_header_bytes` (else 431);
 //  - the body within `timeout_s` more and `max_body_bytes` (else 413); each write and the TLS
@@ -27,7 +28,7 @@ namespace fleetprof {
 
 struct HttpServerOptions {
   std::string address = "127.0.0.1:7071";  // host:port; port 0 picks a free one
-  int threads = 16;                         // the loop's threads: requests handled at once
+  int threads = 16;                         // loops (one thread each): requests handled at once
   int64_t max_body_bytes = 1 << 20;         // larger request bodies answer 413
   int timeout_s = 10;                       // header, body, handshake and write deadlines
   int max_connections = 4096;               // open at once (idle ones are shed beyond)

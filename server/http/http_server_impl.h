@@ -1,7 +1,7 @@
 #pragma once
-// Inside HttpServer (http_server.h): the event loop, the workers, the routes and the table of
-// open connections. Only http_server.cc includes this (and with it asio and Beast), so the
-// rest of the server compiles without them.
+// Inside HttpServer (http_server.h): the acceptor, the loops, the routes and the table of open
+// connections. Only http_server.cc includes this (and with it asio and Beast), so the rest of
+// the server compiles without them.
 
 #include <atomic>
 #include <list>
@@ -25,7 +25,7 @@ namespace fleetprof {
 class HttpConnectionBase {
  public:
   virtual ~HttpConnectionBase() = default;
-  // Closes the connection if it is still waiting for a request (on its own strand).
+  // Closes the connection if it is still waiting for a request (on its own loop).
   virtual void CloseIfWaiting() = 0;
   std::atomic<bool> waiting{true};
   std::atomic<int64_t> waiting_since_ns{0};
@@ -61,16 +61,33 @@ class HttpServer::Impl {
   std::atomic<bool> stopping{false};
   std::atomic<int64_t> shed{0};
 
-  // Declared before the loop: connections still queued there unregister while they are
+  // One event loop with one thread. A connection lives on one loop for its whole life: its
+  // reads, its handler and its writes run on that thread, with no hand-over between threads
+  // and no queue shared with the other loops.
+  struct Loop {
+    // Before `context`, so a connection still queued there can count itself out while the
+    // context destroys it.
+    std::atomic<int64_t> connections{0};
+    std::atomic<int64_t> handling_since_ns{0};  // 0: not in a handler now
+    boost::asio::io_context context{1};         // one thread runs it
+  };
+  // Where a new connection goes: not to a loop stuck in a long handler if another will do,
+  // then to the one with the fewest connections.
+  Loop* LeastBusy();
+
+  // Declared before the loops: connections still queued there unregister while they are
   // destroyed.
   mutable absl::Mutex mu;
   std::list<std::weak_ptr<HttpConnectionBase>> connections ABSL_GUARDED_BY(mu);
   int64_t open_count ABSL_GUARDED_BY(mu) = 0;
 
-  boost::asio::io_context loop;
+  std::vector<std::unique_ptr<Loop>> loops;  // `threads` of them
+  // The acceptor's own loop and thread: on a loop that runs handlers, a new connection waited
+  // for the handlers queued before its accept.
+  boost::asio::io_context accept_loop{1};
   std::optional<boost::asio::ssl::context> tls;
   std::optional<boost::asio::ip::tcp::acceptor> acceptor;
-  std::vector<std::thread> loop_threads;  // `threads` of them: reads, writes, TLS and handlers
+  std::vector<std::thread> threads;  // one per loop, and the acceptor's
   bool started = false;
 };
 
