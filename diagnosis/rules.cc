@@ -80,11 +80,11 @@ const std::vector<RuleEntry>& Table() {
         "the longest uncovered pieces, at most 10.",
         "HTA's comm_comp_overlap reports the covered share; one half uncovered is fleetprof's default"},
        UnoverlappedCommunication},
-      {{"straggler_rank", RuleScope::kJob, 1.2, 1, 100, false, "ratio to the job median",
+      {{"straggler_rank", RuleScope::kJob, 1.2, 1, 100, false, "ratio to the other ranks' median",
         "Per rank (the label rank, else Kineto distributedInfo rank, else the node), the median step time "
-        "of its latest profile over the median of those across ranks; the metric is the highest ratio. "
-        "Needs two ranks with steps.",
-        "fleetprof's default: a rank 20% slower than the median rank"},
+        "of its latest profile over the median of the other ranks' (so two ranks compare with each "
+        "other); the metric is the highest ratio. Needs two ranks with steps.",
+        "fleetprof's default: a rank 20% slower than the median of the others"},
        nullptr, StragglerRank},
   };
   return *table;

@@ -340,13 +340,26 @@ TEST(DiagnosisRules, StragglerRank) {
   std::vector<v1::Finding> findings = DiagnoseJob(job, *thresholds);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].rule(), "straggler_rank");
-  EXPECT_DOUBLE_EQ(findings[0].metric(), 150.0 / 102.0);  // median of 100, 101, 102, 150 (upper middle)
+  EXPECT_DOUBLE_EQ(findings[0].metric(), 150.0 / 101.0);  // against the others: median of 100, 101, 102
   ASSERT_EQ(findings[0].evidence_size(), 1);
   EXPECT_EQ(findings[0].evidence(0).profile_id(), "p3_2");
 
   job.back() = Rank("3", 110, 2);
   EXPECT_TRUE(DiagnoseJob(job, *thresholds).empty());
   EXPECT_TRUE(DiagnoseJob({Rank("0", 100, 1)}, *thresholds).empty());  // one rank: nothing to compare
+}
+
+// Before: the median included the rank itself, so of two ranks the slower one was compared with
+// their mean and a rank 35% slower (1.35 / 1.175 = 1.15) never reached 1.2.
+TEST(DiagnosisRules, StragglerRankWorksForTwoRanks) {
+  auto thresholds = ResolveThresholds(RuleScope::kJob, {});
+  ASSERT_TRUE(thresholds.ok());
+  std::vector<v1::Finding> findings = DiagnoseJob({Rank("0", 100, 1), Rank("1", 135, 1)}, *thresholds);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].rule(), "straggler_rank");
+  EXPECT_DOUBLE_EQ(findings[0].metric(), 1.35);
+  EXPECT_EQ(findings[0].evidence(0).profile_id(), "p1_1");
+  EXPECT_TRUE(DiagnoseJob({Rank("0", 100, 1), Rank("1", 110, 1)}, *thresholds).empty()) << "within 10%";
 }
 
 // A profile stored before the event store: the summary rules still judge it.

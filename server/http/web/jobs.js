@@ -94,7 +94,7 @@ async function renderJobPage(page, job) {
         h('div', null, h('h3', null, 'Peak memory'),
           seriesChart(points, (p) => (num(p.peak_memory_bytes) > 0 ? num(p.peak_memory_bytes) : null), fmtBytes, 'series-memory')))),
     ranksSection(points),
-    section('Findings across ranks', 'Job rules: a rank whose step time is well above the median rank.', findings),
+    section('Findings across ranks', 'Job rules: a rank whose step time is well above the median of the other ranks.', findings),
     tables);
   page.load(api(urlWith(`/api/v1/jobs/${enc(job)}/diagnosis`, filter)), findings, 'Could not diagnose the job')
     .then((d) => {
