@@ -65,7 +65,7 @@ awk -v b="$bytes" -v a="$a" -v u="$u" -v n="$runs" 'BEGIN {
 # One upload alone, then CONCURRENT at once: total throughput and the server's CPU per GB.
 one_cpu0=$(server_cpu); t0=$(now)
 "$bin/fleetprof" upload "$trace" --job bench --server "$addr" --upload_id "one-$RANDOM" >/dev/null
-t1=$(now); one_cpu1=$(server_cpu)
+t1=$(now); sleep 3; one_cpu1=$(server_cpu)
 pids=()
 for i in $(seq "$concurrent"); do
   "$bin/fleetprof" upload "$trace" --job bench --server "$addr" --upload_id "many-$i-$RANDOM" >/dev/null &
@@ -73,11 +73,17 @@ for i in $(seq "$concurrent"); do
 done
 many_cpu0=$one_cpu1; t2=$(now)
 wait "${pids[@]}"
-t3=$(now); many_cpu1=$(server_cpu)
+t3=$(now); sleep 3; many_cpu1=$(server_cpu)  # with the flushes and compactions they set off
+uploads=$((runs + 1 + concurrent))
+kill -TERM "$server"; wait "$server" 2>/dev/null || true; server=""  # a graceful stop flushes
+disk=$(du -sb "$work/db" | cut -f1)
 awk -v b="$bytes" -v n="$concurrent" -v t1="$(echo "$t1 - $t0" | bc -l)" -v tn="$(echo "$t3 - $t2" | bc -l)" \
     -v c1="$((one_cpu1 - one_cpu0))" -v cn="$((many_cpu1 - many_cpu0))" -v hz="$ticks" 'BEGIN {
   g = b / 1e9
   printf "  1 upload       %6.0f MB/s  server CPU %.1f s/GB\n", b/1e6/t1, c1/hz/g
   printf "  %d at once      %6.0f MB/s in all (%.2f of one)  server CPU %.1f s/GB (%.2f of one)\n",
     n, n*b/1e6/tn, (n*b/tn)/(b/t1), cn/hz/(n*g), (cn/(n*g))/(c1/g)
+}'
+awk -v d="$disk" -v u="$uploads" -v b="$bytes" 'BEGIN {
+  printf "  disk after a flush: %.1f MB for %d uploads of %.1f MB = %.3f of what was uploaded\n", d/1e6, u, b/1e6, d/(u*b)
 }'
