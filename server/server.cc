@@ -55,9 +55,8 @@ Server::Server(const ServerFlags& flags, std::unique_ptr<AccessGuard> guard)
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerFlags& flags, const TlsPem& pem,
                                                       std::unique_ptr<AccessGuard> guard) {
   std::unique_ptr<Server> server(new Server(flags, std::move(guard)));
-  for (auto step : {&Server::OpenStorage, &Server::BuildLayers}) {
-    if (absl::Status s = (server.get()->*step)(); !s.ok()) return s;
-  }
+  if (absl::Status s = server->OpenStorage(); !s.ok()) return s;
+  if (absl::Status s = server->BuildLayers(); !s.ok()) return s;
   if (absl::Status s = server->StartGrpc(pem); !s.ok()) return s;
   if (absl::Status s = server->StartHttp(); !s.ok()) return s;
   server->serving_ = true;

@@ -51,16 +51,16 @@ absl::StatusOr<std::vector<std::string>> Unowned(
 absl::StatusOr<int> Storage::CollectOrphans() {
   Catalog& catalog = engine_->catalog();
   BlobStore& blobs = engine_->blobs();
-  auto is_profile = [&](const std::string& id) -> absl::StatusOr<bool> {
-    auto found = catalog.Get(CatalogTable::kProfiles, id);
-    if (!found.ok()) return found.status();
-    return found->has_value();
+  // Whether `table` holds a record named `id`: the owner a blob needs.
+  auto has_record = [&](CatalogTable table) {
+    return [&catalog, table](const std::string& id) -> absl::StatusOr<bool> {
+      auto found = catalog.Get(table, id);
+      if (!found.ok()) return found.status();
+      return found->has_value();
+    };
   };
-  auto is_upload = [&](const std::string& id) -> absl::StatusOr<bool> {
-    auto found = catalog.Get(CatalogTable::kUploads, id);
-    if (!found.ok()) return found.status();
-    return found->has_value();
-  };
+  const auto is_profile = has_record(CatalogTable::kProfiles);
+  const auto is_upload = has_record(CatalogTable::kUploads);
   int n = 0;
   auto segments = Unowned([&](const BlobVisitor& v) { return blobs.ListSegments(v); }, is_profile);
   if (!segments.ok()) return segments.status();
