@@ -1,0 +1,118 @@
+#include "storage/cluster/cluster_engine.h"
+
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "spdlog/spdlog.h"
+#include "storage/cluster/etcd_catalog.h"
+#include "storage/cluster/object_blob_store.h"
+
+namespace fleetprof::cluster {
+namespace {
+
+class ClusterEngine : public StorageEngine {
+ public:
+  ClusterEngine(std::unique_ptr<EtcdClient> etcd, std::unique_ptr<ObjectClient> objects, const ClusterStoreOptions& options)
+      : etcd_(std::move(etcd)), objects_(std::move(objects)), prefix_(options.etcd_prefix),
+        catalog_(NewEtcdCatalog(etcd_.get(), options.etcd_prefix)), blobs_(NewObjectBlobStore(objects_.get())),
+        compact_every_(options.compact_every) {
+    compactor_ = std::thread([this] { CompactLoop(); });
+  }
+  ~ClusterEngine() override {
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    compactor_.join();
+  }
+
+  Catalog& catalog() override { return *catalog_; }
+  BlobStore& blobs() override { return *blobs_; }
+
+  StoreHealth Health() const override {
+    StoreHealth health;
+    if (!etcd_->healthy()) {
+      health.serving = false;
+      health.error = absl::StrCat("etcd (", etcd_->Describe(), ") does not answer");
+    }
+    return health;
+  }
+  bool TryResume() override { return etcd_->healthy(); }
+  // Every write is durable when it returns (etcd's raft log, the object store's PUT).
+  absl::Status Flush() override { return absl::OkStatus(); }
+
+  StorageUsage Usage() override {
+    StorageUsage usage;
+    etcdserverpb::RangeRequest request;
+    request.set_key(absl::StrCat(prefix_, "profiles/"));
+    request.set_range_end(EtcdPrefixEnd(request.key()));
+    request.set_count_only(true);
+    if (auto counted = etcd_->Range(request); counted.ok()) usage.profiles = counted->count();
+    return usage;
+  }
+  // Nothing is kept on this machine's disk.
+  int64_t FolderBytes() const override { return 0; }
+  int64_t CountEventBlocks() override {
+    int64_t segments = 0;
+    (void)blobs_->ListSegments([&](std::string_view) {
+      ++segments;
+      return true;
+    });
+    return segments;
+  }
+
+ private:
+  void CompactLoop() {
+    int64_t previous = 0;
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (mu_.AwaitWithTimeout(absl::Condition(&stop_), compact_every_)) return;
+      }
+      etcdserverpb::RangeRequest probe;
+      probe.set_key(absl::StrCat(prefix_, "profiles/"));
+      probe.set_limit(1);
+      probe.set_keys_only(true);
+      auto now = etcd_->Range(probe);
+      if (!now.ok()) continue;
+      if (previous > 0) {
+        absl::Status s = etcd_->Compact(previous);
+        if (!s.ok() && !absl::IsOutOfRange(s)) spdlog::warn("etcd compaction at revision {}: {}", previous, std::string(s.message()));
+      }
+      previous = now->header().revision();
+    }
+  }
+
+  std::unique_ptr<EtcdClient> etcd_;
+  std::unique_ptr<ObjectClient> objects_;
+  const std::string prefix_;
+  std::unique_ptr<Catalog> catalog_;
+  std::unique_ptr<BlobStore> blobs_;
+  const absl::Duration compact_every_;
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread compactor_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<StorageEngine>> OpenClusterEngine(const ClusterStoreOptions& options) {
+  auto objects = OpenObjectStore(options.object_store, options.s3);
+  if (!objects.ok()) return objects.status();
+  auto etcd = EtcdClient::Connect(options.etcd);
+  if (!etcd.ok()) return etcd.status();
+  // Both must answer before the server says it serves: a wrong endpoint or bucket is an error
+  // at start, not on the first upload.
+  etcdserverpb::RangeRequest probe;
+  probe.set_key(options.etcd_prefix);
+  probe.set_count_only(true);
+  if (auto reached = (*etcd)->Range(probe); !reached.ok()) return reached.status();
+  if (absl::Status s = (*objects)->List("summaries/", [](std::string_view, int64_t) { return false; }); !s.ok()) {
+    return absl::UnavailableError(absl::StrCat("object store ", (*objects)->Describe(), ": ", s.message()));
+  }
+  return std::unique_ptr<StorageEngine>(new ClusterEngine(*std::move(etcd), *std::move(objects), options));
+}
+
+}  // namespace fleetprof::cluster

@@ -1,0 +1,28 @@
+#pragma once
+// The cluster's storage engine: the catalog in etcd, blobs on object storage (S3 or a folder).
+// Every replica that opens the same two shares one store; nothing of it lives on local disk.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "storage/cluster/etcd_client.h"
+#include "storage/cluster/object_client.h"
+#include "storage/storage_engine.h"
+
+namespace fleetprof::cluster {
+
+struct ClusterStoreOptions {
+  std::string object_store;  // s3://BUCKET[/PREFIX] or file:///DIR
+  S3Settings s3;
+  EtcdSettings etcd;
+  std::string etcd_prefix = "/fleetprof/";
+  // etcd 3.4 keeps every revision until compacted, and its 2 GiB quota then fills with history:
+  // every interval the store compacts away what is older than the previous interval's revision.
+  absl::Duration compact_every = absl::Minutes(5);
+};
+
+absl::StatusOr<std::unique_ptr<StorageEngine>> OpenClusterEngine(const ClusterStoreOptions& options);
+
+}  // namespace fleetprof::cluster

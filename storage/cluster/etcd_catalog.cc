@@ -1,0 +1,159 @@
+#include "storage/cluster/etcd_catalog.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+
+namespace fleetprof::cluster {
+namespace {
+
+// Keys per Range page: large enough that a listing is a few round trips, small enough that a
+// page of profile records stays well under a MiB.
+constexpr int64_t kPageKeys = 500;
+
+class EtcdCatalog : public Catalog {
+ public:
+  EtcdCatalog(EtcdClient* etcd, std::string prefix) : etcd_(etcd), prefix_(std::move(prefix)) {}
+
+  absl::StatusOr<std::optional<std::string>> Get(CatalogTable table, std::string_view key) override {
+    etcdserverpb::RangeRequest request;
+    request.set_key(FullKey(table, key));
+    auto response = etcd_->Range(request);
+    if (!response.ok()) return response.status();
+    if (response->kvs_size() == 0) return std::optional<std::string>();
+    return std::optional<std::string>(response->kvs(0).value());
+  }
+
+  absl::Status Scan(CatalogTable table, const CatalogScan& scan, const CatalogVisitor& visit) override {
+    const std::string table_prefix = TablePrefix(table);
+    const std::string start = table_prefix + scan.prefix;
+    const std::string end = EtcdPrefixEnd(start);
+    etcdserverpb::RangeRequest request;
+    request.set_limit(kPageKeys);
+    if (!scan.reverse) {
+      // Strictly after `after`: the smallest key greater than it is after + '\0'.
+      request.set_key(scan.after.empty() ? start : std::max(start, absl::StrCat(table_prefix, scan.after, std::string(1, '\0'))));
+      request.set_range_end(end);
+    } else {
+      request.set_key(start);
+      request.set_range_end(scan.after.empty() ? end : std::min(end, table_prefix + scan.after));
+      request.set_sort_order(etcdserverpb::RangeRequest::DESCEND);
+      request.set_sort_target(etcdserverpb::RangeRequest::KEY);
+    }
+    if (request.key() >= request.range_end()) return absl::OkStatus();
+    while (true) {
+      auto page = etcd_->Range(request);
+      if (!page.ok()) return page.status();
+      // Every later page at the first one's revision: one consistent view.
+      if (request.revision() == 0) request.set_revision(page->header().revision());
+      for (const auto& kv : page->kvs()) {
+        if (!visit(std::string_view(kv.key()).substr(table_prefix.size()), kv.value())) return absl::OkStatus();
+      }
+      if (!page->more() || page->kvs_size() == 0) return absl::OkStatus();
+      const std::string& last = page->kvs(page->kvs_size() - 1).key();
+      if (!scan.reverse) {
+        request.set_key(last + std::string(1, '\0'));
+      } else {
+        request.set_range_end(last);
+      }
+    }
+  }
+
+  absl::Status Commit(const CatalogWrite& write) override {
+    // etcd refuses a key written twice in one Txn: the last mutation of each key is the one
+    // that counts (as in a RocksDB batch).
+    std::map<std::string, const CatalogWrite::Mutation*> last;
+    for (const auto& m : write.mutations) last[FullKey(m.table, m.key)] = &m;
+    if (write.conditions.size() > kEtcdMaxTxnOps || last.size() > kEtcdMaxTxnOps) {
+      return absl::InvalidArgumentError(absl::StrCat("a catalog commit of ", write.conditions.size(), " conditions and ",
+                                                     last.size(), " mutations exceeds etcd's ", kEtcdMaxTxnOps,
+                                                     " operations per transaction"));
+    }
+    etcdserverpb::TxnRequest txn;
+    for (const auto& c : write.conditions) {
+      auto* compare = txn.add_compare();
+      compare->set_key(FullKey(c.table, c.key));
+      compare->set_result(etcdserverpb::Compare::EQUAL);
+      if (c.value) {
+        compare->set_target(etcdserverpb::Compare::VALUE);
+        compare->set_value(*c.value);
+      } else {
+        compare->set_target(etcdserverpb::Compare::VERSION);
+        compare->set_version(0);
+      }
+      txn.add_failure()->mutable_request_range()->set_key(compare->key());
+    }
+    for (const auto& [key, m] : last) {
+      if (m->value) {
+        auto* put = txn.add_success()->mutable_request_put();
+        put->set_key(key);
+        put->set_value(*m->value);
+      } else {
+        txn.add_success()->mutable_request_delete_range()->set_key(key);
+      }
+    }
+    bool retried = false;
+    auto response = etcd_->Txn(txn, &retried);
+    if (!response.ok()) return response.status();
+    if (response->succeeded()) return absl::OkStatus();
+    // A retried Txn whose first try was applied fails its own conditions the second time: if
+    // every mutation is in place, it was this commit that put it there.
+    if (retried && !write.conditions.empty()) {
+      auto applied = Applied(last);
+      if (!applied.ok()) return applied.status();
+      if (*applied) return absl::OkStatus();
+    }
+    for (int i = 0; i < response->responses_size() && i < static_cast<int>(write.conditions.size()); ++i) {
+      const auto& c = write.conditions[static_cast<size_t>(i)];
+      const auto& kvs = response->responses(i).response_range().kvs();
+      const bool holds = kvs.empty() ? !c.value.has_value() : (c.value.has_value() && *c.value == kvs[0].value());
+      if (!holds) {
+        return absl::AbortedError(absl::StrCat(CatalogTableName(c.table), " record ", c.key, " changed before the commit"));
+      }
+    }
+    return absl::AbortedError("a record the commit depends on changed meanwhile");
+  }
+
+ private:
+  std::string TablePrefix(CatalogTable table) const { return absl::StrCat(prefix_, CatalogTableName(table), "/"); }
+  std::string FullKey(CatalogTable table, std::string_view key) const {
+    return absl::StrCat(TablePrefix(table), std::string(key));
+  }
+
+  // Whether every mutation's key now holds what the mutation wrote (deleted: absent).
+  absl::StatusOr<bool> Applied(const std::map<std::string, const CatalogWrite::Mutation*>& mutations) {
+    for (const auto& [key, m] : mutations) {
+      etcdserverpb::RangeRequest request;
+      request.set_key(key);
+      auto found = etcd_->Range(request);
+      if (!found.ok()) return found.status();
+      const bool present = found->kvs_size() > 0;
+      if (m->value ? (!present || found->kvs(0).value() != *m->value) : present) return false;
+    }
+    return true;
+  }
+
+  EtcdClient* etcd_;
+  const std::string prefix_;
+};
+
+}  // namespace
+
+std::string EtcdPrefixEnd(std::string_view prefix) {
+  std::string end(prefix);
+  while (!end.empty()) {
+    if (static_cast<unsigned char>(end.back()) != 0xff) {
+      end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');  // etcd: "\0" as range_end means every key from the start key on
+}
+
+std::unique_ptr<Catalog> NewEtcdCatalog(EtcdClient* etcd, std::string prefix) {
+  return std::make_unique<EtcdCatalog>(etcd, std::move(prefix));
+}
+
+}  // namespace fleetprof::cluster

@@ -1,0 +1,198 @@
+#include "storage/cluster/etcd_client.h"
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "grpcpp/grpcpp.h"
+
+namespace fleetprof::cluster {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Worth another try on a member: it is down, unreachable, or between leaders.
+bool Transient(const grpc::Status& s) {
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) return true;
+  const std::string& m = s.error_message();
+  return absl::StrContains(m, "leader changed") || absl::StrContains(m, "no leader") ||
+         absl::StrContains(m, "timed out") || absl::StrContains(m, "not capable");
+}
+
+absl::Status ToStatus(const grpc::Status& s, std::string_view op) {
+  std::string message = absl::StrCat("etcd ", std::string(op), ": ", s.error_message());
+  if (absl::StrContains(s.error_message(), "database space exceeded")) return absl::ResourceExhaustedError(message);
+  if (absl::StrContains(s.error_message(), "has been compacted")) return absl::OutOfRangeError(message);
+  switch (s.error_code()) {
+    case grpc::StatusCode::INVALID_ARGUMENT: return absl::InvalidArgumentError(message);
+    case grpc::StatusCode::NOT_FOUND: return absl::NotFoundError(message);
+    case grpc::StatusCode::PERMISSION_DENIED: return absl::PermissionDeniedError(message);
+    case grpc::StatusCode::UNAUTHENTICATED: return absl::UnauthenticatedError(message);
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return absl::ResourceExhaustedError(message);
+    case grpc::StatusCode::OUT_OF_RANGE: return absl::OutOfRangeError(message);
+    case grpc::StatusCode::FAILED_PRECONDITION: return absl::FailedPreconditionError(message);
+    default: return absl::UnavailableError(message);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(std::string_view list) {
+  std::vector<std::string> out;
+  for (absl::string_view item : absl::StrSplit(absl::string_view(list.data(), list.size()), ',', absl::SkipWhitespace())) {
+    item = absl::StripAsciiWhitespace(item);
+    if (absl::StartsWith(item, "https://")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--etcd_endpoints ", std::string(item), ": TLS to etcd is not supported yet; reach etcd over a private network or a local proxy"));
+    }
+    if (!absl::StartsWith(item, "http://")) {
+      return absl::InvalidArgumentError(absl::StrCat("--etcd_endpoints ", std::string(item), ": expected http://HOST:PORT"));
+    }
+    absl::string_view address = item.substr(7);
+    while (absl::EndsWith(address, "/")) address.remove_suffix(1);
+    if (address.empty() || address.find('/') != absl::string_view::npos || address.rfind(':') == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("--etcd_endpoints ", std::string(item), ": expected http://HOST:PORT"));
+    }
+    out.emplace_back(address);
+  }
+  if (out.empty()) return absl::InvalidArgumentError("--etcd_endpoints names no endpoint");
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(EtcdSettings settings) {
+  if (settings.endpoints.empty()) return absl::InvalidArgumentError("no etcd endpoint");
+  return std::unique_ptr<EtcdClient>(new EtcdClient(std::move(settings)));
+}
+
+EtcdClient::EtcdClient(EtcdSettings settings) : settings_(std::move(settings)) {
+  for (const auto& address : settings_.endpoints) {
+    grpc::ChannelArguments args;
+    // Etcd's replies (a page of records) stay far below this; gRPC's default is 4 MiB.
+    args.SetMaxReceiveMessageSize(64 << 20);
+    // Reconnect quickly after a member comes back (gRPC's default backoff grows to 120 s).
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+    auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    members_.push_back({address, etcdserverpb::KV::NewStub(channel), etcdserverpb::Lease::NewStub(channel)});
+  }
+}
+
+std::string EtcdClient::Describe() const {
+  std::vector<std::string> urls;
+  for (const auto& m : members_) urls.push_back(absl::StrCat("http://", m.address));
+  return absl::StrJoin(urls, ",");
+}
+
+absl::Status EtcdClient::Call(const char* op,
+                              const std::function<grpc::Status(grpc::ClientContext*, size_t member)>& call,
+                              bool* retried) {
+  const auto started = Clock::now();
+  const auto give_up = started + absl::ToChronoNanoseconds(settings_.retry_budget);
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  grpc::Status last;
+  for (int attempt = 0;; ++attempt) {
+    const size_t member = current_.load() % members_.size();
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(settings_.call_timeout));
+    last = call(&context, member);
+    if (last.ok() || !Transient(last)) {
+      healthy_ = last.ok() || last.error_code() != grpc::StatusCode::UNAVAILABLE;
+      if (retried != nullptr) *retried = attempt > 0;
+      if (settings_.on_request) {
+        settings_.on_request(op, !last.ok() ? "error" : attempt > 0 ? "retried" : "ok",
+                             std::chrono::duration<double>(Clock::now() - started).count());
+      }
+      return last.ok() ? absl::OkStatus() : ToStatus(last, op);
+    }
+    // This member cannot serve now: the next one, after a pause that grows with each try.
+    size_t expected = member;  // unless another call moved on already
+    current_.compare_exchange_strong(expected, member + 1);
+    const int64_t cap_ms = std::min<int64_t>(1000, int64_t{25} << std::min(attempt, 8));
+    const auto pause = std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(cap_ms / 4, cap_ms)(rng));
+    if (Clock::now() + pause >= give_up) break;
+    std::this_thread::sleep_for(pause);
+  }
+  healthy_ = false;
+  if (retried != nullptr) *retried = true;
+  if (settings_.on_request) {
+    settings_.on_request(op, "error", std::chrono::duration<double>(Clock::now() - started).count());
+  }
+  return absl::UnavailableError(absl::StrCat("etcd (", Describe(), ") unavailable for ", op, ": ", last.error_message()));
+}
+
+absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Range(const etcdserverpb::RangeRequest& request) {
+  etcdserverpb::RangeResponse response;
+  absl::Status s = Call("range", [&](grpc::ClientContext* context, size_t member) {
+    response.Clear();
+    return members_[member].kv->Range(context, request, &response);
+  });
+  if (!s.ok()) return s;
+  return response;
+}
+
+absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(const etcdserverpb::TxnRequest& request, bool* retried) {
+  etcdserverpb::TxnResponse response;
+  absl::Status s = Call("txn", [&](grpc::ClientContext* context, size_t member) {
+    response.Clear();
+    return members_[member].kv->Txn(context, request, &response);
+  }, retried);
+  if (!s.ok()) return s;
+  return response;
+}
+
+absl::Status EtcdClient::Compact(int64_t revision) {
+  etcdserverpb::CompactionRequest request;
+  request.set_revision(revision);
+  etcdserverpb::CompactionResponse response;
+  return Call("compact", [&](grpc::ClientContext* context, size_t member) {
+    return members_[member].kv->Compact(context, request, &response);
+  });
+}
+
+absl::StatusOr<etcdserverpb::LeaseGrantResponse> EtcdClient::LeaseGrant(int64_t ttl_seconds) {
+  etcdserverpb::LeaseGrantRequest request;
+  request.set_ttl(ttl_seconds);
+  etcdserverpb::LeaseGrantResponse response;
+  absl::Status s = Call("lease_grant", [&](grpc::ClientContext* context, size_t member) {
+    response.Clear();
+    return members_[member].lease->LeaseGrant(context, request, &response);
+  });
+  if (!s.ok()) return s;
+  if (!response.error().empty()) return absl::UnavailableError(absl::StrCat("etcd lease_grant: ", response.error()));
+  return response;
+}
+
+absl::Status EtcdClient::LeaseRevoke(int64_t id) {
+  etcdserverpb::LeaseRevokeRequest request;
+  request.set_id(id);
+  etcdserverpb::LeaseRevokeResponse response;
+  return Call("lease_revoke", [&](grpc::ClientContext* context, size_t member) {
+    return members_[member].lease->LeaseRevoke(context, request, &response);
+  });
+}
+
+absl::StatusOr<int64_t> EtcdClient::LeaseKeepAliveOnce(int64_t id) {
+  etcdserverpb::LeaseKeepAliveResponse response;
+  absl::Status s = Call("lease_keepalive", [&](grpc::ClientContext* context, size_t member) {
+    auto stream = members_[member].lease->LeaseKeepAlive(context);
+    etcdserverpb::LeaseKeepAliveRequest request;
+    request.set_id(id);
+    if (!stream->Write(request) || !stream->Read(&response)) {
+      stream->WritesDone();
+      grpc::Status finished = stream->Finish();
+      return finished.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "keep-alive stream closed") : finished;
+    }
+    stream->WritesDone();
+    context->TryCancel();
+    (void)stream->Finish();
+    return grpc::Status::OK;
+  });
+  if (!s.ok()) return s;
+  return response.ttl();
+}
+
+}  // namespace fleetprof::cluster

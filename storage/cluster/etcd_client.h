@@ -1,0 +1,67 @@
+#pragma once
+// A client of etcd v3's gRPC API over one channel per endpoint. A call that finds its member
+// unavailable (down, partitioned, mid-election: "leader changed", "no leader") moves to the next
+// member and is tried again with capped, jittered backoff until its time budget is spent; then it
+// fails fast with UNAVAILABLE naming etcd. Other errors map to the matching status at once.
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "etcd/etcd_rpc.grpc.pb.h"
+
+namespace fleetprof::cluster {
+
+struct EtcdSettings {
+  std::vector<std::string> endpoints;  // http://HOST:PORT
+  absl::Duration call_timeout = absl::Seconds(5);  // one try
+  absl::Duration retry_budget = absl::Seconds(8);   // all tries of one call together
+  // Hears every call's outcome (metrics): op "range", "txn", …; result "ok", "retried", "error".
+  std::function<void(std::string_view op, std::string_view result, double seconds)> on_request;
+};
+
+// Splits "http://a:2379,http://b:2379" into endpoints; INVALID_ARGUMENT naming a bad one.
+absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(std::string_view list);
+
+class EtcdClient {
+ public:
+  static absl::StatusOr<std::unique_ptr<EtcdClient>> Connect(EtcdSettings settings);
+
+  absl::StatusOr<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& request);
+  // `*retried` says whether the request may have been sent more than once (a first try that
+  // timed out may still have been applied): a conditional transaction's caller then checks.
+  absl::StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& request, bool* retried);
+  absl::Status Compact(int64_t revision);
+  absl::StatusOr<etcdserverpb::LeaseGrantResponse> LeaseGrant(int64_t ttl_seconds);
+  absl::Status LeaseRevoke(int64_t id);
+  // One keep-alive round: the lease's remaining TTL, 0 when it has expired.
+  absl::StatusOr<int64_t> LeaseKeepAliveOnce(int64_t id);
+
+  // The members, for /api/v1/cluster and messages.
+  std::string Describe() const;
+  // Whether the last call reached a member that answered (not a verdict on quorum).
+  bool healthy() const { return healthy_.load(); }
+
+ private:
+  explicit EtcdClient(EtcdSettings settings);
+  // Runs `call` against the current member, moving on and retrying as the header says.
+  absl::Status Call(const char* op, const std::function<grpc::Status(grpc::ClientContext*, size_t member)>& call,
+                    bool* retried = nullptr);
+
+  struct Member {
+    std::string address;
+    std::unique_ptr<etcdserverpb::KV::Stub> kv;
+    std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+  };
+  const EtcdSettings settings_;
+  std::vector<Member> members_;
+  std::atomic<size_t> current_{0};
+  std::atomic<bool> healthy_{true};
+};
+
+}  // namespace fleetprof::cluster

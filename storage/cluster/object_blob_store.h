@@ -1,0 +1,23 @@
+#pragma once
+// The blob store on object storage (S3 or a folder), laid out under the store's prefix as:
+//   summaries/NAME                 a summary: one zstd frame
+//   raw/NAME/OFFSET                one part of an upload (OFFSET: 16 hex digits), one zstd frame,
+//                                  durable when PutPart returns, so another replica resumes from
+//                                  what the catalog counts
+//   events/NAME                    a profile's whole event store as ONE object: each block a
+//                                  zstd frame, then a compressed index of (name, offset, length),
+//                                  then a 24-byte footer; read back by byte range
+// NAME is the blob's name as one key word (blob_codec.h). Segments are streamed out as multipart
+// uploads, so no profile's blocks sit whole in memory.
+
+#include <memory>
+
+#include "storage/blob_store.h"
+#include "storage/cluster/object_client.h"
+
+namespace fleetprof::cluster {
+
+// `objects` outlives the store.
+std::unique_ptr<BlobStore> NewObjectBlobStore(ObjectClient* objects);
+
+}  // namespace fleetprof::cluster
