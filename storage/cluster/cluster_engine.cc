@@ -55,12 +55,8 @@ class ClusterEngine : public StorageEngine {
   // Nothing is kept on this machine's disk.
   int64_t FolderBytes() const override { return 0; }
   int64_t CountEventBlocks() override {
-    int64_t segments = 0;
-    (void)blobs_->ListSegments([&](std::string_view) {
-      ++segments;
-      return true;
-    });
-    return segments;
+    auto blocks = CountSegmentBlocks(objects_.get());
+    return blocks.ok() ? *blocks : -1;
   }
 
  private:

@@ -116,10 +116,7 @@ class ObjectSegmentReader : public SegmentReader {
       : objects_(objects), key_(std::move(key)), name_(std::move(name)) {}
 
   absl::StatusOr<std::string> Read(std::string_view block) override {
-    if (!opened_) {
-      if (absl::Status s = Open(); !s.ok()) return s;
-      opened_ = true;
-    }
+    if (absl::Status s = EnsureOpen(); !s.ok()) return s;
     auto it = index_.find(block);
     if (it == index_.end()) return absl::NotFoundError(absl::StrCat("event store of profile ", name_, " has no block ", std::string(block)));
     auto frame = objects_->Get(key_, ByteRange{it->second.offset, it->second.length});
@@ -127,7 +124,19 @@ class ObjectSegmentReader : public SegmentReader {
     return Decompress(*frame, kMaxValueBytes, absl::StrCat("event block ", std::string(block), " of profile ", name_));
   }
 
+  absl::StatusOr<int64_t> BlockCount() {
+    if (absl::Status s = EnsureOpen(); !s.ok()) return s;
+    return static_cast<int64_t>(index_.size());
+  }
+
  private:
+  absl::Status EnsureOpen() {
+    if (opened_) return absl::OkStatus();
+    absl::Status s = Open();
+    opened_ = s.ok();
+    return s;
+  }
+
   // Reads the footer and the index: a HEAD for the size and one ranged GET of the tail.
   absl::Status Open() {
     auto size = objects_->Size(key_);
@@ -340,6 +349,22 @@ class ObjectBlobStore : public BlobStore {
 };
 
 }  // namespace
+
+absl::StatusOr<int64_t> CountSegmentBlocks(ObjectClient* objects) {
+  std::vector<std::string> keys;
+  absl::Status s = objects->List(kEvents, [&](std::string_view key, int64_t) {
+    keys.emplace_back(key);
+    return true;
+  });
+  if (!s.ok()) return s;
+  int64_t blocks = 0;
+  for (const auto& key : keys) {
+    auto count = ObjectSegmentReader(objects, key, key).BlockCount();
+    if (!count.ok()) return count.status();
+    blocks += *count;
+  }
+  return blocks;
+}
 
 std::unique_ptr<BlobStore> NewObjectBlobStore(ObjectClient* objects) {
   return std::make_unique<ObjectBlobStore>(objects);

@@ -19,5 +19,7 @@ namespace fleetprof::cluster {
 
 // `objects` outlives the store.
 std::unique_ptr<BlobStore> NewObjectBlobStore(ObjectClient* objects);
+// Blocks in every segment (tests: nothing left behind); reads each segment's index.
+absl::StatusOr<int64_t> CountSegmentBlocks(ObjectClient* objects);
 
 }  // namespace fleetprof::cluster

@@ -1,6 +1,7 @@
 // The storage seams' contracts, checked on every engine: the embedded RocksDB one and the
-// in-memory one that unit tests use. A cluster engine (etcd catalog, S3 blob store) joins the
-// parameter list and must pass the same tests.
+// in-memory one that unit tests use here; the cluster's (etcd catalog + S3 blob store, and the
+// blob store on a folder) in cluster_storage_tests, which compiles this file again with
+// FLEETPROF_CLUSTER_CONTRACT and starts the real engines (tests/cluster/cluster_engines.h).
 
 #include <stdlib.h>
 
@@ -13,6 +14,14 @@
 #include "storage/memory_engine.h"
 #include "storage/rocks_engine.h"
 #include "storage/storage.h"
+#ifdef FLEETPROF_CLUSTER_CONTRACT
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "storage/cluster/cluster_engine.h"
+#include "tests/cluster/cluster_engines.h"
+#include "tests/test_support.h"
+#endif
 
 namespace fleetprof {
 namespace {
@@ -28,9 +37,56 @@ std::string ReadAll(analysis::ByteSource& source) {
   }
 }
 
+#ifdef FLEETPROF_CLUSTER_CONTRACT
+// One etcd and one s3rver for the whole binary (each test gets prefixes of its own), stopped
+// when the process exits.
+struct SharedEngines {
+  testing::EtcdCluster etcd;
+  testing::S3rver s3;
+  bool started = false;
+};
+SharedEngines* Engines() {
+  static SharedEngines engines;
+  if (!engines.started) engines.started = engines.etcd.Start(1) && engines.s3.Start();
+  return engines.started ? &engines : nullptr;
+}
+
+std::string UniqueWord() {
+  static std::mt19937_64 rng{std::random_device{}()};
+  return absl::StrCat("t", rng() % 1000000000);
+}
+#endif
+
 class StorageContractTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
+#ifdef FLEETPROF_CLUSTER_CONTRACT
+    cluster::ClusterStoreOptions options;
+    const std::string word = UniqueWord();
+    if (GetParam() == "etcd_s3") {
+      FLEETPROF_REQUIRE_CLUSTER_ENGINES();
+      SharedEngines* engines = Engines();
+      ASSERT_NE(engines, nullptr) << "etcd or s3rver did not start";
+      options.object_store = absl::StrCat("s3://", engines->s3.bucket(), "/", word);
+      options.s3.endpoint = engines->s3.endpoint();
+      options.s3.access_key = options.s3.secret_key = "S3RVER";
+      options.etcd.endpoints = *cluster::ParseEtcdEndpoints(engines->etcd.Endpoints());
+    } else {  // etcd_file: the blob store on a folder
+      FLEETPROF_REQUIRE_PATH(testing::EtcdPath());
+      SharedEngines* engines = Engines();
+      ASSERT_NE(engines, nullptr) << "etcd or s3rver did not start";
+      char pattern[] = "/tmp/fleetprof-contract-XXXXXX";
+      ASSERT_NE(mkdtemp(pattern), nullptr);
+      dir_ = pattern;
+      options.object_store = "file://" + dir_.string();
+      options.etcd.endpoints = *cluster::ParseEtcdEndpoints(engines->etcd.Endpoints());
+    }
+    options.etcd_prefix = absl::StrCat("/", word, "/");
+    auto engine = cluster::OpenClusterEngine(options);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    storage_ = std::make_unique<Storage>(*std::move(engine));
+    return;
+#endif
     if (GetParam() == "memory") {
       storage_ = Storage::InMemory();
       return;
@@ -271,8 +327,13 @@ TEST_P(StorageContractTest, ARecordThatDoesNotParseIsReportedNotSkippedInSilence
   EXPECT_EQ(storage_->UnreadableRecords(), 1);
 }
 
+#ifdef FLEETPROF_CLUSTER_CONTRACT
+INSTANTIATE_TEST_SUITE_P(Engines, StorageContractTest, ::testing::Values("etcd_s3", "etcd_file"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+#else
 INSTANTIATE_TEST_SUITE_P(Engines, StorageContractTest, ::testing::Values("rocksdb", "memory"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+#endif
 
 }  // namespace
 }  // namespace fleetprof
