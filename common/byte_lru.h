@@ -43,6 +43,13 @@ class ByteLru {
     return lru_.front().value;
   }
 
+  void Clear() {
+    absl::MutexLock lock(&mu_);
+    lru_.clear();
+    by_id_.clear();
+    bytes_ = 0;
+  }
+
   void Erase(const std::string& id) {
     absl::MutexLock lock(&mu_);
     auto it = by_id_.find(id);

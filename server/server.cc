@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "api/api_catalog.h"
 #include "common/runtime.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -72,6 +73,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerFlags& flags, 
 }
 
 absl::Status Server::OpenStorage() {
+  if (flags_.cluster.replica()) return OpenClusterStorage();
   std::error_code ec;
   std::filesystem::create_directories(flags_.data_dir, ec);
   StoreOptions options;
@@ -104,6 +106,34 @@ absl::Status Server::OpenStorage() {
   return absl::OkStatus();
 }
 
+// A replica's store is etcd and the object store, shared with every other replica: what the
+// embedded store checks at start (interrupted uploads, orphan blobs) may be another replica's
+// work in flight, so it is left to the cluster's collector.
+absl::Status Server::OpenClusterStorage() {
+  auto options = flags_.cluster.StoreOptions();
+  if (!options.ok()) return options.status();
+  cluster_metrics_ = std::make_unique<ClusterMetrics>(*metrics_.registry());
+  options->s3.on_request = [m = cluster_metrics_.get()](std::string_view op, std::string_view result, double s) {
+    m->RecordObjectStore(op, result, s);
+  };
+  options->etcd.on_request = [m = cluster_metrics_.get()](std::string_view op, std::string_view result, double s) {
+    m->RecordCatalog(op, result, s);
+  };
+  auto engine = cluster::OpenClusterEngine(*options);
+  if (!engine.ok()) {
+    return absl::Status(engine.status().code(),
+                        absl::StrCat("cannot open the cluster's store: ", engine.status().message()));
+  }
+  storage_ = std::make_unique<Storage>(*std::move(engine));
+  const int64_t stale_ns = flags_.ingest.stale_upload_hours * 3600'000'000'000;
+  if (auto cleaned = storage_->uploads().CleanStale(UnixNanos() - stale_ns); cleaned.ok() && *cleaned > 0) {
+    spdlog::info("removed {} interrupted uploads older than {} h", *cleaned, flags_.ingest.stale_upload_hours);
+  }
+  spdlog::info("cluster replica: catalog in etcd {} under {}, objects in {}", flags_.cluster.etcd_endpoints,
+               flags_.cluster.etcd_prefix, flags_.cluster.object_store);
+  return absl::OkStatus();
+}
+
 absl::Status Server::BuildLayers() {
   // Checked by ServerFlags::Check before the server starts.
   const AgentLimits agent_limits = *flags_.agents.Limits();
@@ -115,6 +145,13 @@ absl::Status Server::BuildLayers() {
   job_metrics_ = std::make_shared<JobMetrics>(std::chrono::minutes(flags_.ingest.job_idle_minutes),
                                               static_cast<size_t>(flags_.ingest.max_job_series));
   query_api_ = std::make_unique<QueryApi>(storage_.get(), &metrics_);
+  // Another replica's delete reaches this one's caches through the catalog's watch.
+  storage_->engine().catalog().Watch(CatalogWatcher{
+      .changed =
+          [q = query_api_.get()](CatalogTable table, std::string_view key, bool deleted) {
+            if (table == CatalogTable::kProfiles && deleted) q->Forget(std::string(key));
+          },
+      .resync = [q = query_api_.get()] { q->ForgetAll(); }});
   // A captured profile keeps its node's device samples from the capture window.
   auto attach_device_samples = [this](v1::ProfileInfo& info, v1::ProfileSummary& summary) {
     auto label = info.labels().find("capture_id");
@@ -228,8 +265,12 @@ absl::Status Server::StartHttp() {
   backends.metrics_text = [this] { return MetricsText(collectables_); };
   backends.warnings = [this]() -> std::string {
     // /healthz is public: the reason is in the log, not here.
-    return reload_failed_.load() ? "the last reload of the tokens file failed; the previous principals stay (see the log)"
-                                 : "";
+    std::vector<std::string> warnings;
+    if (reload_failed_.load()) {
+      warnings.push_back("the last reload of the tokens file failed; the previous principals stay (see the log)");
+    }
+    if (std::string store = storage_->engine().Health().warning; !store.empty()) warnings.push_back(std::move(store));
+    return absl::StrJoin(warnings, "; ");
   };
   RegisterHttpAccess(*http_, guard_.get(), flags_.http.Browser());
   RegisterHttpApi(*http_, backends);
@@ -300,6 +341,7 @@ void Server::Drain() {
   health_loop_.reset();
   if (http_) http_->Stop();
   if (storage_) {
+    storage_->engine().catalog().StopWatching();  // its callbacks reach the query layer
     if (absl::Status s = storage_->engine().Flush(); !s.ok()) spdlog::warn("flush failed: {}", std::string(s.message()));
   }
 }

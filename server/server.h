@@ -33,6 +33,7 @@
 #include "server/ingest/ingestor.h"
 #include "server/ingest/job_metrics.h"
 #include "server/query/query_api.h"
+#include "server/cluster_metrics.h"
 #include "server/server_flags.h"
 #include "server/server_metrics.h"
 #include "storage/storage.h"
@@ -63,6 +64,7 @@ class Server {
  private:
   Server(const ServerFlags& flags, std::unique_ptr<AccessGuard> guard);
   absl::Status OpenStorage();
+  absl::Status OpenClusterStorage();
   absl::Status BuildLayers();
   absl::Status StartGrpc(const TlsPem& pem);
   absl::Status StartHttp();
@@ -75,6 +77,7 @@ class Server {
   ServerMetrics metrics_;
   std::unique_ptr<AccessGuard> guard_;
   GrpcAccess grpc_access_;
+  std::unique_ptr<ClusterMetrics> cluster_metrics_;  // a replica's store requests
   std::unique_ptr<Storage> storage_;
   std::unique_ptr<AgentRegistry> registry_;
   std::unique_ptr<CaptureCoordinator> captures_;

@@ -18,7 +18,7 @@ void SecurityFlags::AddFlags(FlagSet* flags) {
 
 void ServerFlags::AddFlags(FlagSet* flags) {
   flags->AddString("grpc_addr", &grpc_addr, "gRPC listen address (ingest, query, agents)");
-  flags->AddString("data_dir", &data_dir, "RocksDB folder");
+  flags->AddString("data_dir", &data_dir, "RocksDB folder (a cluster replica: its local cache only)");
   flags->AddString("ready_file", &ready_file, "write {\"grpc\":…,\"http\":…} here once listening (for scripts and tests)");
   flags->AddString("log_level", &log_level, "trace, debug, info, warn or error");
   flags->AddInt("max_open_files", &max_open_files,
@@ -34,6 +34,7 @@ void ServerFlags::AddFlags(FlagSet* flags) {
   ingest.AddFlags(flags);
   agents.AddFlags(flags);
   retention.AddFlags(flags);
+  cluster.AddFlags(flags);
 }
 
 absl::StatusOr<TlsPem> ServerFlags::Check() const {
@@ -41,7 +42,7 @@ absl::StatusOr<TlsPem> ServerFlags::Check() const {
                          CheckFlagRange("query_workers", query_workers, 1, 256),
                          CheckFlagRange("heartbeat_ms", heartbeat_ms, 100, 3'600'000),
                          http.Validate(), ingest.Limits().status(), agents.Limits().status(),
-                         retention.Policy().status()}) {
+                         retention.Policy().status(), cluster.Validate()}) {
     if (!s.ok()) return s;
   }
   if (max_open_files != -1 && max_open_files < 20) {

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/cluster_flags.h"
 #include "server/fleet/fleet_flags.h"
 #include "server/http/http_flags.h"
 #include "server/ingest/ingest_flags.h"
@@ -45,6 +46,7 @@ struct ServerFlags {
   IngestFlags ingest;
   AgentFlags agents;
   RetentionFlags retention;
+  ClusterFlags cluster;
 
   void AddFlags(FlagSet* flags);
   // INVALID_ARGUMENT naming the first flag out of its range, or a combination the server refuses

@@ -59,6 +59,14 @@ struct CatalogWrite {
   }
 };
 
+// What other processes sharing the catalog (a cluster's replicas) change, as it happens:
+// `changed` for each record written or deleted, `resync` when some changes may have been missed
+// (a watch restarted past compacted history): the listener then drops all it derived.
+struct CatalogWatcher {
+  std::function<void(CatalogTable table, std::string_view key, bool deleted)> changed;
+  std::function<void()> resync;
+};
+
 class Catalog {
  public:
   virtual ~Catalog() = default;
@@ -68,6 +76,11 @@ class Catalog {
   // All mutations or none. ABORTED naming the key when a condition does not hold (another
   // writer got there first: the caller re-reads and decides).
   virtual absl::Status Commit(const CatalogWrite& write) = 0;
+  // Starts telling `watcher` of changes (this process's own may be told too). A catalog no other
+  // process writes (embedded, memory) has nothing to tell and ignores it.
+  virtual void Watch(CatalogWatcher watcher) {}
+  // Stops telling; when it returns the watcher is not running and is never called again.
+  virtual void StopWatching() {}
 };
 
 }  // namespace fleetprof

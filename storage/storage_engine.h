@@ -16,6 +16,9 @@ struct StoreHealth {
   bool serving = true;            // writes are taken
   std::string error;              // while not serving: the engine's reason
   int64_t background_errors = 0;  // since the engine opened
+  // A shared store's trouble that this process rides out (a cluster replica whose etcd lost
+  // quorum: reads answer, writes fail fast): said on /healthz, which stays 200.
+  std::string warning;
 };
 
 // For metrics: counts are estimates where the engine only estimates.

@@ -63,6 +63,17 @@ class QueryApi {
     summaries_.Insert(profile_id, summary);
   }
 
+  // Drops what is kept of a profile another replica deleted; ForgetAll when some deletions may
+  // have gone unheard.
+  void Forget(const std::string& profile_id) {
+    timelines_.Erase(profile_id);
+    summaries_.Erase(profile_id);
+  }
+  void ForgetAll() {
+    timelines_.Clear();
+    summaries_.Clear();
+  }
+
   // Views across profiles (server/compare_queries.cc): compare/ and diagnosis/ do the work.
   absl::StatusOr<v1::DiffResponse> Diff(const v1::DiffRequest& request);
   absl::StatusOr<v1::JobOpsResponse> JobOps(const v1::JobRequest& request);

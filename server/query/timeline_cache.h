@@ -23,6 +23,7 @@ class TimelineCache {
   absl::StatusOr<std::shared_ptr<const timeline::Timeline>> Get(const std::string& profile_id);
   // Forgets a profile (deleted).
   void Erase(const std::string& profile_id) { cache_.Erase(profile_id); }
+  void Clear() { cache_.Clear(); }
 
  private:
   Storage* store_;
@@ -41,6 +42,7 @@ class SummaryCache {
     cache_.Insert(profile_id, std::move(copy), bytes);
   }
   void Erase(const std::string& profile_id) { cache_.Erase(profile_id); }
+  void Clear() { cache_.Clear(); }
 
  private:
   Storage* store_;

@@ -32,14 +32,13 @@ class ClusterEngine : public StorageEngine {
   BlobStore& blobs() override { return *blobs_; }
 
   StoreHealth Health() const override {
+    // Never "not serving": every replica shares etcd, and a Service that dropped them all at once
+    // would stop the reads that still answer. The trouble is a warning instead.
     StoreHealth health;
-    if (!etcd_->healthy()) {
-      health.serving = false;
-      health.error = absl::StrCat("etcd (", etcd_->Describe(), ") does not answer");
-    }
+    if (!etcd_->healthy()) health.warning = "the catalog (etcd) does not answer: writes fail until it does";
     return health;
   }
-  bool TryResume() override { return etcd_->healthy(); }
+  bool TryResume() override { return true; }
   // Every write is durable when it returns (etcd's raft log, the object store's PUT).
   absl::Status Flush() override { return absl::OkStatus(); }
 

@@ -2,6 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "grpcpp/grpcpp.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -15,6 +21,22 @@ constexpr int64_t kPageKeys = 500;
 class EtcdCatalog : public Catalog {
  public:
   EtcdCatalog(EtcdClient* etcd, std::string prefix) : etcd_(etcd), prefix_(std::move(prefix)) {}
+  ~EtcdCatalog() override { StopWatching(); }
+
+  void StopWatching() override {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+      if (watch_context_ != nullptr) watch_context_->TryCancel();
+    }
+    if (watcher_thread_.joinable()) watcher_thread_.join();
+  }
+
+  void Watch(CatalogWatcher watcher) override {
+    absl::MutexLock lock(&mu_);
+    if (watcher_thread_.joinable()) return;  // one watcher per catalog: the server's
+    watcher_thread_ = std::thread([this, watcher = std::move(watcher)] { WatchLoop(watcher); });
+  }
 
   absl::StatusOr<std::optional<std::string>> Get(CatalogTable table, std::string_view key) override {
     etcdserverpb::RangeRequest request;
@@ -134,8 +156,74 @@ class EtcdCatalog : public Catalog {
     return true;
   }
 
+  // Follows every change under the prefix from one revision to the next; a broken stream is
+  // reopened (on the next member) from the revision after the last one seen, and when etcd has
+  // compacted that history away the watcher is told to resync.
+  void WatchLoop(const CatalogWatcher& watcher) {
+    int64_t next = 0;  // the first revision not yet seen; 0: from now
+    for (int failures = 0;; ++failures) {
+      grpc::ClientContext context;
+      {
+        absl::MutexLock lock(&mu_);
+        if (stopping_) return;
+        watch_context_ = &context;
+      }
+      auto stream = etcd_->OpenWatch(&context);
+      etcdserverpb::WatchRequest request;
+      auto* create = request.mutable_create_request();
+      create->set_key(prefix_);
+      create->set_range_end(EtcdPrefixEnd(prefix_));
+      create->set_start_revision(next);
+      etcdserverpb::WatchResponse response;
+      if (stream->Write(request)) {
+        while (stream->Read(&response)) {
+          if (response.compact_revision() > 0) {
+            // What we missed is gone: start over from now, and say so.
+            if (watcher.resync) watcher.resync();
+            next = 0;
+            break;
+          }
+          if (response.canceled()) break;
+          if (response.created() && next == 0) next = response.header().revision() + 1;
+          failures = 0;
+          for (const auto& event : response.events()) {
+            std::string_view key = event.kv().key();
+            next = std::max(next, event.kv().mod_revision() + 1);
+            Deliver(watcher, key.substr(std::min(key.size(), prefix_.size())), event.type() == etcdserverpb::Event::DELETE);
+          }
+        }
+      }
+      context.TryCancel();
+      (void)stream->Finish();
+      {
+        absl::MutexLock lock(&mu_);
+        watch_context_ = nullptr;
+        if (stopping_) return;
+      }
+      etcd_->Advance();
+      absl::SleepFor(absl::Milliseconds(std::min(2000, 100 << std::min(failures, 5))));
+    }
+  }
+
+  // "table/key" to the table and its key.
+  static void Deliver(const CatalogWatcher& watcher, std::string_view rest, bool deleted) {
+    if (!watcher.changed) return;
+    for (CatalogTable table : {CatalogTable::kProfiles, CatalogTable::kIndex, CatalogTable::kUploads,
+                               CatalogTable::kAgents, CatalogTable::kCaptures, CatalogTable::kSchedules}) {
+      const std::string_view name = CatalogTableName(table);
+      if (rest.size() > name.size() && rest.substr(0, name.size()) == name && rest[name.size()] == '/') {
+        watcher.changed(table, rest.substr(name.size() + 1), deleted);
+        return;
+      }
+    }
+  }
+
   EtcdClient* etcd_;
   const std::string prefix_;
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* watch_context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::thread watcher_thread_;
 };
 
 }  // namespace

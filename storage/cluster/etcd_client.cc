@@ -77,7 +77,8 @@ EtcdClient::EtcdClient(EtcdSettings settings) : settings_(std::move(settings)) {
     // Reconnect quickly after a member comes back (gRPC's default backoff grows to 120 s).
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
     auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-    members_.push_back({address, etcdserverpb::KV::NewStub(channel), etcdserverpb::Lease::NewStub(channel)});
+    members_.push_back({address, etcdserverpb::KV::NewStub(channel), etcdserverpb::Lease::NewStub(channel),
+                        etcdserverpb::Watch::NewStub(channel)});
   }
 }
 
@@ -122,6 +123,14 @@ absl::Status EtcdClient::Call(const char* op,
     settings_.on_request(op, "error", std::chrono::duration<double>(Clock::now() - started).count());
   }
   return absl::UnavailableError(absl::StrCat("etcd (", Describe(), ") unavailable for ", op, ": ", last.error_message()));
+}
+
+std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>>
+EtcdClient::OpenWatch(grpc::ClientContext* context) {
+  // etcd refuses watches on a member cut off from the leader only with this metadata; without
+  // it a partitioned member's watch would stay silent instead of failing over.
+  context->AddMetadata("hasleader", "true");
+  return members_[current_.load() % members_.size()].watch->Watch(context);
 }
 
 absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Range(const etcdserverpb::RangeRequest& request) {

@@ -42,6 +42,11 @@ class EtcdClient {
   // One keep-alive round: the lease's remaining TTL, 0 when it has expired.
   absl::StatusOr<int64_t> LeaseKeepAliveOnce(int64_t id);
 
+  // A Watch stream on the current member; after it fails, Advance() moves to the next one.
+  std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>> OpenWatch(
+      grpc::ClientContext* context);
+  void Advance() { current_.fetch_add(1); }
+
   // The members, for /api/v1/cluster and messages.
   std::string Describe() const;
   // Whether the last call reached a member that answered (not a verdict on quorum).
@@ -57,6 +62,7 @@ class EtcdClient {
     std::string address;
     std::unique_ptr<etcdserverpb::KV::Stub> kv;
     std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+    std::unique_ptr<etcdserverpb::Watch::Stub> watch;
   };
   const EtcdSettings settings_;
   std::vector<Member> members_;

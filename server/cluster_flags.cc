@@ -1,0 +1,65 @@
+#include "server/cluster_flags.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/flags.h"
+#include "storage/cluster/s3_credentials.h"
+
+namespace fleetprof {
+
+void ClusterFlags::AddFlags(FlagSet* flags) {
+  flags->AddString("object_store", &object_store,
+                   "s3://BUCKET[/PREFIX] or file:///DIR: profiles' bytes go there, and the server is a cluster replica "
+                   "(needs --etcd_endpoints); empty: everything in RocksDB under --data_dir");
+  flags->AddString("s3_endpoint", &s3_endpoint,
+                   "http(s)://HOST:PORT of an S3-compatible store (path-style requests); empty: AWS S3");
+  flags->AddString("s3_region", &s3_region, "S3 region the requests are signed for");
+  flags->AddString("s3_credentials_file", &s3_credentials_file,
+                   "AWS shared-credentials file (profile $AWS_PROFILE or default), read when AWS_ACCESS_KEY_ID is not set");
+  flags->AddString("etcd_endpoints", &etcd_endpoints,
+                   "http://HOST:PORT[,…] of etcd v3 members: the catalog of a cluster replica (needs --object_store)");
+  flags->AddString("etcd_prefix", &etcd_prefix, "key prefix of this cluster's records in etcd");
+  flags->AddInt("cache_mb", &cache_mb, "a replica's local cache under --data_dir, in MiB");
+  flags->AddString("replica_id", &replica_id, "this replica's name in the cluster (default <hostname>:<grpc port>)");
+}
+
+absl::Status ClusterFlags::Validate() const {
+  if (object_store.empty() != etcd_endpoints.empty()) {
+    return absl::InvalidArgumentError(
+        object_store.empty()
+            ? "--etcd_endpoints needs --object_store: a replica keeps its catalog in etcd and the profiles' bytes in the "
+              "object store, and one without the other would split a profile between the cluster and this disk"
+            : "--object_store needs --etcd_endpoints: a replica keeps its catalog in etcd and the profiles' bytes in the "
+              "object store, and one without the other would split a profile between the cluster and this disk");
+  }
+  if (!replica()) return absl::OkStatus();
+  if (absl::Status s = CheckFlagRange("cache_mb", cache_mb, 16, 1 << 24); !s.ok()) return s;
+  if (auto endpoints = cluster::ParseEtcdEndpoints(etcd_endpoints); !endpoints.ok()) return endpoints.status();
+  if (etcd_prefix.empty() || etcd_prefix.front() != '/' || etcd_prefix.back() != '/') {
+    return absl::InvalidArgumentError(absl::StrCat("--etcd_prefix=", etcd_prefix, " must start and end with '/'"));
+  }
+  if (!s3_endpoint.empty() && s3_endpoint.rfind("http://", 0) != 0 && s3_endpoint.rfind("https://", 0) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--s3_endpoint=", s3_endpoint, ": expected http(s)://HOST:PORT"));
+  }
+  if (object_store.rfind("s3://", 0) != 0 && object_store.rfind("file:///", 0) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--object_store=", object_store, ": expected s3://BUCKET[/PREFIX] or file:///DIR"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<cluster::ClusterStoreOptions> ClusterFlags::StoreOptions() const {
+  cluster::ClusterStoreOptions options;
+  options.object_store = object_store;
+  options.s3.endpoint = s3_endpoint;
+  while (!options.s3.endpoint.empty() && options.s3.endpoint.back() == '/') options.s3.endpoint.pop_back();
+  options.s3.region = s3_region;
+  if (object_store.rfind("s3://", 0) == 0) {
+    if (absl::Status s = cluster::LoadS3Credentials(s3_credentials_file, &options.s3); !s.ok()) return s;
+  }
+  auto endpoints = cluster::ParseEtcdEndpoints(etcd_endpoints);
+  if (!endpoints.ok()) return endpoints.status();
+  options.etcd.endpoints = *std::move(endpoints);
+  options.etcd_prefix = etcd_prefix;
+  return options;
+}
+
+}  // namespace fleetprof

@@ -1,0 +1,46 @@
+#include "server/cluster_metrics.h"
+
+#include <string>
+
+namespace fleetprof {
+namespace {
+
+const prometheus::Histogram::BucketBoundaries& RequestBuckets() {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                                   0.1,   0.25,   0.5,   1,    2.5,   10};
+  return kBuckets;
+}
+
+}  // namespace
+
+ClusterMetrics::ClusterMetrics(prometheus::Registry& registry)
+    : object_requests_(prometheus::BuildCounter()
+                           .Name("fleetprof_server_object_store_requests_total")
+                           .Help("Requests to the object store by operation (GET, PUT, HEAD, DELETE, LIST, multipart "
+                                 "steps) and result (ok, retried: succeeded after retries, not_found, error)")
+                           .Register(registry)),
+      object_seconds_(prometheus::BuildHistogram()
+                          .Name("fleetprof_server_object_store_request_seconds")
+                          .Help("Object-store request latency by operation, retries included")
+                          .Register(registry)),
+      catalog_requests_(prometheus::BuildCounter()
+                            .Name("fleetprof_server_catalog_requests_total")
+                            .Help("Requests to the catalog (etcd) by operation (range, txn, compact, lease_*) and "
+                                  "result (ok, retried, error)")
+                            .Register(registry)),
+      catalog_seconds_(prometheus::BuildHistogram()
+                           .Name("fleetprof_server_catalog_request_seconds")
+                           .Help("Catalog (etcd) request latency by operation, retries included")
+                           .Register(registry)) {}
+
+void ClusterMetrics::RecordObjectStore(std::string_view op, std::string_view result, double seconds) {
+  object_requests_.Add({{"op", std::string(op)}, {"result", std::string(result)}}).Increment();
+  object_seconds_.Add({{"op", std::string(op)}}, RequestBuckets()).Observe(seconds);
+}
+
+void ClusterMetrics::RecordCatalog(std::string_view op, std::string_view result, double seconds) {
+  catalog_requests_.Add({{"op", std::string(op)}, {"result", std::string(result)}}).Increment();
+  catalog_seconds_.Add({{"op", std::string(op)}}, RequestBuckets()).Observe(seconds);
+}
+
+}  // namespace fleetprof

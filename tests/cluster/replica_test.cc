@@ -1,0 +1,158 @@
+// fleetprof-server as cluster replicas on real etcd and a real S3 server (s3rver): what one
+// replica ingests every replica answers, exactly as a single embedded server does; a replica's
+// local folder holds nothing the cluster needs; the replica flags come in pairs.
+
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "gtest/gtest.h"
+#include "tests/cluster/cluster_engines.h"
+#include "tests/platform/reference_compare.h"
+#include "tests/platform/test_cluster.h"
+#include "tests/test_support.h"
+
+namespace fleetprof::testing {
+namespace {
+
+// The whole of a gzip file, inflated (a plain-JSON trace as PyTorch writes it).
+std::string Gunzip(const std::string& path) {
+  gzFile in = gzopen(path.c_str(), "rb");
+  std::string out;
+  char buf[1 << 16];
+  int n;
+  while ((n = gzread(in, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+  gzclose(in);
+  return out;
+}
+
+class ReplicaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    FLEETPROF_REQUIRE_CLUSTER_ENGINES();
+    ASSERT_TRUE(etcd_.Start(1)) << etcd_.Log(0);
+    ASSERT_TRUE(s3_.Start());
+    credentials_ = s3_.root() + "/credentials";
+    std::ofstream(credentials_) << "[default]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n";
+  }
+
+  std::vector<std::string> ReplicaFlags() const {
+    return {"--object_store=s3://" + s3_.bucket() + "/cluster", "--s3_endpoint=" + s3_.endpoint(),
+            "--s3_credentials_file=" + credentials_, "--etcd_endpoints=" + etcd_.Endpoints(),
+            "--etcd_prefix=/cluster/"};
+  }
+
+  static std::string Upload(TestCluster& server, const std::string& path) {
+    CommandResult r = server.Cli({"upload", path, "--job", "resnet", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err << server.ServerLog();
+    return JsonStringField(r.out, "profile_id");
+  }
+
+  EtcdCluster etcd_;
+  S3rver s3_;
+  std::string credentials_;
+};
+
+TEST_F(ReplicaTest, WhatOneReplicaIngestsEveryReplicaAnswersAsOneServerWould) {
+  TestCluster a, b, single;
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", ReplicaFlags())) << a.ServerLog();
+  ASSERT_TRUE(b.StartServer("127.0.0.1:0", ReplicaFlags())) << b.ServerLog();
+  ASSERT_TRUE(single.StartServer()) << single.ServerLog();
+  for (const char* trace : {"kineto/v100_resnet_rank0.pt.trace.json.gz", "xspace/tf_8gpu_multi_worker.xplane.pb",
+                            "kineto/mi250_rocm62.json.gz"}) {
+    SCOPED_TRACE(trace);
+    FLEETPROF_REQUIRE_PATH(CorpusPath(trace));
+    const std::string id = Upload(a, CorpusPath(trace));
+    const std::string single_id = Upload(single, CorpusPath(trace));
+    ASSERT_FALSE(id.empty());
+    ASSERT_FALSE(single_id.empty());
+    for (auto [command, section] : {std::pair{"kernels", "kernels"}, {"breakdown", "devices"}, {"ops", "ops"}}) {
+      CommandResult on_a = a.Cli({command, id, "--json"});
+      CommandResult on_b = b.Cli({command, id, "--json"});
+      CommandResult alone = single.Cli({command, single_id, "--json"});
+      ASSERT_EQ(on_b.exit_code, 0) << on_b.err << b.ServerLog();
+      EXPECT_EQ(on_a.out, on_b.out) << command;
+      EXPECT_EQ(CompareSection(on_b.out, alone.out, section), "") << command;
+    }
+    // The event store, read by byte range from its one object, gives the same window.
+    CommandResult window_b = b.Cli({"trace", id, "--json"});
+    CommandResult window_alone = single.Cli({"trace", single_id, "--json"});
+    ASSERT_EQ(window_b.exit_code, 0) << window_b.err;
+    EXPECT_EQ(window_b.out, absl::StrReplaceAll(window_alone.out, {{single_id, id}}));
+    CommandResult listed = b.Cli({"profiles", "--json"});
+    EXPECT_NE(listed.out.find(id), std::string::npos) << listed.out;
+  }
+}
+
+TEST_F(ReplicaTest, AReplicasFolderIsOnlyACacheAndADeleteIsSeenEverywhere) {
+  TestCluster a, b;
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", ReplicaFlags())) << a.ServerLog();
+  const std::string trace = CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz");
+  FLEETPROF_REQUIRE_PATH(trace);
+  const std::string id = Upload(a, trace);
+  CommandResult before = a.Cli({"ops", id, "--json"});
+  ASSERT_EQ(a.StopServer(), 0);
+  std::filesystem::remove_all(a.root() + "/server");
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", ReplicaFlags())) << a.ServerLog();
+  EXPECT_EQ(a.Cli({"ops", id, "--json"}).out, before.out) << a.ServerLog();
+
+  ASSERT_TRUE(b.StartServer("127.0.0.1:0", ReplicaFlags())) << b.ServerLog();
+  CommandResult deleted = b.Cli({"delete", id});
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.err;
+  // Replica A kept the profile's summary parsed; etcd's watch tells it of the delete.
+  CommandResult gone;
+  EXPECT_TRUE(Eventually(10, [&] {
+    gone = a.Cli({"ops", id, "--json"});
+    return gone.exit_code != 0;
+  })) << a.ServerLog();
+  EXPECT_NE(gone.err.find("not found"), std::string::npos) << gone.err;
+}
+
+// PyTorch writes plain JSON and object stores compress nothing: the replica does, so a plain
+// upload costs about what RocksDB's block compression makes of it on one server's disk.
+TEST_F(ReplicaTest, PlainJsonIsStoredCompressedAndExportsByteForByte) {
+  TestCluster a;
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", ReplicaFlags())) << a.ServerLog();
+  const std::string gz = CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz");
+  FLEETPROF_REQUIRE_PATH(gz);
+  const std::string plain = a.root() + "/plain.json";
+  const std::string bytes = Gunzip(gz);
+  std::ofstream(plain, std::ios::binary) << bytes;
+  const int64_t empty = s3_.DiskBytes();
+  const std::string id = Upload(a, plain);
+  const int64_t stored = s3_.DiskBytes() - empty;
+  EXPECT_LE(stored, static_cast<int64_t>(bytes.size()) * 15 / 100)
+      << stored << " bytes in the object store for a " << bytes.size() << "-byte upload";
+  std::printf("object store: %lld bytes for a %zu-byte plain JSON upload (%.3f)\n", static_cast<long long>(stored),
+              bytes.size(), static_cast<double>(stored) / static_cast<double>(bytes.size()));
+  const std::string out = a.root() + "/exported.json";
+  CommandResult exported = a.Cli({"export", id, "--format", "original", "-o", out});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_TRUE(ReadSmallFile(out) == bytes) << "the original comes back byte for byte";
+}
+
+TEST_F(ReplicaTest, ReplicaFlagsComeInPairsAndABadStoreIsAnErrorAtStart) {
+  const std::string server = BinDir() + "/fleetprof-server";
+  CommandResult alone = RunCommand({server, "--object_store=s3://b/p", "--grpc_addr=127.0.0.1:0", "--http_addr=127.0.0.1:0"});
+  EXPECT_NE(alone.exit_code, 0);
+  EXPECT_NE(alone.err.find("--object_store needs --etcd_endpoints"), std::string::npos) << alone.err;
+  CommandResult other = RunCommand({server, "--etcd_endpoints=" + etcd_.Endpoints(), "--grpc_addr=127.0.0.1:0",
+                                    "--http_addr=127.0.0.1:0"});
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_NE(other.err.find("--etcd_endpoints needs --object_store"), std::string::npos) << other.err;
+  const std::string dir = MakeTempDir();
+  CommandResult no_bucket = RunCommand(
+      {server, "--object_store=s3://no-such-bucket/p", "--s3_endpoint=" + s3_.endpoint(),
+       "--s3_credentials_file=" + credentials_, "--etcd_endpoints=" + etcd_.Endpoints(), "--data_dir=" + dir,
+       "--grpc_addr=127.0.0.1:0", "--http_addr=127.0.0.1:0"},
+      60);
+  EXPECT_NE(no_bucket.exit_code, 0);
+  EXPECT_NE(no_bucket.err.find("NoSuchBucket"), std::string::npos) << no_bucket.err;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fleetprof::testing
