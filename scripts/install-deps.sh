@@ -11,8 +11,10 @@ BUILD_PKGS=(
 )
 # Only the tests need these: real PyTorch traces, a Python gRPC peer, a real Prometheus,
 # a real headless browser for the web app, openssl for the TLS tests' certificates, clang for
-# the libFuzzer targets (scripts/fuzz.sh).
-TEST_PKGS=(python3 python3-torch python3-grpcio python3-protobuf prometheus time procps chromium openssl clang)
+# the libFuzzer targets (scripts/fuzz.sh), etcd for the cluster's catalog (tests and
+# scripts/run.sh --cluster; its S3 server, s3rver, comes from npm below).
+TEST_PKGS=(python3 python3-torch python3-grpcio python3-protobuf prometheus time procps chromium openssl clang
+           etcd-server etcd-client)
 
 want=("${BUILD_PKGS[@]}")
 if [[ "${1:-}" != "--build-only" ]]; then want+=("${TEST_PKGS[@]}"); fi
@@ -23,12 +25,26 @@ for p in "${want[@]}"; do
     missing+=("$p")
   fi
 done
+if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#want[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# s3rver, the S3 server of the cluster tests, from npm at the version its lockfile pins, under
+# /opt/fleetprof-test (tests/cluster/cluster_engines.cc looks there; $FLEETPROF_S3RVER overrides).
+if [[ "${1:-}" != "--build-only" ]]; then
+  s3rver_dir=/opt/fleetprof-test
+  here=$(cd "$(dirname "$0")/.." && pwd)
+  if ! cmp -s "$here/tests/cluster/s3rver/package-lock.json" "$s3rver_dir/package-lock.json" ||
+     [[ ! -x "$s3rver_dir/node_modules/.bin/s3rver" ]]; then
+    echo "install-deps: installing s3rver (npm) into $s3rver_dir"
+    $SUDO mkdir -p "$s3rver_dir"
+    $SUDO cp "$here/tests/cluster/s3rver/package.json" "$here/tests/cluster/s3rver/package-lock.json" "$s3rver_dir/"
+    (cd "$s3rver_dir" && $SUDO npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi
