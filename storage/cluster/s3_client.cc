@@ -76,7 +76,8 @@ struct Reply {
 };
 
 struct Transfer {
-  std::string_view upload;  // what is left of the request body
+  std::string_view body;    // the whole request body
+  std::string_view upload;  // what is left of it to send
   Reply* reply;
   size_t max_reply_bytes;
   bool overflow = false;
@@ -99,6 +100,15 @@ size_t OnUpload(char* buffer, size_t size, size_t n, void* user) {
   std::memcpy(buffer, t->upload.data(), take);
   t->upload.remove_prefix(take);
   return take;
+}
+
+// curl rewinds the body when it resends a request on a fresh connection (the reused one was
+// closed under it).
+int OnSeek(void* user, curl_off_t offset, int origin) {
+  auto* t = static_cast<Transfer*>(user);
+  if (origin != SEEK_SET || offset < 0 || static_cast<size_t>(offset) > t->body.size()) return CURL_SEEKFUNC_FAIL;
+  t->upload = t->body.substr(static_cast<size_t>(offset));
+  return CURL_SEEKFUNC_OK;
 }
 
 size_t OnHeader(char* data, size_t size, size_t n, void* user) {
@@ -312,7 +322,7 @@ class S3Client : public ObjectClient {
 
   CURLcode Perform(const Request& r, const std::string& payload_hash, Reply* reply, absl::Status* error) {
     CURL* curl = Acquire();
-    Transfer transfer{r.body, reply, r.max_reply_bytes};
+    Transfer transfer{r.body, r.body, reply, r.max_reply_bytes};
     curl_slist* headers = nullptr;
     headers = curl_slist_append(headers, absl::StrCat("x-amz-content-sha256: ", payload_hash).c_str());
     if (!r.body.empty()) headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
@@ -349,6 +359,8 @@ class S3Client : public ObjectClient {
       curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
       curl_easy_setopt(curl, CURLOPT_READFUNCTION, OnUpload);
       curl_easy_setopt(curl, CURLOPT_READDATA, &transfer);
+      curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, OnSeek);
+      curl_easy_setopt(curl, CURLOPT_SEEKDATA, &transfer);
       curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
     } else if (method == "POST") {
       curl_easy_setopt(curl, CURLOPT_POST, 1L);
@@ -492,11 +504,13 @@ absl::StatusOr<std::unique_ptr<ObjectClient>> OpenS3Client(const S3Location& whe
   static std::once_flag curl_init;
   std::call_once(curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   if (where.bucket.empty()) return absl::InvalidArgumentError("s3 object store without a bucket");
+  S3Location normalized = where;
+  if (!normalized.prefix.empty() && normalized.prefix.back() != '/') normalized.prefix += '/';
   if (settings.access_key.empty() || settings.secret_key.empty()) {
     return absl::InvalidArgumentError(
         "s3 object store without credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or --s3_credentials_file");
   }
-  return std::make_unique<S3Client>(where, settings, hooks);
+  return std::make_unique<S3Client>(normalized, settings, hooks);
 }
 
 }  // namespace fleetprof::cluster
