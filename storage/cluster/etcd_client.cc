@@ -90,15 +90,18 @@ std::string EtcdClient::Describe() const {
 
 absl::Status EtcdClient::Call(const char* op,
                               const std::function<grpc::Status(grpc::ClientContext*, size_t member)>& call,
-                              bool* retried) {
+                              bool* retried, bool require_leader, absl::Duration budget) {
   const auto started = Clock::now();
-  const auto give_up = started + absl::ToChronoNanoseconds(settings_.retry_budget);
+  const auto give_up =
+      started + absl::ToChronoNanoseconds(budget == absl::ZeroDuration() ? settings_.retry_budget : budget);
   thread_local std::mt19937_64 rng{std::random_device{}()};
   grpc::Status last;
   for (int attempt = 0;; ++attempt) {
     const size_t member = current_.load() % members_.size();
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(settings_.call_timeout));
+    // A member that has lost its leader refuses at once instead of waiting out its own timeout.
+    if (require_leader) context.AddMetadata("hasleader", "true");
     last = call(&context, member);
     if (last.ok() || !Transient(last)) {
       healthy_ = last.ok() || last.error_code() != grpc::StatusCode::UNAVAILABLE;
@@ -135,11 +138,28 @@ EtcdClient::OpenWatch(grpc::ClientContext* context) {
 
 absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Range(const etcdserverpb::RangeRequest& request) {
   etcdserverpb::RangeResponse response;
-  absl::Status s = Call("range", [&](grpc::ClientContext* context, size_t member) {
-    response.Clear();
-    return members_[member].kv->Range(context, request, &response);
-  });
-  if (!s.ok()) return s;
+  absl::Status s = Call(
+      "range",
+      [&](grpc::ClientContext* context, size_t member) {
+        response.Clear();
+        return members_[member].kv->Range(context, request, &response);
+      },
+      nullptr, !request.serializable(), std::min(settings_.retry_budget, absl::Milliseconds(1500)));
+  if (s.ok() || !absl::IsUnavailable(s) || request.serializable()) {
+    if (!s.ok()) return s;
+    return response;
+  }
+  // No quorum: what a live member has is still every committed record up to its last apply.
+  etcdserverpb::RangeRequest local = request;
+  local.set_serializable(true);
+  absl::Status fallback = Call(
+      "range_serializable",
+      [&](grpc::ClientContext* context, size_t member) {
+        response.Clear();
+        return members_[member].kv->Range(context, local, &response);
+      },
+      nullptr, false);
+  if (!fallback.ok()) return s;
   return response;
 }
 

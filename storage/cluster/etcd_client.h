@@ -19,8 +19,11 @@ namespace fleetprof::cluster {
 
 struct EtcdSettings {
   std::vector<std::string> endpoints;  // http://HOST:PORT
-  absl::Duration call_timeout = absl::Seconds(5);  // one try
-  absl::Duration retry_budget = absl::Seconds(8);   // all tries of one call together
+  absl::Duration call_timeout = absl::Seconds(2);  // one try
+  // All tries of one call together. Calls ask for a member with a leader ("hasleader"), so
+  // without quorum each try fails at once and the call gives up after this: fast, but long
+  // enough to ride out an election (--election-timeout, 1 s by default).
+  absl::Duration retry_budget = absl::Seconds(3);
   // Hears every call's outcome (metrics): op "range", "txn", …; result "ok", "retried", "error".
   std::function<void(std::string_view op, std::string_view result, double seconds)> on_request;
 };
@@ -32,6 +35,8 @@ class EtcdClient {
  public:
   static absl::StatusOr<std::unique_ptr<EtcdClient>> Connect(EtcdSettings settings);
 
+  // Linearizable; when no quorum answers, served by any live member from what it has
+  // (serializable: possibly behind, never wrong about what was committed).
   absl::StatusOr<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& request);
   // `*retried` says whether the request may have been sent more than once (a first try that
   // timed out may still have been applied): a conditional transaction's caller then checks.
@@ -56,7 +61,7 @@ class EtcdClient {
   explicit EtcdClient(EtcdSettings settings);
   // Runs `call` against the current member, moving on and retrying as the header says.
   absl::Status Call(const char* op, const std::function<grpc::Status(grpc::ClientContext*, size_t member)>& call,
-                    bool* retried = nullptr);
+                    bool* retried = nullptr, bool require_leader = true, absl::Duration budget = absl::ZeroDuration());
 
   struct Member {
     std::string address;
