@@ -25,6 +25,8 @@ const std::vector<Command>& Commands() {
       {"kernels", "PROFILE_ID [--limit N]", "kernel breakdown, merged across devices", RunKernels},
       {"breakdown", "PROFILE_ID", "per-device busy/idle/compute/communication/memory time", RunBreakdown},
       {"agents", "", "node agents and the targets they see", RunAgents},
+      {"cluster", "", "the server's replicas, the leader, agents per replica,\ncatalog and object-store health",
+       nullptr, "fleetprof.v1.ClusterService.GetCluster"},
       {"capture", "--job J [--node N] [--target T] [--duration_ms MS | --iterations N] [--wait]",
        "capture running jobs now; --wait follows progress\n(stderr) and exits 0 when all indexed, 3 if partial",
        RunCapture},

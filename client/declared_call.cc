@@ -9,6 +9,7 @@
 #include "client/commands.h"
 #include "client/rpc_helpers.h"
 #include "client/table_printer.h"
+#include "proto/api_files.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -97,6 +98,9 @@ std::string TableOf(const Message& response) {
 
 int RunDeclaredCall(const std::string& command, const std::string& method, const CliOptions& options) {
   if (!options.args.empty()) return FailUsage(command);
+  // Every API file's descriptors are in the pool once their list is referenced (a method only
+  // the CLI's declared calls name would otherwise be left out by the linker).
+  for (const std::string& file : ApiProtoFileNames()) google::protobuf::DescriptorPool::generated_pool()->FindFileByName(file);
   const auto* descriptor = google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(method);
   if (descriptor == nullptr) return Fail("this fleetprof does not know " + method);
   auto* factory = google::protobuf::MessageFactory::generated_factory();

@@ -10,6 +10,7 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "prometheus/text_serializer.h"
+#include "server/fleet/cluster_view.h"
 #include "server/fleet/fleet_operations.h"
 #include "server/http/http_access.h"
 #include "server/http/web_ui.h"
@@ -64,12 +65,27 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerFlags& flags, 
   server->grpc_server_->GetHealthCheckService()->SetServingStatus(true);
   spdlog::info("fleetprof-server ready grpc={} http={} web=http://{}/ metrics=http://{}/metrics data_dir={}",
                server->grpc_addr_, server->http_addr_, server->http_addr_, server->http_addr_, flags.data_dir);
+  if (absl::Status s = server->JoinCluster(); !s.ok()) return s;
   server->WriteReadyFile();
   auto loop = PeriodicLoop::Start("the storage health loop", RealClock(),
                                   [raw = server.get()](int64_t now) { return raw->HealthTick(now); });
   if (!loop.ok()) return loop.status();  // ~Server drains what started
   server->health_loop_ = *std::move(loop);
   return server;
+}
+
+absl::Status Server::JoinCluster() {
+  v1::ReplicaInfo self;
+  self.set_replica_id(flags_.cluster.replica_id.empty()
+                          ? absl::StrCat(HostName(), ":", grpc_addr_.substr(grpc_addr_.rfind(':') + 1))
+                          : flags_.cluster.replica_id);
+  self.set_grpc_addr(grpc_addr_);
+  self.set_http_addr(http_addr_);
+  self.set_since_ns(UnixNanos());
+  if (absl::Status s = membership_->Join(self); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("cannot join the cluster: ", s.message()));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Server::OpenStorage() {
@@ -140,6 +156,10 @@ absl::Status Server::BuildLayers() {
   const IngestLimits ingest_limits = *flags_.ingest.Limits();
   const RetentionPolicy retention_policy = *flags_.retention.Policy();
 
+  membership_ = storage_->engine().NewMembership();
+  // Only the cluster's leader runs schedules and retention; an embedded server always leads.
+  std::function<bool()> leads;
+  if (flags_.cluster.replica()) leads = [m = membership_.get()] { return m->IsLeader(); };
   registry_ = std::make_unique<AgentRegistry>(&storage_->agents(), &metrics_, agent_limits);
   captures_ = std::make_unique<CaptureCoordinator>(storage_.get(), registry_.get(), &metrics_);
   job_metrics_ = std::make_shared<JobMetrics>(std::chrono::minutes(flags_.ingest.job_idle_minutes),
@@ -177,9 +197,10 @@ absl::Status Server::BuildLayers() {
   if (!upload_workers.ok()) return upload_workers.status();
   upload_workers_ = *std::move(upload_workers);
   ingest_service_ = std::make_unique<IngestServiceImpl>(ingestor_.get(), &grpc_access_, upload_workers_.get());
-  scheduler_ = std::make_unique<CaptureScheduler>(&storage_->schedules(), captures_.get(), &metrics_);
+  scheduler_ = std::make_unique<CaptureScheduler>(&storage_->schedules(), captures_.get(), &metrics_, RealClock(), leads);
   AddQueryOperations(query_api_.get(), &operations_);
   AddFleetOperations(captures_.get(), scheduler_.get(), registry_.get(), &operations_);
+  AddClusterOperations(membership_.get(), &storage_->engine(), &operations_);
   if (!operations_.status().ok()) return operations_.status();
   retention_ = std::make_unique<Retention>(
       retention_policy, storage_.get(), registry_.get(),
@@ -188,7 +209,7 @@ absl::Status Server::BuildLayers() {
         request.set_profile_id(id);
         return query_api_->DeleteProfile(request).status();
       },
-      metrics_.registry().get());
+      metrics_.registry().get(), RealClock(), leads);
   return absl::OkStatus();
 }
 
@@ -205,6 +226,8 @@ absl::Status Server::StartGrpc(const TlsPem& pem) {
   capture_service_ = std::make_unique<CaptureServiceImpl>(captures_.get(), &grpc_access_, operations_);
   schedule_service_ = std::make_unique<TableServedService<v1::ScheduleService::Service>>(
       v1::ScheduleService::service_full_name(), operations_);
+  cluster_service_ = std::make_unique<TableServedService<v1::ClusterService::Service>>(
+      v1::ClusterService::service_full_name(), operations_);
   agent_service_ = std::make_unique<AgentServiceImpl>(
       registry_.get(), &grpc_access_, flags_.heartbeat_ms,
       [this](const std::string& node, const v1::CaptureUpdate& update) { captures_->OnUpdate(node, update); },
@@ -238,6 +261,7 @@ absl::Status Server::StartGrpc(const TlsPem& pem) {
   builder.RegisterService(agent_service_.get());
   builder.RegisterService(capture_service_.get());
   builder.RegisterService(schedule_service_.get());
+  builder.RegisterService(cluster_service_.get());
   builder.RegisterCallbackGenericService(grpc_operations_.get());
   grpc_server_ = builder.BuildAndStart();
   if (!grpc_server_ || port == 0) return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", flags_.grpc_addr));
@@ -292,6 +316,7 @@ int64_t Server::HealthTick(int64_t now) {
     if (serving_.load()) grpc_server_->GetHealthCheckService()->SetServingStatus(healthy);
   }
   metrics_.SetStorageHealth(healthy, storage_->UnreadableRecords());
+  membership_->SetAgents(registry_->ConnectedCount());
   // Agent streams that have not said hello in time (server/grpc/agent_service.cc).
   if (const int late = grpc_access_.CancelExpired(RealClock()->MonotonicNanos()); late > 0) {
     spdlog::info("closed {} agent streams that sent no hello in time", late);
@@ -331,6 +356,7 @@ void Server::Drain() {
   if (drained_) return;
   drained_ = true;
   serving_ = false;
+  if (membership_) membership_->Leave();  // another replica leads at once, not after the lease
   if (grpc_server_) grpc_server_->GetHealthCheckService()->SetServingStatus(false);
   if (registry_) registry_->CloseAll();  // agent streams never end on their own; uploads get the deadline below
   if (grpc_server_) {

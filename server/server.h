@@ -14,6 +14,7 @@
 #include "auth/access_guard.h"
 #include "common/periodic_loop.h"
 #include "common/worker_pool.h"
+#include "fleetprof/v1/cluster.grpc.pb.h"
 #include "fleetprof/v1/schedule.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/collectable.h"
@@ -68,6 +69,8 @@ class Server {
   absl::Status BuildLayers();
   absl::Status StartGrpc(const TlsPem& pem);
   absl::Status StartHttp();
+  // Registers this replica (a cluster of one when embedded) once both listeners are up.
+  absl::Status JoinCluster();
   // Every second: storage health (a background error stops writes: NOT_SERVING until it
   // resumes), agent streams without a hello; every fifth, the storage gauges.
   int64_t HealthTick(int64_t now);
@@ -79,6 +82,7 @@ class Server {
   GrpcAccess grpc_access_;
   std::unique_ptr<ClusterMetrics> cluster_metrics_;  // a replica's store requests
   std::unique_ptr<Storage> storage_;
+  std::unique_ptr<Membership> membership_;  // the cluster's replicas; embedded: this one, leading
   std::unique_ptr<AgentRegistry> registry_;
   std::unique_ptr<CaptureCoordinator> captures_;
   std::shared_ptr<JobMetrics> job_metrics_;
@@ -95,6 +99,7 @@ class Server {
   std::unique_ptr<QueryServiceImpl> query_service_;
   std::unique_ptr<CaptureServiceImpl> capture_service_;
   std::unique_ptr<TableServedService<v1::ScheduleService::Service>> schedule_service_;
+  std::unique_ptr<TableServedService<v1::ClusterService::Service>> cluster_service_;
   std::unique_ptr<AgentServiceImpl> agent_service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables_;

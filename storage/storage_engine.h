@@ -6,6 +6,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "fleetprof/v1/cluster.pb.h"
+#include "storage/membership.h"
 #include "storage/blob_store.h"
 #include "storage/catalog.h"
 
@@ -45,6 +47,14 @@ class StorageEngine {
   virtual int64_t FolderBytes() const = 0;
   // Blocks of every event segment (tests: nothing left behind).
   virtual int64_t CountEventBlocks() = 0;
+  // Who else serves this store (a cluster's replicas) and who leads; embedded: this process.
+  virtual std::unique_ptr<Membership> NewMembership() { return std::make_unique<LocalMembership>(); }
+  // The catalog's and the object store's kind, place and health, for /api/v1/cluster.
+  virtual void DescribeStores(v1::GetClusterResponse* out) {
+    out->mutable_catalog()->set_kind("embedded");
+    out->mutable_catalog()->set_healthy(Health().serving);
+    out->mutable_object_store()->set_healthy(Health().serving);
+  }
 };
 
 }  // namespace fleetprof

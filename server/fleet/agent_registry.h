@@ -60,6 +60,11 @@ class AgentRegistry {
   absl::Status Heartbeat(const std::string& node, const v1::AgentHeartbeat& heartbeat);
   // The stream of `session` ended (a newer session of the same node stays connected).
   void Disconnected(const std::string& node, int64_t session);
+  // Agent streams connected to this server now.
+  int64_t ConnectedCount() {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int64_t>(sessions_.size());
+  }
   std::vector<v1::AgentInfo> List();
   // Every agent as the API shows it: connected ones with their latest device samples.
   v1::ListAgentsResponse ListAgents();

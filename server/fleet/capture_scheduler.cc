@@ -30,8 +30,8 @@ v1::StartCaptureRequest CaptureRequestOf(const v1::Schedule& schedule) {
 }  // namespace
 
 CaptureScheduler::CaptureScheduler(ScheduleTable* store, CaptureCoordinator* captures, ServerMetrics* metrics,
-                                   Clock* clock)
-    : store_(store), captures_(captures), metrics_(metrics), clock_(clock) {
+                                   Clock* clock, std::function<bool()> leads)
+    : store_(store), captures_(captures), metrics_(metrics), clock_(clock), leads_(std::move(leads)) {
   auto stored = store_->List();
   {
     absl::MutexLock lock(&mu_);
@@ -170,6 +170,18 @@ void CaptureScheduler::RunDue(v1::Schedule& schedule, int64_t now) {
 
 int64_t CaptureScheduler::RunDueSchedules(int64_t now) {
   absl::MutexLock writing(&write_mu_);
+  if (leads_) {
+    if (!leads_()) return now + 1'000'000'000;  // another replica runs them
+    // The store is the truth across replicas: schedules created or deleted elsewhere.
+    if (auto stored = store_->List(); stored.ok()) {
+      absl::MutexLock lock(&mu_);
+      schedules_.clear();
+      for (auto& s : *stored) schedules_[s.schedule_id()] = std::move(s);
+      metrics_->SetSchedules(static_cast<int64_t>(schedules_.size()));
+    } else {
+      return now + 1'000'000'000;  // the catalog does not answer: run nothing on stale copies
+    }
+  }
   // Copies of the due schedules: each run starts a capture and stores the schedule, neither of
   // which may happen under mu_ (List would wait on them). write_mu_ keeps Create and Delete
   // out meanwhile, so the copies stay the truth until they are written back.

@@ -22,6 +22,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include <functional>
+
 #include "common/periodic_loop.h"
 #include "fleetprof/v1/schedule.pb.h"
 #include "server/fleet/capture_coordinator.h"
@@ -40,8 +42,11 @@ class CaptureScheduler {
 
   // Starts the loop (at once: runs due while the server was down are skipped then). A loop
   // that cannot start is logged and the schedules stay stored, unrun.
+  // `leads`, when given (a cluster replica), says whether this replica leads the cluster: only
+  // the leader runs schedules, and it reads them from the store at every tick, so a schedule
+  // created through another replica runs too.
   CaptureScheduler(ScheduleTable* store, CaptureCoordinator* captures, ServerMetrics* metrics,
-                   Clock* clock = RealClock());
+                   Clock* clock = RealClock(), std::function<bool()> leads = nullptr);
   ~CaptureScheduler();
 
   absl::StatusOr<v1::Schedule> Create(const v1::CreateScheduleRequest& request);
@@ -61,6 +66,7 @@ class CaptureScheduler {
   CaptureCoordinator* captures_;
   ServerMetrics* metrics_;
   Clock* clock_;
+  const std::function<bool()> leads_;
   absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
   std::map<std::string, v1::Schedule> schedules_ ABSL_GUARDED_BY(mu_);

@@ -45,7 +45,7 @@ int64_t RetentionPolicy::KeepNs(const std::string& job) const {
 
 Retention::Retention(RetentionPolicy policy, Storage* store, AgentRegistry* agents,
                      std::function<absl::Status(const std::string&)> delete_profile, prometheus::Registry* metrics,
-                     Clock* clock)
+                     Clock* clock, std::function<bool()> leads)
     : policy_(std::move(policy)),
       store_(store),
       agents_(agents),
@@ -60,7 +60,8 @@ Retention::Retention(RetentionPolicy policy, Storage* store, AgentRegistry* agen
       deleted_disk_(deleted_.Add({{"kind", "profile"}, {"reason", "disk"}})),
       deleted_captures_(deleted_.Add({{"kind", "capture"}, {"reason", "age"}})),
       deleted_agents_(deleted_.Add({{"kind", "agent"}, {"reason", "age"}})),
-      clock_(clock) {
+      clock_(clock),
+      leads_(std::move(leads)) {
   loop_ = PeriodicLoop::StartOrLog(
       "the retention loop", clock_,
       [this](int64_t now) {
@@ -77,6 +78,7 @@ void Retention::Nudge() {
 }
 
 void Retention::RunOnce() {
+  if (leads_ && !leads_()) return;
   const int64_t now = clock_->Now();
   ExpireByAge(now);
   EnforceDiskLimit();

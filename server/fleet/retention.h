@@ -45,7 +45,7 @@ class Retention {
   // empties the query caches).
   Retention(RetentionPolicy policy, Storage* store, AgentRegistry* agents,
             std::function<absl::Status(const std::string&)> delete_profile, prometheus::Registry* metrics,
-            Clock* clock = RealClock());
+            Clock* clock = RealClock(), std::function<bool()> leads = nullptr);
   ~Retention();
 
   // A profile was stored: check the disk limit soon.
@@ -68,6 +68,7 @@ class Retention {
   prometheus::Counter& deleted_captures_;
   prometheus::Counter& deleted_agents_;
   Clock* clock_;
+  const std::function<bool()> leads_;  // a cluster replica: only the leader deletes
   std::unique_ptr<PeriodicLoop> loop_;  // last: stops before the members it uses go
 };
 

@@ -7,6 +7,7 @@
 #include "absl/synchronization/mutex.h"
 #include "spdlog/spdlog.h"
 #include "storage/cluster/etcd_catalog.h"
+#include "storage/cluster/etcd_membership.h"
 #include "storage/cluster/object_blob_store.h"
 
 namespace fleetprof::cluster {
@@ -51,6 +52,16 @@ class ClusterEngine : public StorageEngine {
     if (auto counted = etcd_->Range(request); counted.ok()) usage.profiles = counted->count();
     return usage;
   }
+  std::unique_ptr<Membership> NewMembership() override { return NewEtcdMembership(etcd_.get(), prefix_); }
+  void DescribeStores(v1::GetClusterResponse* out) override {
+    out->mutable_catalog()->set_kind("etcd");
+    out->mutable_catalog()->set_url(etcd_->Describe());
+    out->mutable_catalog()->set_healthy(etcd_->healthy());
+    out->mutable_object_store()->set_kind(objects_->Describe().starts_with("s3://") ? "s3" : "file");
+    out->mutable_object_store()->set_url(objects_->Describe());
+    out->mutable_object_store()->set_healthy(objects_->healthy());
+  }
+
   // Nothing is kept on this machine's disk.
   int64_t FolderBytes() const override { return 0; }
   int64_t CountEventBlocks() override {

@@ -42,6 +42,8 @@ class ObjectClient {
   virtual ~ObjectClient() = default;
   // Where objects go, for messages and /api/v1/cluster (no credentials in it).
   virtual std::string Describe() const = 0;
+  // Whether the last request got an answer that was not a server error.
+  virtual bool healthy() const { return true; }
 
   virtual absl::Status Put(std::string_view key, std::string_view bytes) = 0;
   // The whole object or the range; NOT_FOUND when there is none. A range past the end is cut.

@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -181,6 +182,7 @@ class S3Client : public ObjectClient {
   }
 
   std::string Describe() const override { return absl::StrCat("s3://", where_.bucket, "/", where_.prefix); }
+  bool healthy() const override { return healthy_.load(); }
 
   absl::Status Put(std::string_view key, std::string_view bytes) override {
     auto reply = Do({.op = "PUT", .method = "PUT", .key = std::string(key), .body = bytes});
@@ -306,6 +308,7 @@ class S3Client : public ObjectClient {
       Reply reply;
       CURLcode code = Perform(r, payload_hash, &reply, &last);
       if (code == CURLE_OK && !RetryableStatus(reply.status, reply.body)) {
+        healthy_ = true;
         Observe(r.op, reply.status == 404 ? "not_found" : reply.status < 300 ? (retried ? "retried" : "ok") : "error", started);
         return reply;
       }
@@ -316,6 +319,7 @@ class S3Client : public ObjectClient {
         break;
       }
     }
+    healthy_ = false;
     Observe(r.op, "error", started);
     return last;
   }
@@ -447,6 +451,7 @@ class S3Client : public ObjectClient {
   const S3Settings settings_;
   const S3TestHooks hooks_;
   const std::string sigv4_;
+  std::atomic<bool> healthy_{true};
   absl::Mutex mu_;
   std::vector<CURL*> idle_ ABSL_GUARDED_BY(mu_);
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_){std::random_device{}()};

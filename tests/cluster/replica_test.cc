@@ -87,6 +87,42 @@ TEST_F(ReplicaTest, WhatOneReplicaIngestsEveryReplicaAnswersAsOneServerWould) {
   }
 }
 
+// GET /api/v1/cluster (and `fleetprof cluster`): every replica lists every replica, exactly one
+// leads, and when the leader stops another takes over.
+TEST_F(ReplicaTest, EveryReplicaListsTheReplicasAndOneLeadsUntilItStops) {
+  TestCluster a, b;
+  std::vector<std::string> flags_a = ReplicaFlags(), flags_b = ReplicaFlags();
+  flags_a.push_back("--replica_id=replica-a");
+  flags_b.push_back("--replica_id=replica-b");
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", flags_a)) << a.ServerLog();
+  ASSERT_TRUE(b.StartServer("127.0.0.1:0", flags_b)) << b.ServerLog();
+  const std::string view = HttpGet(b.http_addr(), "/api/v1/cluster");
+  EXPECT_NE(view.find("\"replica_id\":\"replica-a\""), std::string::npos) << view;
+  EXPECT_NE(view.find("\"replica_id\":\"replica-b\""), std::string::npos) << view;
+  EXPECT_NE(view.find("\"kind\":\"etcd\""), std::string::npos) << view;
+  EXPECT_NE(view.find(a.grpc_addr()), std::string::npos) << view;
+  auto leaders = [](const std::string& json) {
+    int n = 0;
+    for (size_t at = 0; (at = json.find("\"leader\":true", at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  EXPECT_EQ(leaders(view), 1) << view;
+  EXPECT_NE(view.find("\"replica_id\":\"replica-a\",\"grpc_addr\":\"" + a.grpc_addr() + "\",\"http_addr\":\"" +
+                      a.http_addr() + "\",\"agents\":0,\"leader\":true"),
+            std::string::npos)
+      << "the first replica leads: " << view;
+  CommandResult cli = b.Cli({"cluster", "--json"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_NE(cli.out.find("replica-a"), std::string::npos) << cli.out;
+
+  ASSERT_EQ(a.StopServer(), 0);  // leaves: its lease is revoked, b takes over at once
+  std::string after;
+  EXPECT_TRUE(Eventually(15, [&] {
+    after = HttpGet(b.http_addr(), "/api/v1/cluster");
+    return after.find("replica-a") == std::string::npos && leaders(after) == 1;
+  })) << after;
+}
+
 TEST_F(ReplicaTest, AReplicasFolderIsOnlyACacheAndADeleteIsSeenEverywhere) {
   TestCluster a, b;
   ASSERT_TRUE(a.StartServer("127.0.0.1:0", ReplicaFlags())) << a.ServerLog();
