@@ -55,7 +55,7 @@ TXT
   exit 0
 fi
 
-# The cluster: every port on loopback; etcd's members on 2379/22379/32379 (peers +1).
+# The cluster: every port on loopback; etcd's members on 2379/12379/22379 (peers one above).
 root=$PWD/var/cluster
 mkdir -p "$root"/{etcd,s3,traces,agent} && rm -f "$root"/*.ready
 members=() endpoints=()
