@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
   std::string ready_file;
   std::string log_level = "info";
   fleetprof::FlagSet set(kUsage);
-  set.AddString("server", &config.server, "fleetprof-server gRPC address");
+  set.AddString("server", &config.server,
+                "fleetprof-server gRPC address: H:P, a list of replicas H1:P1,H2:P2,… or dns:///NAME:PORT (reconnects to the next)");
   set.AddString("metrics_addr", &config.metrics_addr, "HTTP listen address for /metrics");
   set.AddString("dynolog_addr", &config.dynolog_addr,
                 "dynolog-compatible TCP API for `dyno gputrace` (empty: off; off loopback it needs --dynolog_token_file); "

@@ -73,13 +73,17 @@ done
 r1=$(cpu $replica_pid) e1=$(cpu $etcd_pid) s1=$(cpu $s3_pid)
 o1=$(requests fleetprof_server_object_store_requests_total) c1=$(requests fleetprof_server_catalog_requests_total)
 disk1=$(du -sb "$work/s3" | cut -f1)
+# What the catalog keeps per profile: every key and value under the prefix (the replica's own
+# registration included), over the profiles committed.
+catalog_bytes=$(ETCDCTL_API=3 etcdctl --endpoints="http://127.0.0.1:$ec" get --prefix /fleetprof/ | wc -c)
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 e=$(median "${embedded_t[@]}") r=$(median "${replica_t[@]}")
 awk -v b="$bytes" -v n="$runs" -v e="$e" -v r="$r" -v t="$ticks" -v rc=$((r1 - r0)) -v ec=$((e1 - e0)) -v sc=$((s1 - s0)) \
-    -v o=$((o1 - o0)) -v c=$((c1 - c0)) -v d=$((disk1 - disk0)) 'BEGIN {
+    -v o=$((o1 - o0)) -v c=$((c1 - c0)) -v d=$((disk1 - disk0)) -v cb="$catalog_bytes" 'BEGIN {
   gb = b * n / 1e9
   printf "file %.1f MB plain Kineto JSON, %d rounds alternated\n", b/1e6, n
   printf "upload+index median: embedded %.3f s, replica on etcd+s3rver %.3f s: replica/embedded %.2f\n", e, r, r/e
   printf "CPU s/GB during the replica uploads: replica %.2f, etcd %.2f, s3rver %.2f\n", rc/t/gb, ec/t/gb, sc/t/gb
   printf "object store: %.3f bytes per uploaded byte; per upload %.1f object-store and %.1f catalog requests\n", d/(b*n), o/n, c/n
+  printf "catalog: %.0f bytes of keys and values per profile in etcd\n", cb/n
 }'

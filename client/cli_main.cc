@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
     options.server = env;
   }
   fleetprof::FlagSet flags(fleetprof::cli::CommandsHelp());
-  flags.AddString("server", &options.server, "fleetprof-server gRPC address");
+  flags.AddString("server", &options.server,
+                  "fleetprof-server gRPC address: H:P, a list of replicas H1:P1,H2:P2,… or dns:///NAME:PORT (reads fail over)");
   flags.AddBool("json", &options.json, "print one JSON object instead of a table");
   flags.AddString("job", &options.job, "job name (upload: the profile's job; profiles: filter)");
   flags.AddString("node", &options.node, "node name for upload (default: this host)");

@@ -1,9 +1,17 @@
 #include "rpc/channel.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+
 #include <cstdlib>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "fleetprof/v1/api_options.pb.h"
+#include "google/protobuf/descriptor.h"
+#include "proto/api_files.h"
 #include "auth/exposure.h"
 #include "common/runtime.h"
 #include "grpcpp/create_channel.h"
@@ -72,13 +80,26 @@ void AddClientSecurityFlags(FlagSet& set, ClientSecurityFlags* flags) {
   set.AddBool("insecure", &flags->insecure, "send the token without TLS even to a server off loopback");
 }
 
-absl::Status CheckTokenStaysPrivate(const std::string& address, const ClientSecurity& security) {
-  if (security.token.empty() || !security.ca_pem.empty() || security.insecure || IsLoopbackAddress(address)) {
-    return absl::OkStatus();
+absl::Status CheckTokenStaysPrivate(const std::string& server, const ClientSecurity& security) {
+  if (security.token.empty() || !security.ca_pem.empty() || security.insecure) return absl::OkStatus();
+  std::string address;
+  for (const std::string& a : ServerAddresses(server)) {
+    const std::string plain = a.starts_with("dns:///") ? a.substr(7) : a;
+    if (!IsLoopbackAddress(plain)) address = a;
   }
+  if (address.empty()) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
       "refusing to send the token in clear text to ", address,
       ": pass --tls_ca (the CA of the server's certificate), or --insecure to accept that"));
+}
+
+std::vector<std::string> ServerAddresses(const std::string& server) {
+  std::vector<std::string> out;
+  if (server.starts_with("dns:") || server.find(',') == std::string::npos) return {server};
+  for (absl::string_view part : absl::StrSplit(server, ',', absl::SkipWhitespace())) {
+    out.emplace_back(absl::StripAsciiWhitespace(part));
+  }
+  return out;
 }
 
 absl::StatusOr<std::string> ReadTokenFile(const std::string& flag, const std::string& path) {
@@ -119,9 +140,71 @@ absl::StatusOr<ClientSecurity> LoadClientSecurity(const ClientSecurityFlags& fla
   return security;
 }
 
+namespace {
+
+// "H1:P1,H2:P2" as a target gRPC takes: ipv4:A:P,B:P (or ipv6:), the names resolved now, which
+// pick_first tries in order. One address or a dns:/// target passes through.
+std::string ChannelTarget(const std::string& server) {
+  const std::vector<std::string> addresses = ServerAddresses(server);
+  if (addresses.size() == 1) return addresses[0];
+  std::vector<std::string> v4, v6;
+  for (const std::string& address : addresses) {
+    const size_t colon = address.rfind(':');
+    if (colon == std::string::npos) continue;
+    std::string host = address.substr(0, colon);
+    const std::string port = address.substr(colon + 1);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (found->ai_family == AF_INET) {
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text, sizeof(text));
+      v4.push_back(absl::StrCat(text, ":", port));
+    } else if (found->ai_family == AF_INET6) {
+      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr, text, sizeof(text));
+      v6.push_back(absl::StrCat("[", text, "]:", port));
+    }
+    freeaddrinfo(found);
+  }
+  // One family per target (gRPC's rule): IPv4 when there is any.
+  if (!v4.empty()) return absl::StrCat("ipv4:", absl::StrJoin(v4, ","));
+  if (!v6.empty()) return absl::StrCat("ipv6:", absl::StrJoin(v6, ","));
+  return server;  // nothing resolved: gRPC says why on the first call
+}
+
+// pick_first over the replicas, and the read methods (scope read in the .proto files) retried on
+// UNAVAILABLE: the channel then moves to the next replica.
+const std::string& ServiceConfig() {
+  static const std::string* config = [] {
+    std::vector<std::string> names;
+    for (const std::string& file_name : ApiProtoFileNames()) {
+      const auto* file = google::protobuf::DescriptorPool::generated_pool()->FindFileByName(file_name);
+      if (file == nullptr) continue;
+      for (int s = 0; s < file->service_count(); ++s) {
+        const auto* service = file->service(s);
+        for (int m = 0; m < service->method_count(); ++m) {
+          const auto* method = service->method(m);
+          if (method->options().GetExtension(v1::scope) != v1::SCOPE_READ || method->client_streaming()) continue;
+          names.push_back(absl::StrCat(R"({"service":")", service->full_name(), R"(","method":")", method->name(), R"("})"));
+        }
+      }
+    }
+    return new std::string(absl::StrCat(
+        R"({"loadBalancingConfig":[{"pick_first":{}}],"methodConfig":[{"name":[)", absl::StrJoin(names, ","),
+        R"(],"retryPolicy":{"maxAttempts":4,"initialBackoff":"0.2s","maxBackoff":"2s","backoffMultiplier":2,)",
+        R"("retryableStatusCodes":["UNAVAILABLE"]}}]})"));
+  }();
+  return *config;
+}
+
+}  // namespace
+
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const ClientSecurity& security,
                                            const Keepalive& keepalive) {
   grpc::ChannelArguments args;
+  args.SetServiceConfigJSON(ServiceConfig());
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetMaxSendMessageSize(8 << 20);
   // gRPC's own reconnect backoff grows to minutes; an agent should find a restarted server
@@ -142,7 +225,13 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const Cli
   }
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
   if (!security.token.empty()) interceptors.push_back(std::make_unique<BearerInterceptorFactory>(security.token));
-  return grpc::experimental::CreateCustomChannelWithInterceptors(address, credentials, args, std::move(interceptors));
+  const std::string target = ChannelTarget(address);
+  if (target != address && !security.ca_pem.empty()) {
+    // The certificate names the replicas' host, not the addresses resolved here.
+    const std::string first = ServerAddresses(address)[0];
+    args.SetSslTargetNameOverride(first.substr(0, first.rfind(':')));
+  }
+  return grpc::experimental::CreateCustomChannelWithInterceptors(target, credentials, args, std::move(interceptors));
 }
 
 }  // namespace fleetprof

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/flags.h"
@@ -48,9 +49,15 @@ struct Keepalive {
   int timeout_ms = 10'000;  // the link is dead when its ack does not come within this
 };
 
-// A channel to `address` with fleetprof's message-size limits, reconnect backoff and
-// keepalive; TLS when `security` has a CA, and `authorization: Bearer TOKEN` on every call
-// when it has a token.
+// The replicas a --server value names: "H:P", "H1:P1,H2:P2,…" or "dns:///NAME:PORT" (one entry:
+// gRPC resolves every address of the name).
+std::vector<std::string> ServerAddresses(const std::string& server);
+
+// A channel to `address` (any --server value above) with fleetprof's message-size limits,
+// reconnect backoff and keepalive; TLS when `security` has a CA, and `authorization: Bearer
+// TOKEN` on every call when it has a token. Several replicas: the channel uses the first that
+// answers and moves to another when it goes away, and a read (every method of scope read) that
+// fails UNAVAILABLE is retried, on the next replica, up to 3 times.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const ClientSecurity& security = {},
                                            const Keepalive& keepalive = {});
 

@@ -123,6 +123,30 @@ TEST_F(ReplicaTest, EveryReplicaListsTheReplicasAndOneLeadsUntilItStops) {
   })) << after;
 }
 
+// --server takes the replicas: reads move to another when one dies, and so does the agent.
+TEST_F(ReplicaTest, TheCliAndTheAgentFailOverToAnotherReplica) {
+  TestCluster a, b;
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", ReplicaFlags())) << a.ServerLog();
+  ASSERT_TRUE(b.StartServer("127.0.0.1:0", ReplicaFlags())) << b.ServerLog();
+  const std::string both = a.grpc_addr() + "," + b.grpc_addr();
+  const std::string trace = CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz");
+  FLEETPROF_REQUIRE_PATH(trace);
+  CommandResult up = RunCommand({BinDir() + "/fleetprof", "upload", trace, "--job", "resnet", "--server", both, "--json"});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  const std::string id = JsonStringField(up.out, "profile_id");
+  ASSERT_GE(a.StartAgent({"--server=" + both, "--node=failover-node"}), 0);
+  auto connected_on = [&](TestCluster& server) {
+    return server.Cli({"agents", "--json"}).out.find("\"CONNECTED\"") != std::string::npos;
+  };
+  ASSERT_TRUE(Eventually(20, [&] { return connected_on(a); })) << "the agent takes the first replica";
+
+  ASSERT_EQ(a.StopServer(), 0);
+  CommandResult ops = RunCommand({BinDir() + "/fleetprof", "ops", id, "--server", both, "--json"});
+  EXPECT_EQ(ops.exit_code, 0) << ops.err;
+  EXPECT_NE(ops.out.find("\"ops\""), std::string::npos) << ops.out;
+  EXPECT_TRUE(Eventually(30, [&] { return connected_on(b); })) << "the agent moved to the replica still up";
+}
+
 TEST_F(ReplicaTest, AReplicasFolderIsOnlyACacheAndADeleteIsSeenEverywhere) {
   TestCluster a, b;
   ASSERT_TRUE(a.StartServer("127.0.0.1:0", ReplicaFlags())) << a.ServerLog();
