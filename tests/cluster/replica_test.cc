@@ -2,9 +2,13 @@
 // replica ingests every replica answers, exactly as a single embedded server does; a replica's
 // local folder holds nothing the cluster needs; the replica flags come in pairs.
 
+#include <signal.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <random>
+#include <thread>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -145,6 +149,113 @@ TEST_F(ReplicaTest, TheCliAndTheAgentFailOverToAnotherReplica) {
   EXPECT_EQ(ops.exit_code, 0) << ops.err;
   EXPECT_NE(ops.out.find("\"ops\""), std::string::npos) << ops.out;
   EXPECT_TRUE(Eventually(30, [&] { return connected_on(b); })) << "the agent moved to the replica still up";
+}
+
+// kill -9 of the replica an upload streams to: the CLI resumes on another replica from the
+// offset the catalog holds, and the profile equals a one-go upload of the same file.
+TEST_F(ReplicaTest, AnUploadCutByAKilledReplicaResumesOnAnotherToTheSameProfile) {
+  TestCluster a, b;
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", ReplicaFlags())) << a.ServerLog();
+  ASSERT_TRUE(b.StartServer("127.0.0.1:0", ReplicaFlags())) << b.ServerLog();
+  const std::string gz = CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz");
+  FLEETPROF_REQUIRE_PATH(gz);
+  const std::string plain = a.root() + "/plain.json";
+  std::ofstream(plain, std::ios::binary) << Gunzip(gz);
+  const std::string one_go = Upload(b, plain);
+
+  ChildProcess upload;
+  const std::string log = a.root() + "/upload.log";
+  upload.Start({BinDir() + "/fleetprof", "upload", plain, "--job", "resnet", "--json", "--upload_id", "cut-upload-1",
+                "--server", a.grpc_addr() + "," + b.grpc_addr()},
+               log);
+  // Once A has stored parts of the upload (they are objects in s3rver's folder), A dies.
+  ASSERT_TRUE(Eventually(30, [&] {
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(s3_.root(), ec);
+         it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->path().string().find("raw/cut-upload-1/") != std::string::npos) return true;
+    }
+    return false;
+  }));
+  ::kill(a.server_pid(), SIGKILL);
+  a.StopServer();
+  ASSERT_TRUE(Eventually(120, [&] { return !upload.Running(); }));
+  const std::string out = ReadSmallFile(log);
+  const std::string id = JsonStringField(out, "profile_id");
+  ASSERT_FALSE(id.empty()) << out << b.ServerLog();
+  for (auto [command, section] : {std::pair{"kernels", "kernels"}, {"breakdown", "devices"}, {"ops", "ops"}}) {
+    EXPECT_EQ(CompareSection(b.Cli({command, id, "--json"}).out, b.Cli({command, one_go, "--json"}).out, section), "")
+        << command;
+  }
+  // B took the one-go upload whole and only the rest of the cut one: it resumed, not restarted.
+  const std::string metrics = HttpGet(b.http_addr(), "/metrics");
+  const size_t at = metrics.find("\nfleetprof_server_ingested_bytes_total ");
+  ASSERT_NE(at, std::string::npos);
+  const double ingested = std::stod(metrics.substr(at + 39));
+  const double size = static_cast<double>(std::filesystem::file_size(plain));
+  EXPECT_GE(ingested, size);
+  EXPECT_LT(ingested, 2 * size) << "replica B received the cut upload from its start again";
+  const std::string exported = a.root() + "/exported.json";
+  ASSERT_EQ(b.Cli({"export", id, "--format", "original", "-o", exported}).exit_code, 0);
+  EXPECT_TRUE(ReadSmallFile(exported) == ReadSmallFile(plain)) << "the resumed upload's bytes are the file's";
+}
+
+// 20 rounds: two uploads at once through the replica list, and the replica one of them streams
+// to is killed -9 at a random moment, then restarted. Every upload ends as one profile equal to
+// a one-go upload; the profile list never shows more than were committed, nor a half one.
+TEST_F(ReplicaTest, TwentyReplicaKillsDuringConcurrentUploadsLoseNothingAndShowNothingHalfDone) {
+  TestCluster replicas[2];
+  for (auto& r : replicas) ASSERT_TRUE(r.StartServer("127.0.0.1:0", ReplicaFlags())) << r.ServerLog();
+  const std::string gz = CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz");
+  FLEETPROF_REQUIRE_PATH(gz);
+  const std::string plain = replicas[0].root() + "/plain.json";
+  std::ofstream(plain, std::ios::binary) << Gunzip(gz);
+  const std::string reference = replicas[1].Cli({"ops", Upload(replicas[1], plain), "--json"}).out;
+  ASSERT_FALSE(reference.empty());
+  std::mt19937 rng(2026);
+  std::vector<std::string> ids;
+  for (int round = 0; round < 20; ++round) {
+    SCOPED_TRACE(round);
+    const int victim = round % 2;
+    TestCluster& killed = replicas[victim];
+    TestCluster& other = replicas[1 - victim];
+    // The victim first in both lists: the uploads start there.
+    const std::string list = killed.grpc_addr() + "," + other.grpc_addr();
+    ChildProcess uploads[2];
+    for (int u = 0; u < 2; ++u) {
+      uploads[u].Start({BinDir() + "/fleetprof", "upload", plain, "--job", "soak", "--json", "--upload_id",
+                        absl::StrCat("soak-", round, "-", u), "--server", list},
+                       absl::StrCat(killed.root(), "/upload-", round, "-", u, ".log"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(50, 600)(rng)));
+    ::kill(killed.server_pid(), SIGKILL);
+    killed.StopServer();
+    // Mid-way: what is listed is whole (every listed profile answers its ops).
+    CommandResult listed = other.Cli({"profiles", "--job", "soak", "--json"});
+    ASSERT_EQ(listed.exit_code, 0) << listed.err;
+    for (size_t at = 0; (at = listed.out.find("\"profile_id\":\"", at)) != std::string::npos;) {
+      at += 14;
+      const std::string id = listed.out.substr(at, listed.out.find('"', at) - at);
+      EXPECT_EQ(other.Cli({"ops", id, "--json"}).exit_code, 0) << "listed but not whole: " << id;
+    }
+    ASSERT_TRUE(killed.StartServer("127.0.0.1:0", ReplicaFlags())) << killed.ServerLog();
+    for (int u = 0; u < 2; ++u) {
+      ASSERT_TRUE(Eventually(120, [&] { return !uploads[u].Running(); }));
+      const std::string out = ReadSmallFile(absl::StrCat(killed.root(), "/upload-", round, "-", u, ".log"));
+      const std::string id = JsonStringField(out, "profile_id");
+      ASSERT_FALSE(id.empty()) << out;
+      ids.push_back(id);
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(std::unique(ids.begin(), ids.end()), ids.end()) << "one profile per upload";
+  for (const auto& id : ids) {
+    EXPECT_EQ(CompareSection(replicas[0].Cli({"ops", id, "--json"}).out, reference, "ops"), "") << id;
+  }
+  CommandResult listed = replicas[1].Cli({"profiles", "--job", "soak", "--json"});
+  size_t count = 0;
+  for (size_t at = 0; (at = listed.out.find("\"profile_id\"", at)) != std::string::npos; ++at) ++count;
+  EXPECT_EQ(count, ids.size()) << "every upload committed exactly once";
 }
 
 TEST_F(ReplicaTest, AReplicasFolderIsOnlyACacheAndADeleteIsSeenEverywhere) {
