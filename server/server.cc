@@ -82,6 +82,7 @@ absl::Status Server::JoinCluster() {
   self.set_grpc_addr(grpc_addr_);
   self.set_http_addr(http_addr_);
   self.set_since_ns(UnixNanos());
+  if (flags_.cluster.replica()) registry_->ShareThroughCatalog(self.replica_id());
   if (absl::Status s = membership_->Join(self); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("cannot join the cluster: ", s.message()));
   }
@@ -168,8 +169,9 @@ absl::Status Server::BuildLayers() {
   // Another replica's delete reaches this one's caches through the catalog's watch.
   storage_->engine().catalog().Watch(CatalogWatcher{
       .changed =
-          [q = query_api_.get()](CatalogTable table, std::string_view key, bool deleted) {
+          [q = query_api_.get(), agents = registry_.get()](CatalogTable table, std::string_view key, bool deleted) {
             if (table == CatalogTable::kProfiles && deleted) q->Forget(std::string(key));
+            if (table == CatalogTable::kAgents && !deleted) agents->StoredAgentChanged(std::string(key));
           },
       .resync = [q = query_api_.get()] { q->ForgetAll(); }});
   // A captured profile keeps its node's device samples from the capture window.

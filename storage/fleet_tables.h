@@ -21,6 +21,8 @@ class AgentTable {
       : records_(catalog, CatalogTable::kAgents, "agent", unreadable) {}
   absl::Status Put(const v1::AgentInfo& agent) { return records_.Put(agent.node(), agent); }
   absl::StatusOr<std::vector<v1::AgentInfo>> List() { return records_.List(); }
+  // nullopt when the node has no record.
+  absl::StatusOr<std::optional<v1::AgentInfo>> Find(const std::string& node) { return records_.Find(node); }
   absl::Status Delete(const std::string& node) { return records_.Delete(node); }
 
  private:

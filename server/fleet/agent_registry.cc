@@ -1,5 +1,8 @@
 #include "server/fleet/agent_registry.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 
@@ -71,6 +74,8 @@ absl::StatusOr<int64_t> AgentRegistry::Connected(const v1::AgentHello& hello, Se
     info.set_version(hello.version());
     info.set_last_seen_ns(clock_->Now());
     *info.mutable_targets() = hello.targets();
+    info.set_replica_id(replica_id_);
+    refreshed_at_[hello.node()] = info.last_seen_ns();
     session = next_session_++;
     sessions_[hello.node()] = Session{session, std::move(sender), std::move(close), {}, std::move(principal)};
     record = info;
@@ -86,12 +91,23 @@ absl::Status AgentRegistry::Heartbeat(const std::string& node, const v1::AgentHe
   if (absl::Status s = CheckMessage("heartbeat", heartbeat.ByteSizeLong(), heartbeat.targets_size()); !s.ok()) {
     return s;
   }
+  std::optional<v1::AgentInfo> refresh;  // cluster: the record other replicas list
+  {
   absl::MutexLock lock(&mu_);
   auto it = agents_.find(node);
   if (it == agents_.end()) return absl::OkStatus();
   const int64_t now = clock_->Now();
   it->second.set_last_seen_ns(now);
+  const bool targets_changed =
+      it->second.targets_size() != heartbeat.targets_size() ||
+      !std::equal(heartbeat.targets().begin(), heartbeat.targets().end(), it->second.targets().begin(),
+                  [](const v1::Target& a, const v1::Target& b) { return a.SerializeAsString() == b.SerializeAsString(); });
   *it->second.mutable_targets() = heartbeat.targets();
+  if (!replica_id_.empty() && (targets_changed || now - refreshed_at_[node] >= kClusterRefreshNs)) {
+    refreshed_at_[node] = now;
+    it->second.set_replica_id(replica_id_);
+    refresh = it->second;
+  }
   // Heartbeats are frequent: keep them in memory; the store gets connect/disconnect.
   auto session = sessions_.find(node);
   if (session != sessions_.end()) {
@@ -109,6 +125,13 @@ absl::Status AgentRegistry::Heartbeat(const std::string& node, const v1::AgentHe
          (history.samples.front().sampled_at_ns() < keep_from || history.bytes > limits_.max_history_bytes)) {
     history.bytes -= static_cast<int64_t>(history.samples.front().ByteSizeLong());
     history.samples.pop_front();
+  }
+  }
+  if (refresh) {
+    absl::MutexLock writing(&write_mu_);
+    if (absl::Status s = store_->Put(*refresh); !s.ok()) {
+      spdlog::warn("could not refresh agent node={} in the catalog: {}", node, std::string(s.message()));
+    }
   }
   return absl::OkStatus();
 }
@@ -178,6 +201,16 @@ void AgentRegistry::Disconnected(const std::string& node, int64_t session) {
     record = info;
     connected = static_cast<int64_t>(sessions_.size());
   }
+  if (const std::string self = ReplicaId(); !self.empty()) {
+    // The node's stream moved to another replica: the catalog's record is that replica's now.
+    auto stored = store_->Find(node);
+    if (stored.ok() && stored->has_value() && (*stored)->state() == v1::AgentInfo::CONNECTED &&
+        (*stored)->replica_id() != self) {
+      metrics_->SetConnectedAgents(connected);
+      spdlog::info("agent node={} moved to replica {}", node, (*stored)->replica_id());
+      return;
+    }
+  }
   Persist(record, connected);
   spdlog::info("agent disconnected node={}", node);
 }
@@ -190,16 +223,51 @@ std::vector<v1::AgentInfo> AgentRegistry::List() {
 }
 
 v1::ListAgentsResponse AgentRegistry::ListAgents() {
+  // Cluster mode: every replica's agents, from the catalog; this replica's own from memory.
+  std::map<std::string, v1::AgentInfo> listed;
+  if (!ReplicaId().empty()) {
+    auto stored = store_->List();
+    if (stored.ok()) {
+      const int64_t now = clock_->Now();
+      for (auto& agent : *stored) {
+        if (agent.state() == v1::AgentInfo::CONNECTED && now - agent.last_seen_ns() > kClusterStaleNs) {
+          agent.set_state(v1::AgentInfo::DISCONNECTED);
+        }
+        std::string node = agent.node();
+        listed[node] = std::move(agent);
+      }
+    }
+  }
   absl::MutexLock lock(&mu_);
-  v1::ListAgentsResponse response;
   for (const auto& [node, info] : agents_) {
+    const bool local = sessions_.contains(node);
+    if (!local && listed.contains(node)) continue;  // another replica's record is the truth
+    listed[node] = info;
+  }
+  v1::ListAgentsResponse response;
+  for (auto& [node, info] : listed) {
     v1::AgentInfo* agent = response.add_agents();
-    *agent = info;
+    *agent = std::move(info);
     auto session = sessions_.find(node);
     if (session == sessions_.end()) continue;
     for (const auto& sample : session->second.devices) *agent->add_devices() = sample;
   }
   return response;
+}
+
+void AgentRegistry::StoredAgentChanged(const std::string& node) {
+  const std::string self = ReplicaId();
+  if (self.empty()) return;
+  auto stored = store_->Find(node);
+  if (!stored.ok() || !stored->has_value()) return;
+  const v1::AgentInfo& record = **stored;
+  if (record.state() != v1::AgentInfo::CONNECTED || record.replica_id() == self) return;
+  // The node connected through another replica: one stream per node across the cluster.
+  absl::MutexLock lock(&mu_);
+  auto session = sessions_.find(node);
+  if (session == sessions_.end()) return;
+  spdlog::info("agent node={} connected through replica {}: closing its stream here", node, record.replica_id());
+  session->second.close();
 }
 
 int AgentRegistry::ForgetDeparted(int64_t before_ns) {

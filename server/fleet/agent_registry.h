@@ -60,6 +60,20 @@ class AgentRegistry {
   absl::Status Heartbeat(const std::string& node, const v1::AgentHeartbeat& heartbeat);
   // The stream of `session` ended (a newer session of the same node stays connected).
   void Disconnected(const std::string& node, int64_t session);
+  // Cluster mode: this replica's id. Agents are then listed from the catalog (every replica's),
+  // a connected agent's record is refreshed every kClusterRefreshNs, and a node's stream on
+  // another replica ends this one's (StoredAgentChanged). Called once, as the replica joins.
+  void ShareThroughCatalog(std::string replica_id) {
+    absl::MutexLock lock(&mu_);
+    replica_id_ = std::move(replica_id);
+  }
+  // The catalog's record of `node` changed (another replica's write, seen through the watch).
+  void StoredAgentChanged(const std::string& node);
+  static constexpr int64_t kClusterRefreshNs = int64_t{15} * 1'000'000'000;
+  // A record another replica has not refreshed for this long is shown DISCONNECTED (that
+  // replica died without saying so).
+  static constexpr int64_t kClusterStaleNs = 4 * kClusterRefreshNs;
+
   // Agent streams connected to this server now.
   int64_t ConnectedCount() {
     absl::MutexLock lock(&mu_);
@@ -105,6 +119,12 @@ class AgentRegistry {
     int64_t bytes = 0;  // their ByteSizeLong, against limits_.max_history_bytes
   };
   std::map<std::string, History> history_ ABSL_GUARDED_BY(mu_);  // node -> recent samples
+  std::map<std::string, int64_t> refreshed_at_ ABSL_GUARDED_BY(mu_);  // cluster: node -> last record write
+  std::string replica_id_ ABSL_GUARDED_BY(mu_);  // cluster mode when set
+  std::string ReplicaId() {
+    absl::MutexLock lock(&mu_);
+    return replica_id_;
+  }
   int64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
 };
 

@@ -127,6 +127,34 @@ TEST_F(ReplicaTest, EveryReplicaListsTheReplicasAndOneLeadsUntilItStops) {
   })) << after;
 }
 
+// Every replica lists every agent, with the replica its stream is on; a node that connects
+// through another replica ends its stream on the first (one stream per node in the cluster).
+TEST_F(ReplicaTest, EveryReplicaListsEveryAgentAndANodeHasOneStreamInTheCluster) {
+  TestCluster a, b;
+  std::vector<std::string> flags_a = ReplicaFlags(), flags_b = ReplicaFlags();
+  flags_a.push_back("--replica_id=replica-a");
+  flags_b.push_back("--replica_id=replica-b");
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", flags_a)) << a.ServerLog();
+  ASSERT_TRUE(b.StartServer("127.0.0.1:0", flags_b)) << b.ServerLog();
+  ASSERT_GE(a.StartAgent({"--node=shared-node"}), 0);
+  std::string on_b;
+  EXPECT_TRUE(Eventually(20, [&] {
+    on_b = b.Cli({"agents", "--json"}).out;
+    return on_b.find("\"node\":\"shared-node\",\"state\":\"CONNECTED\"") != std::string::npos &&
+           on_b.find("\"replica_id\":\"replica-a\"") != std::string::npos;
+  })) << on_b;
+  // The same node through replica B: A's stream for it ends, B holds it.
+  ASSERT_GE(b.StartAgent({"--node=shared-node"}), 0);
+  std::string on_a;
+  EXPECT_TRUE(Eventually(20, [&] {
+    on_a = a.Cli({"agents", "--json"}).out;
+    return on_a.find("\"replica_id\":\"replica-b\"") != std::string::npos &&
+           HttpGet(a.http_addr(), "/api/v1/cluster").find("\"replica_id\":\"replica-a\",\"grpc_addr\":\"" +
+                                                           a.grpc_addr() + "\",\"http_addr\":\"" + a.http_addr() +
+                                                           "\",\"agents\":0") != std::string::npos;
+  })) << on_a << HttpGet(a.http_addr(), "/api/v1/cluster") << a.ServerLog();
+}
+
 // --server takes the replicas: reads move to another when one dies, and so does the agent.
 TEST_F(ReplicaTest, TheCliAndTheAgentFailOverToAnotherReplica) {
   TestCluster a, b;
