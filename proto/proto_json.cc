@@ -1,247 +1,203 @@
 #include "proto/proto_json.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/utf8.h"
-#include "fleetprof/v1/json_options.pb.h"
-#include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
+#include "proto/json_buffer.h"
+#include "proto/json_plan.h"
 
 namespace fleetprof {
 namespace {
 
-using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
+using json_plan::FieldPlan;
+using json_plan::MessagePlan;
+using json_plan::Shape;
+using json_plan::ValueKind;
 
-void AppendDouble(std::string* out, double value) {
-  char buf[32];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
-  out->append(buf, end);
-}
+void WriteMessage(JsonBuffer& out, const MessagePlan& plan, const Message& message);
 
-// A double member is left out entirely when not finite; everything else always prints.
-bool Printable(const Message& message, const FieldDescriptor* field, int index) {
-  const Reflection* r = message.GetReflection();
-  if (field->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE) {
-    double v = index < 0 ? r->GetDouble(message, field) : r->GetRepeatedDouble(message, field, index);
-    return std::isfinite(v);
+// Doubles and floats that are not finite are left out (JSON has no NaN); the rest always print.
+// `index` < 0 reads the singular value, otherwise element `index` of the list.
+bool Printable(const FieldPlan& f, const Reflection* r, const Message& m, int index) {
+  if (f.kind == ValueKind::kDouble) {
+    return std::isfinite(index < 0 ? r->GetDouble(m, f.field) : r->GetRepeatedDouble(m, f.field, index));
   }
-  if (field->cpp_type() == FieldDescriptor::CPPTYPE_FLOAT) {
-    float v = index < 0 ? r->GetFloat(message, field) : r->GetRepeatedFloat(message, field, index);
-    return std::isfinite(v);
+  if (f.kind == ValueKind::kFloat) {
+    return std::isfinite(index < 0 ? r->GetFloat(m, f.field) : r->GetRepeatedFloat(m, f.field, index));
   }
   return true;
 }
 
-// Writes one value of `field`: the singular value (index < 0) or element `index`.
-void AppendValue(std::string* out, const Message& message, const FieldDescriptor* field, int index) {
-  const Reflection* r = message.GetReflection();
+// Writes `prefix` (a key, a comma or nothing) and one value of `f`: the singular value
+// (index < 0) or element `index`. Numbers are written with the prefix in one reservation,
+// since they are most of a trace window.
+void WriteValue(JsonBuffer& out, std::string_view prefix, const FieldPlan& f, const Reflection* r, const Message& m,
+                int index) {
   const bool rep = index >= 0;
-  switch (field->cpp_type()) {
-    case FieldDescriptor::CPPTYPE_INT32:
-      absl::StrAppend(out, rep ? r->GetRepeatedInt32(message, field, index) : r->GetInt32(message, field));
-      break;
-    case FieldDescriptor::CPPTYPE_INT64:
-      absl::StrAppend(out, rep ? r->GetRepeatedInt64(message, field, index) : r->GetInt64(message, field));
-      break;
-    case FieldDescriptor::CPPTYPE_UINT32:
-      absl::StrAppend(out, rep ? r->GetRepeatedUInt32(message, field, index) : r->GetUInt32(message, field));
-      break;
-    case FieldDescriptor::CPPTYPE_UINT64:
-      absl::StrAppend(out, rep ? r->GetRepeatedUInt64(message, field, index) : r->GetUInt64(message, field));
-      break;
-    case FieldDescriptor::CPPTYPE_DOUBLE:
-      AppendDouble(out, rep ? r->GetRepeatedDouble(message, field, index) : r->GetDouble(message, field));
-      break;
-    case FieldDescriptor::CPPTYPE_FLOAT:
-      AppendDouble(out, rep ? r->GetRepeatedFloat(message, field, index) : r->GetFloat(message, field));
-      break;
-    case FieldDescriptor::CPPTYPE_BOOL:
-      out->append((rep ? r->GetRepeatedBool(message, field, index) : r->GetBool(message, field)) ? "true"
-                                                                                                  : "false");
-      break;
-    case FieldDescriptor::CPPTYPE_ENUM: {
-      int number = rep ? r->GetRepeatedEnumValue(message, field, index) : r->GetEnumValue(message, field);
-      const auto* value = field->enum_type()->FindValueByNumber(number);
-      if (value != nullptr) {
-        AppendJsonString(out, value->name());
-      } else {
-        absl::StrAppend(out, number);  // a value newer than this binary
-      }
-      break;
+  const auto number = [&](auto value) {
+    char* p = JsonBuffer::Copy(out.Reserve(prefix.size() + JsonBuffer::kMaxNumber), prefix);
+    out.Commit(JsonBuffer::Integer(p, value));
+  };
+  switch (f.kind) {
+    case ValueKind::kInt32:
+      return number(rep ? r->GetRepeatedInt32(m, f.field, index) : r->GetInt32(m, f.field));
+    case ValueKind::kInt64:
+      return number(rep ? r->GetRepeatedInt64(m, f.field, index) : r->GetInt64(m, f.field));
+    case ValueKind::kUInt32:
+      return number(rep ? r->GetRepeatedUInt32(m, f.field, index) : r->GetUInt32(m, f.field));
+    case ValueKind::kUInt64:
+      return number(rep ? r->GetRepeatedUInt64(m, f.field, index) : r->GetUInt64(m, f.field));
+    case ValueKind::kDouble:
+    case ValueKind::kFloat: {
+      const double v = f.kind == ValueKind::kDouble
+                           ? (rep ? r->GetRepeatedDouble(m, f.field, index) : r->GetDouble(m, f.field))
+                           : (rep ? r->GetRepeatedFloat(m, f.field, index) : r->GetFloat(m, f.field));
+      char* p = JsonBuffer::Copy(out.Reserve(prefix.size() + JsonBuffer::kMaxNumber), prefix);
+      return out.Commit(JsonBuffer::Double(p, v));
     }
-    case FieldDescriptor::CPPTYPE_STRING: {
+    case ValueKind::kBool: {
+      const bool v = rep ? r->GetRepeatedBool(m, f.field, index) : r->GetBool(m, f.field);
+      char* p = JsonBuffer::Copy(out.Reserve(prefix.size() + 5), prefix);
+      return out.Commit(JsonBuffer::Copy(p, v ? "true" : "false"));
+    }
+    case ValueKind::kEnum: {
+      const int v = rep ? r->GetRepeatedEnumValue(m, f.field, index) : r->GetEnumValue(m, f.field);
+      auto name = f.enum_names.find(v);
+      if (name == f.enum_names.end()) return number(v);  // a value newer than this binary
+      out.Append(prefix);
+      return out.Append(name->second);
+    }
+    case ValueKind::kString: {
       std::string scratch;
-      const std::string& s = rep ? r->GetRepeatedStringReference(message, field, index, &scratch)
-                                 : r->GetStringReference(message, field, &scratch);
-      AppendJsonString(out, s);
-      break;
+      out.Append(prefix);
+      return out.AppendString(rep ? r->GetRepeatedStringReference(m, f.field, index, &scratch)
+                                  : r->GetStringReference(m, f.field, &scratch));
     }
-    case FieldDescriptor::CPPTYPE_MESSAGE:
-      AppendProtoJson(out, rep ? r->GetRepeatedMessage(message, field, index) : r->GetMessage(message, field));
-      break;
+    case ValueKind::kMessage:
+      out.Append(prefix);
+      return WriteMessage(out, *f.message,
+                          rep ? r->GetRepeatedMessage(m, f.field, index) : r->GetMessage(m, f.field));
   }
 }
 
-// A map field is a repeated entry message {key=1, value=2}; printed as an object by key.
-void AppendMap(std::string* out, const Message& message, const FieldDescriptor* field) {
-  const Reflection* r = message.GetReflection();
-  const int n = r->FieldSize(message, field);
-  const FieldDescriptor* key_field = field->message_type()->map_key();
-  const FieldDescriptor* value_field = field->message_type()->map_value();
+void WriteList(JsonBuffer& out, const FieldPlan& f, const Reflection* r, const Message& m) {
+  out.Put('[');
+  std::string_view comma;  // empty before the first element
+  const int n = r->FieldSize(m, f.field);
+  for (int i = 0; i < n; ++i) {
+    if (!Printable(f, r, m, i)) continue;
+    WriteValue(out, comma, f, r, m, i);
+    comma = ",";
+  }
+  out.Put(']');
+}
+
+// A map field is a list of entry messages {key=1, value=2}: printed as an object, keys sorted
+// as text.
+void WriteMap(JsonBuffer& out, const FieldPlan& f, const Reflection* r, const Message& m) {
+  const FieldPlan& key_field = f.message->fields[0];
+  const FieldPlan& value_field = f.message->fields[1];
+  const int n = r->FieldSize(m, f.field);
   std::vector<std::pair<std::string, const Message*>> entries;
   entries.reserve(n);
   for (int i = 0; i < n; ++i) {
-    const Message& entry = r->GetRepeatedMessage(message, field, i);
-    const Reflection* er = entry.GetReflection();
+    const Message& entry = r->GetRepeatedMessage(m, f.field, i);
+    const Reflection* er = f.message->ReflectionOf(entry);
     std::string key;
-    switch (key_field->cpp_type()) {
-      case FieldDescriptor::CPPTYPE_STRING:
-        key = er->GetString(entry, key_field);
+    switch (key_field.kind) {
+      case ValueKind::kString:
+        key = er->GetString(entry, key_field.field);
         break;
-      case FieldDescriptor::CPPTYPE_BOOL:
-        key = er->GetBool(entry, key_field) ? "true" : "false";
+      case ValueKind::kBool:
+        key = er->GetBool(entry, key_field.field) ? "true" : "false";
         break;
-      case FieldDescriptor::CPPTYPE_INT32:
-        key = absl::StrCat(er->GetInt32(entry, key_field));
+      case ValueKind::kInt32:
+        key = absl::StrCat(er->GetInt32(entry, key_field.field));
         break;
-      case FieldDescriptor::CPPTYPE_INT64:
-        key = absl::StrCat(er->GetInt64(entry, key_field));
+      case ValueKind::kInt64:
+        key = absl::StrCat(er->GetInt64(entry, key_field.field));
         break;
-      case FieldDescriptor::CPPTYPE_UINT32:
-        key = absl::StrCat(er->GetUInt32(entry, key_field));
+      case ValueKind::kUInt32:
+        key = absl::StrCat(er->GetUInt32(entry, key_field.field));
         break;
       default:
-        key = absl::StrCat(er->GetUInt64(entry, key_field));
+        key = absl::StrCat(er->GetUInt64(entry, key_field.field));
     }
     entries.emplace_back(std::move(key), &entry);
   }
-  std::sort(entries.begin(), entries.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  out->push_back('{');
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  out.Put('{');
   bool first = true;
   for (const auto& [key, entry] : entries) {
-    if (!Printable(*entry, value_field, -1)) continue;
-    if (!first) out->push_back(',');
+    const Reflection* er = f.message->ReflectionOf(*entry);
+    if (!Printable(value_field, er, *entry, -1)) continue;
+    if (!first) out.Put(',');
     first = false;
-    AppendJsonString(out, key);
-    out->push_back(':');
-    AppendValue(out, *entry, value_field, -1);
+    out.AppendString(key);
+    WriteValue(out, ":", value_field, er, *entry, -1);
   }
-  out->push_back('}');
+  out.Put('}');
+}
+
+// A json_unwrap message: the value of its one set singular field, or null.
+void WriteUnwrapped(JsonBuffer& out, const MessagePlan& plan, const Reflection* r, const Message& m) {
+  for (const FieldPlan& f : plan.fields) {
+    if (f.shape == Shape::kList || f.shape == Shape::kMap || !r->HasField(m, f.field) || !Printable(f, r, m, -1)) {
+      continue;
+    }
+    return WriteValue(out, {}, f, r, m, -1);
+  }
+  out.Append("null");
+}
+
+void WriteMessage(JsonBuffer& out, const MessagePlan& plan, const Message& m) {
+  const Reflection* r = plan.ReflectionOf(m);
+  if (plan.unwrap) return WriteUnwrapped(out, plan, r, m);
+  out.Put('{');
+  size_t skip_comma = 1;  // the first member's key is written without its comma
+  for (const FieldPlan& f : plan.fields) {
+    const std::string_view key = std::string_view(f.key).substr(skip_comma);
+    switch (f.shape) {
+      case Shape::kMap:
+        out.Append(key);
+        WriteMap(out, f, r, m);
+        break;
+      case Shape::kList:
+        out.Append(key);
+        WriteList(out, f, r, m);
+        break;
+      case Shape::kWhenSet:
+        if (!r->HasField(m, f.field)) continue;
+        [[fallthrough]];
+      case Shape::kAlways:
+        if (!Printable(f, r, m, -1)) continue;
+        WriteValue(out, key, f, r, m, -1);
+        break;
+    }
+    skip_comma = 0;
+  }
+  out.Put('}');
 }
 
 }  // namespace
 
 void AppendJsonString(std::string* out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  size_t run = 0;  // start of the pending bytes that need no escaping
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      size_t n = Utf8SequenceLength(s, i);
-      if (n > 0) {
-        i += n;
-        continue;
-      }
-      out->append(s.data() + run, i - run);
-      out->append("\xEF\xBF\xBD");  // U+FFFD for the invalid byte
-      run = ++i;
-      continue;
-    }
-    if (c >= 0x20 && c != '"' && c != '\\') {
-      ++i;
-      continue;
-    }
-    out->append(s.data() + run, i - run);
-    run = ++i;
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      default:
-        out->append("\\u00");
-        out->push_back(kHex[c >> 4]);
-        out->push_back(kHex[c & 15]);
-    }
-  }
-  out->append(s.data() + run, s.size() - run);
-  out->push_back('"');
+  JsonBuffer buffer(out);
+  buffer.AppendString(s);
 }
 
 void AppendProtoJson(std::string* out, const Message& message) {
-  const auto* descriptor = message.GetDescriptor();
-  const Reflection* r = message.GetReflection();
-  if (descriptor->options().GetExtension(v1::json_unwrap)) {
-    // The value of the one set (singular) field, or null.
-    for (int f = 0; f < descriptor->field_count(); ++f) {
-      const FieldDescriptor* field = descriptor->field(f);
-      if (field->is_repeated() || !r->HasField(message, field) || !Printable(message, field, -1)) continue;
-      AppendValue(out, message, field, -1);
-      return;
-    }
-    out->append("null");
-    return;
-  }
-  out->push_back('{');
-  bool first = true;
-  for (int f = 0; f < descriptor->field_count(); ++f) {
-    const FieldDescriptor* field = descriptor->field(f);
-    if (field->is_repeated()) {
-      if (field->is_map()) {
-        if (!first) out->push_back(',');
-        first = false;
-        AppendJsonString(out, field->name());
-        out->push_back(':');
-        AppendMap(out, message, field);
-        continue;
-      }
-      if (!first) out->push_back(',');
-      first = false;
-      AppendJsonString(out, field->name());
-      out->append(":[");
-      bool first_item = true;
-      for (int i = 0; i < r->FieldSize(message, field); ++i) {
-        if (!Printable(message, field, i)) continue;
-        if (!first_item) out->push_back(',');
-        first_item = false;
-        AppendValue(out, message, field, i);
-      }
-      out->push_back(']');
-      continue;
-    }
-    if (field->has_presence() && !r->HasField(message, field)) continue;
-    if (!Printable(message, field, -1)) continue;
-    if (!first) out->push_back(',');
-    first = false;
-    AppendJsonString(out, field->name());
-    out->push_back(':');
-    AppendValue(out, message, field, -1);
-  }
-  out->push_back('}');
+  JsonBuffer buffer(out);
+  WriteMessage(buffer, json_plan::PlanFor(message.GetDescriptor()), message);
 }
 
 std::string ProtoToJson(const Message& message) {
   std::string out;
-  out.reserve(1024);
   AppendProtoJson(&out, message);
   return out;
 }

@@ -13,6 +13,9 @@
 // - maps are objects with keys sorted; doubles the shortest text that reads back the same,
 //   left out when not finite (JSON has no NaN);
 // - strings are valid UTF-8 on output: an invalid byte becomes U+FFFD.
+//
+// Each message type is read off its descriptor once, into a plan (json_plan.h) that the writer
+// walks for every message of that type: a trace window prints thousands of events.
 
 #include <string>
 #include <string_view>
