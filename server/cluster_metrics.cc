@@ -31,7 +31,13 @@ ClusterMetrics::ClusterMetrics(prometheus::Registry& registry)
       catalog_seconds_(prometheus::BuildHistogram()
                            .Name("fleetprof_server_catalog_request_seconds")
                            .Help("Catalog (etcd) request latency by operation, retries included")
-                           .Register(registry)) {}
+                           .Register(registry)),
+      leader_(prometheus::BuildGauge()
+                  .Name("fleetprof_server_cluster_leader")
+                  .Help("1 while this replica leads the cluster (runs schedules, retention and collection), "
+                        "read from its lease at scrape time")
+                  .Register(registry)
+                  .Add({})) {}
 
 void ClusterMetrics::RecordObjectStore(std::string_view op, std::string_view result, double seconds) {
   object_requests_.Add({{"op", std::string(op)}, {"result", std::string(result)}}).Increment();

@@ -288,7 +288,11 @@ absl::Status Server::StartHttp() {
     if (!storage_serving_.load()) return "storage: " + storage_->engine().Health().error;
     return "";
   };
-  backends.metrics_text = [this] { return MetricsText(collectables_); };
+  backends.metrics_text = [this] {
+    // Leadership as of this scrape: a gauge set once a second could show a lease already lost.
+    if (cluster_metrics_) cluster_metrics_->SetLeader(membership_->IsLeader());
+    return MetricsText(collectables_);
+  };
   backends.warnings = [this]() -> std::string {
     // /healthz is public: the reason is in the log, not here.
     std::vector<std::string> warnings;

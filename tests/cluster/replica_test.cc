@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <random>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/cluster_engines.h"
+#include "tests/cluster/tcp_proxy.h"
 #include "tests/platform/reference_compare.h"
 #include "tests/platform/test_cluster.h"
 #include "tests/test_support.h"
@@ -153,6 +155,51 @@ TEST_F(ReplicaTest, EveryReplicaListsEveryAgentAndANodeHasOneStreamInTheCluster)
                                                            a.grpc_addr() + "\",\"http_addr\":\"" + a.http_addr() +
                                                            "\",\"agents\":0") != std::string::npos;
   })) << on_a << HttpGet(a.http_addr(), "/api/v1/cluster") << a.ServerLog();
+}
+
+// A leader cut from etcd (a TCP proxy between it and etcd, reset) stops leading on its own
+// lease's clock; the other replica leads only after that, never at the same time.
+TEST_F(ReplicaTest, ALeaderCutFromEtcdStopsLeadingBeforeAnotherStarts) {
+  const std::string endpoint = etcd_.EndpointList()[0];
+  TcpProxy link(std::stoi(endpoint.substr(endpoint.rfind(':') + 1)));
+  std::vector<std::string> flags_a = ReplicaFlags(), flags_b = ReplicaFlags();
+  for (auto& f : flags_a) {
+    if (f.starts_with("--etcd_endpoints=")) f = "--etcd_endpoints=http://" + link.address();
+  }
+  TestCluster a, b;
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", flags_a)) << a.ServerLog();  // first: it leads
+  ASSERT_TRUE(b.StartServer("127.0.0.1:0", flags_b)) << b.ServerLog();
+  auto leads = [](TestCluster& r) {
+    return HttpGet(r.http_addr(), "/metrics").find("\nfleetprof_server_cluster_leader 1") != std::string::npos;
+  };
+  ASSERT_TRUE(Eventually(10, [&] { return leads(a); })) << a.ServerLog();
+  EXPECT_FALSE(leads(b));
+
+  link.Cut();
+  const auto cut_at = std::chrono::steady_clock::now();
+  bool both = false;
+  double a_stopped_s = -1, b_started_s = -1;
+  while (std::chrono::steady_clock::now() - cut_at < std::chrono::seconds(40) && b_started_s < 0) {
+    // B first, then A: if B already leads while A still says so, that is a double leader.
+    const bool b_leads = leads(b), a_leads = leads(a);
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - cut_at).count();
+    if (b_leads && a_leads) both = true;
+    if (!a_leads && a_stopped_s < 0) a_stopped_s = t;
+    if (b_leads) b_started_s = t;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::printf("leader cut from etcd: stopped leading after %.1f s; the other replica led after %.1f s\n", a_stopped_s,
+              b_started_s);
+  EXPECT_FALSE(both) << "two leaders at once";
+  EXPECT_GE(a_stopped_s, 0) << "the cut leader went on leading";
+  EXPECT_GE(b_started_s, 0) << "nobody took over";
+  EXPECT_LE(a_stopped_s, b_started_s);
+
+  link.Restore();  // A comes back as a follower
+  EXPECT_TRUE(Eventually(30, [&] {
+    return HttpGet(b.http_addr(), "/api/v1/cluster").find(a.grpc_addr()) != std::string::npos;
+  })) << "the cut replica registers again";
+  EXPECT_FALSE(leads(a));
 }
 
 // --server takes the replicas: reads move to another when one dies, and so does the agent.
