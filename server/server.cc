@@ -162,16 +162,19 @@ absl::Status Server::BuildLayers() {
   std::function<bool()> leads;
   if (flags_.cluster.replica()) leads = [m = membership_.get()] { return m->IsLeader(); };
   registry_ = std::make_unique<AgentRegistry>(&storage_->agents(), &metrics_, agent_limits);
-  captures_ = std::make_unique<CaptureCoordinator>(storage_.get(), registry_.get(), &metrics_);
+  captures_ = std::make_unique<CaptureCoordinator>(storage_.get(), registry_.get(), &metrics_, RealClock(),
+                                                   flags_.cluster.replica());
   job_metrics_ = std::make_shared<JobMetrics>(std::chrono::minutes(flags_.ingest.job_idle_minutes),
                                               static_cast<size_t>(flags_.ingest.max_job_series));
   query_api_ = std::make_unique<QueryApi>(storage_.get(), &metrics_);
   // Another replica's delete reaches this one's caches through the catalog's watch.
   storage_->engine().catalog().Watch(CatalogWatcher{
       .changed =
-          [q = query_api_.get(), agents = registry_.get()](CatalogTable table, std::string_view key, bool deleted) {
+          [q = query_api_.get(), agents = registry_.get(), captures = captures_.get()](
+              CatalogTable table, std::string_view key, bool deleted) {
             if (table == CatalogTable::kProfiles && deleted) q->Forget(std::string(key));
             if (table == CatalogTable::kAgents && !deleted) agents->StoredAgentChanged(std::string(key));
+            if (table == CatalogTable::kCaptures && !deleted) captures->StoredCaptureChanged(std::string(key));
           },
       .resync = [q = query_api_.get()] { q->ForgetAll(); }});
   // A captured profile keeps its node's device samples from the capture window.

@@ -3,6 +3,8 @@
 // hex, so key order is creation order), periodic schedules by id.
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,11 @@ class CaptureTable {
       : records_(catalog, CatalogTable::kCaptures, "capture", unreadable), catalog_(catalog) {}
   absl::Status Put(const v1::Capture& capture) { return records_.Put(capture.capture_id(), capture); }
   absl::StatusOr<v1::Capture> Get(const std::string& capture_id) { return records_.Get(capture_id); }
+  // The stored capture and its bytes (for PutIfUnchanged); nullopt when there is none.
+  absl::StatusOr<std::optional<std::pair<v1::Capture, std::string>>> FindWithBytes(const std::string& capture_id);
+  // Writes `capture` only while the stored bytes are `expected` (nullopt: no record yet);
+  // ABORTED when another replica wrote it meanwhile.
+  absl::Status PutIfUnchanged(const v1::Capture& capture, const std::optional<std::string>& expected);
   // Newest first, at most `limit`; `job` empty for every job.
   absl::StatusOr<std::vector<v1::Capture>> List(const std::string& job, int limit);
   // Deletes the captures created before `created_before_ns` and those that do not parse

@@ -74,6 +74,11 @@ class AgentRegistry {
   // replica died without saying so).
   static constexpr int64_t kClusterStaleNs = 4 * kClusterRefreshNs;
 
+  // Whether `node`'s stream is connected to this server.
+  bool HoldsStream(const std::string& node) {
+    absl::MutexLock lock(&mu_);
+    return sessions_.contains(node);
+  }
   // Agent streams connected to this server now.
   int64_t ConnectedCount() {
     absl::MutexLock lock(&mu_);

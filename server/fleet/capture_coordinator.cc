@@ -1,6 +1,7 @@
 #include "server/fleet/capture_coordinator.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/runtime.h"
@@ -66,6 +67,23 @@ std::string TargetName(const v1::Target& target) {
   return absl::StrCat(kind, ":pid=", target.pid());
 }
 
+v1::Capture MergeCaptures(const v1::Capture& stored, const v1::Capture& ours) {
+  v1::Capture merged = ours;
+  for (auto& t : *merged.mutable_targets()) {
+    for (const auto& s : stored.targets()) {
+      if (s.node() != t.node() || s.target() != t.target()) continue;
+      const bool stored_final = IsFinal(s.state());
+      if ((stored_final && !IsFinal(t.state())) || (stored_final && IsFinal(t.state()) && s.state() != t.state()) ||
+          (!stored_final && Rank(s.state()) > Rank(t.state()))) {
+        t = s;
+      }
+      break;
+    }
+  }
+  merged.set_state(CaptureStateOf(merged));
+  return merged;
+}
+
 v1::Capture::State CaptureStateOf(const v1::Capture& capture) {
   if (capture.targets().empty()) return v1::Capture::FAILED;
   int indexed = 0, failed = 0;
@@ -79,8 +97,8 @@ v1::Capture::State CaptureStateOf(const v1::Capture& capture) {
 }
 
 CaptureCoordinator::CaptureCoordinator(Storage* store, AgentRegistry* registry, ServerMetrics* metrics,
-                                       Clock* clock)
-    : store_(store), registry_(registry), metrics_(metrics), clock_(clock) {
+                                       Clock* clock, bool shared)
+    : store_(store), registry_(registry), metrics_(metrics), clock_(clock), shared_(shared) {
   // Captures that were running when the server stopped go on: agents resend their updates
   // after reconnecting, and the expirer fails whatever is left at the deadline.
   auto stored = store_->captures().List("", 1000);
@@ -164,7 +182,15 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
   capture.set_deadline_unix_ns(capture.start_time_unix_ns() + timeout_ms * kNanosPerMs);
   *capture.mutable_request() = request;
 
-  std::vector<std::pair<std::string, v1::Target>> matched = MatchTargets(registry_->List(), request);
+  // Shared: every replica's connected agents (the catalog's records), not only this one's.
+  std::vector<v1::AgentInfo> agents;
+  if (shared_) {
+    v1::ListAgentsResponse listed = registry_->ListAgents();
+    agents.assign(listed.agents().begin(), listed.agents().end());
+  } else {
+    agents = registry_->List();
+  }
+  std::vector<std::pair<std::string, v1::Target>> matched = MatchTargets(agents, request);
   for (const auto& [node, target] : matched) {
     auto* t = capture.add_targets();
     t->set_node(node);
@@ -195,7 +221,14 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
   // The commands go out with no lock of ours held: a slow agent stream delays only this start.
   std::vector<int> unsent;
   for (int i = 0; i < capture.targets_size(); ++i) {
-    if (!registry_->Send(capture.targets(i).node(), CommandFor(capture, matched[i].second))) unsent.push_back(i);
+    const std::string& node = capture.targets(i).node();
+    // An agent on another replica gets its command from there, once the capture is stored.
+    if (shared_ && !registry_->HoldsStream(node)) continue;
+    if (!registry_->Send(node, CommandFor(capture, matched[i].second))) {
+      unsent.push_back(i);
+    } else if (shared_) {
+      sent_.emplace(capture.capture_id(), node);
+    }
   }
   v1::Capture started;
   {
@@ -228,9 +261,74 @@ v1::Capture CaptureCoordinator::Changed(Active& active) {
 }
 
 void CaptureCoordinator::Store(const v1::Capture& capture) {
+  if (shared_) {
+    (void)StoreMerged(capture);
+    return;
+  }
   if (absl::Status s = store_->captures().Put(capture); !s.ok()) {
     spdlog::warn("could not store capture {}: {}", capture.capture_id(), std::string(s.message()));
   }
+}
+
+v1::Capture CaptureCoordinator::StoreMerged(const v1::Capture& capture) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    auto stored = store_->captures().FindWithBytes(capture.capture_id());
+    if (!stored.ok()) {
+      spdlog::warn("could not read capture {}: {}", capture.capture_id(), std::string(stored.status().message()));
+      return capture;
+    }
+    v1::Capture merged = stored->has_value() ? MergeCaptures((*stored)->first, capture) : capture;
+    std::optional<std::string> expected;
+    if (stored->has_value()) expected = (*stored)->second;
+    absl::Status s = store_->captures().PutIfUnchanged(merged, expected);
+    if (s.ok()) return merged;
+    if (!absl::IsAborted(s)) {
+      spdlog::warn("could not store capture {}: {}", capture.capture_id(), std::string(s.message()));
+      return capture;
+    }
+  }
+  spdlog::warn("capture {}: gave up storing after 20 concurrent writes", capture.capture_id());
+  return capture;
+}
+
+void CaptureCoordinator::SendLocalCommands(const v1::Capture& capture) {
+  for (const auto& t : capture.targets()) {
+    if (t.state() != v1::CaptureTarget::PENDING || sent_.contains({capture.capture_id(), t.node()})) continue;
+    if (!registry_->HoldsStream(t.node())) continue;
+    // The agent's own target, from its record (the command carries the whole target).
+    for (const auto& agent : registry_->List()) {
+      if (agent.node() != t.node()) continue;
+      for (const auto& target : agent.targets()) {
+        if (TargetName(target) != t.target()) continue;
+        if (registry_->Send(t.node(), CommandFor(capture, target))) {
+          sent_.emplace(capture.capture_id(), t.node());
+          spdlog::info("capture {}: command sent to node {} on this replica", capture.capture_id(), t.node());
+        }
+      }
+    }
+  }
+}
+
+void CaptureCoordinator::StoredCaptureChanged(const std::string& capture_id) {
+  if (!shared_) return;
+  auto stored = store_->captures().Get(capture_id);
+  if (!stored.ok()) return;
+  absl::MutexLock writing(&write_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = active_.find(capture_id);
+    if (it == active_.end()) {
+      if (stored->state() != v1::Capture::RUNNING) return;
+      active_[capture_id].capture = *stored;
+      ++active_[capture_id].version;
+    } else {
+      const std::string before = it->second.capture.SerializeAsString();
+      it->second.capture = MergeCaptures(*stored, it->second.capture);
+      // Watchers wake; the finished-capture metric stays with the replica whose write ended it.
+      if (it->second.capture.SerializeAsString() != before) ++it->second.version;
+    }
+  }
+  if (stored->state() == v1::Capture::RUNNING) SendLocalCommands(*stored);
 }
 
 bool CaptureCoordinator::HasTarget(const std::string& capture_id, const std::string& node) {
@@ -258,11 +356,19 @@ void CaptureCoordinator::OnUpdate(const std::string& node, const v1::CaptureUpda
       return;
     }
   }
+  // Shared: a capture started through another replica is known here from the catalog.
+  std::optional<v1::Capture> from_catalog;
+  if (shared_) {
+    if (auto stored = store_->captures().Get(update.capture_id()); stored.ok()) from_catalog = *std::move(stored);
+  }
   absl::MutexLock writing(&write_mu_);
   v1::Capture changed;
   {
     absl::MutexLock lock(&mu_);
     auto it = active_.find(update.capture_id());
+    if (it == active_.end() && from_catalog && from_catalog->state() == v1::Capture::RUNNING) {
+      it = active_.emplace(update.capture_id(), Active{*from_catalog, 0}).first;
+    }
     if (it == active_.end()) return;
     bool found = false;
     for (auto& t : *it->second.capture.mutable_targets()) {

@@ -12,6 +12,8 @@
 
 #include <chrono>
 #include <map>
+#include <set>
+#include <utility>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,8 +32,12 @@ namespace fleetprof {
 
 class CaptureCoordinator {
  public:
+  // `shared`: a cluster replica. Targets then come from every replica's agents; a command for
+  // an agent on another replica goes out from there (it sees the capture through the catalog's
+  // watch: StoredCaptureChanged); every write merges with the stored capture (compare-and-set),
+  // so replicas that update the same capture never undo each other's progress.
   CaptureCoordinator(Storage* store, AgentRegistry* registry, ServerMetrics* metrics,
-                     Clock* clock = RealClock());
+                     Clock* clock = RealClock(), bool shared = false);
   ~CaptureCoordinator();
 
   // Picks the targets, sends the commands and returns the capture as it starts.
@@ -51,6 +57,9 @@ class CaptureCoordinator {
   // `*out` and `*version`. False if the capture is unknown.
   bool WaitForChange(const std::string& capture_id, int64_t* version, std::chrono::milliseconds timeout,
                      v1::Capture* out);
+  // The catalog's record of the capture changed (another replica's write): its progress joins
+  // this replica's copy (watchers wake), and agents on this replica get their commands.
+  void StoredCaptureChanged(const std::string& capture_id) ABSL_LOCKS_EXCLUDED(write_mu_, mu_);
   // An agent reported progress on one of its targets.
   void OnUpdate(const std::string& node, const v1::CaptureUpdate& update) ABSL_LOCKS_EXCLUDED(write_mu_, mu_);
 
@@ -67,20 +76,32 @@ class CaptureCoordinator {
   // Recomputes the capture's state and version and wakes its watchers; returns the copy to store.
   v1::Capture Changed(Active& active) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Store(const v1::Capture& capture) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Shared: `capture` merged with the stored version, written by compare-and-set (retried when
+  // another replica wrote first); returns what was stored.
+  v1::Capture StoreMerged(const v1::Capture& capture) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Sends the commands of `capture`'s targets whose agents are on this replica and have not
+  // had theirs from here.
+  void SendLocalCommands(const v1::Capture& capture) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
   Storage* store_;
   AgentRegistry* registry_;
   ServerMetrics* metrics_;
   Clock* clock_;
+  const bool shared_;
   absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::Mutex mu_;
   std::map<std::string, Active> active_ ABSL_GUARDED_BY(mu_);  // captures still RUNNING, and recent ones
+  // Shared: (capture, node) pairs whose commands went out from this replica.
+  std::set<std::pair<std::string, std::string>> sent_ ABSL_GUARDED_BY(write_mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::unique_ptr<PeriodicLoop> expirer_;  // last: stops before the members it uses go
 };
 
 // "xprof:HOST:PORT" or "kineto:pid=N": how users and updates name a target.
 std::string TargetName(const v1::Target& target);
+// `ours` with every target that `stored` has further along (a final state is kept as first
+// stored), and the capture state recomputed: two replicas' progress on one capture combined.
+v1::Capture MergeCaptures(const v1::Capture& stored, const v1::Capture& ours);
 // RUNNING while a target is unfinished; else DONE (all INDEXED), PARTIAL or FAILED.
 v1::Capture::State CaptureStateOf(const v1::Capture& capture);
 

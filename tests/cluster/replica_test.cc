@@ -12,6 +12,7 @@
 #include <thread>
 #include <fstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
@@ -200,6 +201,40 @@ TEST_F(ReplicaTest, ALeaderCutFromEtcdStopsLeadingBeforeAnotherStarts) {
     return HttpGet(b.http_addr(), "/api/v1/cluster").find(a.grpc_addr()) != std::string::npos;
   })) << "the cut replica registers again";
   EXPECT_FALSE(leads(a));
+}
+
+// A capture started through replica B reaches the agent connected to replica A (the capture
+// record and etcd's watch), and B's `capture --wait` follows it to DONE with A's progress.
+TEST_F(ReplicaTest, ACaptureStartedOnOneReplicaReachesAnAgentOnAnother) {
+  const std::string python = "/usr/bin/python3";
+  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py";
+  FLEETPROF_REQUIRE_PATH(python);
+  FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
+  TestCluster a, b;
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", ReplicaFlags())) << a.ServerLog();
+  ASSERT_TRUE(b.StartServer("127.0.0.1:0", ReplicaFlags())) << b.ServerLog();
+  ChildProcess job;
+  const std::string ready = a.root() + "/standin.ready";
+  job.Start({python, standin, "--mode", "emit", "--record", a.root() + "/requests.json", "--ready", ready, "--xspace",
+             CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")},
+            a.root() + "/standin.log");
+  const std::string port_json = WaitForFile(ready, 30);
+  ASSERT_FALSE(port_json.empty()) << "profiler stand-in did not start";
+  const std::string port = port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1);
+  const std::string address = "127.0.0.1:" + std::string(absl::StripAsciiWhitespace(port));
+  ASSERT_GE(a.StartAgent({"--node=gpu-a", "--target=job=jax-train,xprof=" + address}), 0);
+  ASSERT_TRUE(Eventually(20, [&] {
+    return b.Cli({"agents", "--json"}).out.find("\"address\":\"" + address) != std::string::npos;
+  })) << "replica B lists the target of the agent on A";
+
+  CommandResult capture = b.Cli({"capture", "--job", "jax-train", "--duration_ms", "300", "--wait", "--json"}, 120);
+  EXPECT_EQ(capture.exit_code, 0) << capture.out << capture.err << a.ServerLog() << b.ServerLog();
+  EXPECT_NE(capture.out.find("\"state\":\"DONE\""), std::string::npos) << capture.out;
+  EXPECT_NE(capture.out.find("\"state\":\"INDEXED\""), std::string::npos) << capture.out;
+  const std::string id = JsonStringField(capture.out, "capture_id");
+  CommandResult on_a = a.Cli({"captures", "--json"});
+  EXPECT_NE(on_a.out.find(id), std::string::npos) << on_a.out;
+  EXPECT_NE(b.Cli({"profiles", "--job", "jax-train", "--json"}).out.find("\"node\":\"gpu-a\""), std::string::npos);
 }
 
 // --server takes the replicas: reads move to another when one dies, and so does the agent.
