@@ -14,7 +14,7 @@ BUILD_PKGS=(
 # the libFuzzer targets (scripts/fuzz.sh), etcd for the cluster's catalog (tests and
 # scripts/run.sh --cluster; its S3 server, s3rver, comes from npm below).
 TEST_PKGS=(python3 python3-torch python3-grpcio python3-protobuf prometheus time procps chromium openssl clang
-           etcd-server etcd-client)
+           etcd-server etcd-client curl)
 
 want=("${BUILD_PKGS[@]}")
 if [[ "${1:-}" != "--build-only" ]]; then want+=("${TEST_PKGS[@]}"); fi

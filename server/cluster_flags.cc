@@ -20,6 +20,9 @@ void ClusterFlags::AddFlags(FlagSet* flags) {
   flags->AddString("etcd_prefix", &etcd_prefix, "key prefix of this cluster's records in etcd");
   flags->AddInt("cache_mb", &cache_mb, "a replica's local cache under --data_dir, in MiB");
   flags->AddString("replica_id", &replica_id, "this replica's name in the cluster (default <hostname>:<grpc port>)");
+  flags->AddInt("orphan_pass_s", &orphan_pass_s,
+                "the leader looks for objects no catalog record owns this often, and deletes those it found in "
+                "the previous pass too (an ingest in flight is younger than this)");
 }
 
 absl::Status ClusterFlags::Validate() const {
@@ -33,6 +36,7 @@ absl::Status ClusterFlags::Validate() const {
   }
   if (!replica()) return absl::OkStatus();
   if (absl::Status s = CheckFlagRange("cache_mb", cache_mb, 16, 1 << 24); !s.ok()) return s;
+  if (absl::Status s = CheckFlagRange("orphan_pass_s", orphan_pass_s, 1, 7 * 24 * 3600); !s.ok()) return s;
   if (auto endpoints = cluster::ParseEtcdEndpoints(etcd_endpoints); !endpoints.ok()) return endpoints.status();
   if (etcd_prefix.empty() || etcd_prefix.front() != '/' || etcd_prefix.back() != '/') {
     return absl::InvalidArgumentError(absl::StrCat("--etcd_prefix=", etcd_prefix, " must start and end with '/'"));

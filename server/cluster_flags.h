@@ -22,6 +22,7 @@ struct ClusterFlags {
   std::string etcd_prefix = "/fleetprof/";
   int64_t cache_mb = 1024;
   std::string replica_id;
+  int64_t orphan_pass_s = 900;
 
   void AddFlags(FlagSet* flags);
   bool replica() const { return !object_store.empty() || !etcd_endpoints.empty(); }

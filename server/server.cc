@@ -71,6 +71,25 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerFlags& flags, 
                                   [raw = server.get()](int64_t now) { return raw->HealthTick(now); });
   if (!loop.ok()) return loop.status();  // ~Server drains what started
   server->health_loop_ = *std::move(loop);
+  if (flags.cluster.replica()) {
+    const int64_t period_ns = flags.cluster.orphan_pass_s * 1'000'000'000;
+    server->orphan_loop_ = PeriodicLoop::StartOrLog(
+        "the orphan collector", RealClock(),
+        [raw = server.get(), period_ns](int64_t now) {
+          if (!raw->membership_->IsLeader()) {
+            raw->orphans_seen_ = Storage::Orphans();  // a new leader starts its passes afresh
+            return now + period_ns;
+          }
+          auto collected = raw->storage_->CollectOrphansSeenTwice(&raw->orphans_seen_);
+          if (!collected.ok()) {
+            spdlog::warn("collecting orphaned objects: {}", std::string(collected.status().message()));
+          } else if (*collected > 0) {
+            spdlog::info("removed the objects of {} profiles or uploads that were never committed", *collected);
+          }
+          return now + period_ns;
+        },
+        "orphaned objects will not be collected");
+  }
   return server;
 }
 
@@ -374,6 +393,7 @@ void Server::Drain() {
     grpc_server_->Wait();
   }
   health_loop_.reset();
+  orphan_loop_.reset();
   if (http_) http_->Stop();
   if (storage_) {
     storage_->engine().catalog().StopWatching();  // its callbacks reach the query layer

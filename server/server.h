@@ -109,6 +109,9 @@ class Server {
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpBinder> api_binder_;
   std::unique_ptr<PeriodicLoop> health_loop_;
+  // A replica: the leader collects blobs orphaned in two passes in a row (--orphan_pass_s apart).
+  Storage::Orphans orphans_seen_;  // the loop's thread only
+  std::unique_ptr<PeriodicLoop> orphan_loop_;
   int64_t health_ticks_ = 0;  // the health loop's thread only
   std::string grpc_addr_;
   std::string http_addr_;

@@ -1,5 +1,8 @@
 #include "storage/storage.h"
 
+#include <algorithm>
+#include <iterator>
+#include <set>
 #include <vector>
 
 #include "storage/memory_engine.h"
@@ -48,9 +51,10 @@ absl::StatusOr<std::vector<std::string>> Unowned(
 
 }  // namespace
 
-absl::StatusOr<int> Storage::CollectOrphans() {
-  Catalog& catalog = engine_->catalog();
-  BlobStore& blobs = engine_->blobs();
+namespace {
+
+// Every blob no catalog record owns, by kind.
+absl::StatusOr<Storage::Orphans> FindOrphans(Catalog& catalog, BlobStore& blobs) {
   // Whether `table` holds a record named `id`: the owner a blob needs.
   auto has_record = [&](CatalogTable table) {
     return [&catalog, table](const std::string& id) -> absl::StatusOr<bool> {
@@ -61,26 +65,58 @@ absl::StatusOr<int> Storage::CollectOrphans() {
   };
   const auto is_profile = has_record(CatalogTable::kProfiles);
   const auto is_upload = has_record(CatalogTable::kUploads);
-  int n = 0;
+  Storage::Orphans orphans;
   auto segments = Unowned([&](const BlobVisitor& v) { return blobs.ListSegments(v); }, is_profile);
   if (!segments.ok()) return segments.status();
-  for (const auto& id : *segments) {
-    if (absl::Status s = blobs.DeleteSegment(id, Reclaim::kLater); !s.ok()) return s;
-  }
-  n += static_cast<int>(segments->size());
+  orphans.segments.insert(segments->begin(), segments->end());
   auto summaries = Unowned([&](const BlobVisitor& v) { return blobs.ListObjects(v); }, is_profile);
   if (!summaries.ok()) return summaries.status();
-  for (const auto& id : *summaries) {
-    if (absl::Status s = blobs.DeleteObject(id); !s.ok()) return s;
-  }
-  n += static_cast<int>(summaries->size());
+  orphans.summaries.insert(summaries->begin(), summaries->end());
   auto parts = Unowned([&](const BlobVisitor& v) { return blobs.ListParts(v); }, is_upload);
   if (!parts.ok()) return parts.status();
-  for (const auto& id : *parts) {
+  orphans.uploads.insert(parts->begin(), parts->end());
+  return orphans;
+}
+
+absl::StatusOr<int> DeleteOrphans(BlobStore& blobs, const Storage::Orphans& orphans) {
+  for (const auto& id : orphans.segments) {
+    if (absl::Status s = blobs.DeleteSegment(id, Reclaim::kLater); !s.ok()) return s;
+  }
+  for (const auto& id : orphans.summaries) {
+    if (absl::Status s = blobs.DeleteObject(id); !s.ok()) return s;
+  }
+  for (const auto& id : orphans.uploads) {
     if (absl::Status s = blobs.DeleteParts(id, Reclaim::kLater); !s.ok()) return s;
   }
-  n += static_cast<int>(parts->size());
-  return n;
+  return static_cast<int>(orphans.segments.size() + orphans.summaries.size() + orphans.uploads.size());
+}
+
+std::set<std::string> Both(const std::set<std::string>& a, const std::set<std::string>& b) {
+  std::set<std::string> out;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::inserter(out, out.end()));
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<int> Storage::CollectOrphans() {
+  auto orphans = FindOrphans(engine_->catalog(), engine_->blobs());
+  if (!orphans.ok()) return orphans.status();
+  return DeleteOrphans(engine_->blobs(), *orphans);
+}
+
+absl::StatusOr<int> Storage::CollectOrphansSeenTwice(Orphans* seen) {
+  auto now = FindOrphans(engine_->catalog(), engine_->blobs());
+  if (!now.ok()) return now.status();
+  Orphans twice{Both(now->segments, seen->segments), Both(now->summaries, seen->summaries),
+                Both(now->uploads, seen->uploads)};
+  *seen = *std::move(now);
+  auto deleted = DeleteOrphans(engine_->blobs(), twice);
+  if (!deleted.ok()) return deleted.status();
+  for (const auto& id : twice.segments) seen->segments.erase(id);
+  for (const auto& id : twice.summaries) seen->summaries.erase(id);
+  for (const auto& id : twice.uploads) seen->uploads.erase(id);
+  return deleted;
 }
 
 }  // namespace fleetprof

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -54,6 +55,14 @@ class Storage {
   // (or deleted by a process that died before their blobs went), bytes of uploads without a record.
   // Only at startup: an ingest in flight writes its blobs before it commits. Returns how many.
   absl::StatusOr<int> CollectOrphans();
+
+  // The same for a cluster, where some replica always has an ingest in flight: only blobs that
+  // were orphans in the previous pass too (`*seen`, replaced by this pass's orphans) go, so a
+  // blob lives at least one period between passes without an owner before it is collected.
+  struct Orphans {
+    std::set<std::string> segments, summaries, uploads;
+  };
+  absl::StatusOr<int> CollectOrphansSeenTwice(Orphans* seen);
 
   // Records of agents, captures, schedules, uploads and profiles (in retention's walk) that did
   // not parse, since the store opened (each is also logged); ListProfiles reports its own.

@@ -94,6 +94,8 @@ absl::Status EtcdClient::Call(const char* op,
   const auto started = Clock::now();
   const auto give_up =
       started + absl::ToChronoNanoseconds(budget == absl::ZeroDuration() ? settings_.retry_budget : budget);
+  // A member that is there but slow gets longer than one that says it has no leader.
+  const auto give_up_slow = started + absl::ToChronoNanoseconds(std::max(settings_.slow_budget, budget));
   thread_local std::mt19937_64 rng{std::random_device{}()};
   grpc::Status last;
   for (int attempt = 0;; ++attempt) {
@@ -117,7 +119,8 @@ absl::Status EtcdClient::Call(const char* op,
     current_.compare_exchange_strong(expected, member + 1);
     const int64_t cap_ms = std::min<int64_t>(1000, int64_t{25} << std::min(attempt, 8));
     const auto pause = std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(cap_ms / 4, cap_ms)(rng));
-    if (Clock::now() + pause >= give_up) break;
+    const bool slow = last.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    if (Clock::now() + pause >= (slow ? give_up_slow : give_up)) break;
     std::this_thread::sleep_for(pause);
   }
   healthy_ = false;

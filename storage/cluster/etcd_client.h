@@ -19,11 +19,14 @@ namespace fleetprof::cluster {
 
 struct EtcdSettings {
   std::vector<std::string> endpoints;  // http://HOST:PORT
-  absl::Duration call_timeout = absl::Seconds(2);  // one try
-  // All tries of one call together. Calls ask for a member with a leader ("hasleader"), so
-  // without quorum each try fails at once and the call gives up after this: fast, but long
-  // enough to ride out an election (--election-timeout, 1 s by default).
+  // One try. A loaded 2-core machine can keep a healthy member from answering for seconds.
+  absl::Duration call_timeout = absl::Seconds(4);
+  // All tries of one call together while members answer "no leader" or cannot be reached (calls
+  // ask for a member with a leader, "hasleader", so without quorum each try fails at once and
+  // the call gives up after this: fast, but long enough to ride out an election).
   absl::Duration retry_budget = absl::Seconds(3);
+  // All tries together while members are reachable but slow (tries that time out).
+  absl::Duration slow_budget = absl::Seconds(12);
   // Hears every call's outcome (metrics): op "range", "txn", …; result "ok", "retried", "error".
   std::function<void(std::string_view op, std::string_view result, double seconds)> on_request;
 };

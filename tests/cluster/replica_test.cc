@@ -131,7 +131,8 @@ TEST_F(ReplicaTest, EveryReplicaListsTheReplicasAndOneLeadsUntilItStops) {
 }
 
 // Every replica lists every agent, with the replica its stream is on; a node that connects
-// through another replica ends its stream on the first (one stream per node in the cluster).
+// through another replica ends its stream on the first (one stream per node in the cluster),
+// even while the first stream itself still looks alive (its agent frozen, its TCP link open).
 TEST_F(ReplicaTest, EveryReplicaListsEveryAgentAndANodeHasOneStreamInTheCluster) {
   TestCluster a, b;
   std::vector<std::string> flags_a = ReplicaFlags(), flags_b = ReplicaFlags();
@@ -139,23 +140,27 @@ TEST_F(ReplicaTest, EveryReplicaListsEveryAgentAndANodeHasOneStreamInTheCluster)
   flags_b.push_back("--replica_id=replica-b");
   ASSERT_TRUE(a.StartServer("127.0.0.1:0", flags_a)) << a.ServerLog();
   ASSERT_TRUE(b.StartServer("127.0.0.1:0", flags_b)) << b.ServerLog();
-  ASSERT_GE(a.StartAgent({"--node=shared-node"}), 0);
+  const int first = a.StartAgent({"--node=shared-node"});
+  ASSERT_GE(first, 0);
   std::string on_b;
   EXPECT_TRUE(Eventually(20, [&] {
     on_b = b.Cli({"agents", "--json"}).out;
     return on_b.find("\"node\":\"shared-node\",\"state\":\"CONNECTED\"") != std::string::npos &&
            on_b.find("\"replica_id\":\"replica-a\"") != std::string::npos;
   })) << on_b;
-  // The same node through replica B: A's stream for it ends, B holds it.
+  // The node's agent freezes on A (its stream stays open) and the node comes back through B.
+  ::kill(a.agent_pid(first), SIGSTOP);
   ASSERT_GE(b.StartAgent({"--node=shared-node"}), 0);
   std::string on_a;
-  EXPECT_TRUE(Eventually(20, [&] {
+  // The count reaches the cluster view with the replica's next lease renewal (every 3.3 s).
+  EXPECT_TRUE(Eventually(40, [&] {
     on_a = a.Cli({"agents", "--json"}).out;
     return on_a.find("\"replica_id\":\"replica-b\"") != std::string::npos &&
            HttpGet(a.http_addr(), "/api/v1/cluster").find("\"replica_id\":\"replica-a\",\"grpc_addr\":\"" +
                                                            a.grpc_addr() + "\",\"http_addr\":\"" + a.http_addr() +
                                                            "\",\"agents\":0") != std::string::npos;
   })) << on_a << HttpGet(a.http_addr(), "/api/v1/cluster") << a.ServerLog();
+  ::kill(a.agent_pid(first), SIGCONT);
 }
 
 // A leader cut from etcd (a TCP proxy between it and etcd, reset) stops leading on its own
@@ -413,6 +418,39 @@ TEST_F(ReplicaTest, PlainJsonIsStoredCompressedAndExportsByteForByte) {
   CommandResult exported = a.Cli({"export", id, "--format", "original", "-o", out});
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
   EXPECT_TRUE(ReadSmallFile(out) == bytes) << "the original comes back byte for byte";
+}
+
+// The leader collects objects no catalog record owns once two of its passes found them so,
+// and leaves every committed profile's objects alone.
+TEST_F(ReplicaTest, TheLeaderCollectsOrphanedObjectsAndNothingElse) {
+  std::vector<std::string> flags = ReplicaFlags();
+  flags.push_back("--orphan_pass_s=1");
+  TestCluster a;
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", flags)) << a.ServerLog();
+  const std::string trace = CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz");
+  FLEETPROF_REQUIRE_PATH(trace);
+  const std::string id = Upload(a, trace);
+  const std::string before = a.Cli({"ops", id, "--json"}).out;
+  // What a replica that died mid-ingest leaves: a summary object with no profile record.
+  const std::string empty_sha = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+  const std::string orphan = s3_.endpoint() + "/" + s3_.bucket() + "/cluster/summaries/lost-profile";
+  CommandResult put = RunCommand({"/usr/bin/curl", "-sf", "-X", "PUT", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user",
+                                  "S3RVER:S3RVER", "-H", "x-amz-content-sha256: " + empty_sha, "--data-binary", "",
+                                  orphan});
+  ASSERT_EQ(put.exit_code, 0) << put.err;
+  auto exists = [&] {
+    return RunCommand({"/usr/bin/curl", "-sf", "-o", "/dev/null", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user",
+                       "S3RVER:S3RVER", "-H", "x-amz-content-sha256: " + empty_sha, orphan})
+               .exit_code == 0;
+  };
+  ASSERT_TRUE(exists());
+  EXPECT_TRUE(Eventually(20, [&] { return !exists(); })) << a.ServerLog();
+  EXPECT_NE(a.ServerLog().find("removed the objects of 1 profiles"), std::string::npos) << a.ServerLog();
+  std::filesystem::remove_all(a.root() + "/server");  // nothing cached: every object is read again
+  ASSERT_EQ(a.StopServer(), 0);
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", flags)) << a.ServerLog();
+  EXPECT_EQ(a.Cli({"ops", id, "--json"}).out, before);
+  EXPECT_EQ(a.Cli({"trace", id, "--json"}).exit_code, 0);
 }
 
 TEST_F(ReplicaTest, ReplicaFlagsComeInPairsAndABadStoreIsAnErrorAtStart) {

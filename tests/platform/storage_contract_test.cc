@@ -311,6 +311,23 @@ TEST_P(StorageContractTest, OrphanBlobsAreCollectedAndOwnedOnesStay) {
   EXPECT_EQ(*storage_->CollectOrphans(), 0);
 }
 
+// A cluster's collector: a blob goes only when it was unowned in the previous pass too, so an
+// ingest in flight (blobs first, catalog record last) is never collected under it.
+TEST_P(StorageContractTest, TheTwoPassCollectorTakesOnlyBlobsOrphanedInBothPasses) {
+  ASSERT_TRUE(blobs().PutObject("early", "summary").ok());
+  Storage::Orphans seen;
+  EXPECT_EQ(*storage_->CollectOrphansSeenTwice(&seen), 0) << "the first pass only notes";
+  EXPECT_TRUE(blobs().GetObject("early").ok());
+  ASSERT_TRUE(blobs().PutObject("late", "summary").ok());
+  auto in_flight = storage_->events().NewWriter("late");  // its profile commits after the pass
+  ASSERT_TRUE(in_flight->PutDirectory("dir").ok());
+  EXPECT_EQ(*storage_->CollectOrphansSeenTwice(&seen), 1) << "'early' was an orphan in both passes";
+  EXPECT_TRUE(absl::IsNotFound(blobs().GetObject("early").status()));
+  ASSERT_TRUE(storage_->profiles().Commit(Profile("late", ""), v1::ProfileSummary()).ok());
+  EXPECT_EQ(*storage_->CollectOrphansSeenTwice(&seen), 0) << "'late' got its owner in between";
+  EXPECT_TRUE(storage_->profiles().GetSummary("late").ok());
+}
+
 TEST_P(StorageContractTest, ARecordThatDoesNotParseIsReportedNotSkippedInSilence) {
   ASSERT_TRUE(storage_->agents().Put([] {
     v1::AgentInfo a;

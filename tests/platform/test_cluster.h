@@ -30,6 +30,7 @@ class TestCluster {
 
   const std::string& root() const { return root_; }
   pid_t server_pid() const { return server_ ? server_->pid() : -1; }
+  pid_t agent_pid(int index) const { return agents_[index] ? agents_[index]->pid() : -1; }
   const std::string& grpc_addr() const { return grpc_addr_; }
   const std::string& http_addr() const { return http_addr_; }
   const std::string& agent_metrics_addr(int index) const { return agent_metrics_[index]; }
