@@ -45,7 +45,8 @@ class JsonBuffer {
   void Finish() { out_->resize(len_); }
 
   static char* Copy(char* p, std::string_view s) {
-    std::memcpy(p, s.data(), s.size());
+    // An empty view may have no data pointer, and memcpy from null is undefined even for 0 bytes.
+    if (!s.empty()) std::memcpy(p, s.data(), s.size());
     return p + s.size();
   }
   template <typename Int>
