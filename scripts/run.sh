@@ -57,7 +57,12 @@ fi
 
 # The cluster: every port on loopback; etcd's members on 2379/12379/22379 (peers one above).
 root=$PWD/var/cluster
+# The state (uploaded traces in s3rver's folder, the S3 credentials file) is this user's alone.
+# etcd and s3rver themselves check no identity (s3rver ignores signatures): this is a demo on a
+# machine of one's own, not a setup for a shared node.
+umask 077
 mkdir -p "$root"/{etcd,s3,traces,agent} && rm -f "$root"/*.ready
+chmod 700 "$root"
 members=() endpoints=()
 for i in 0 1 2; do
   members+=("m$i=http://127.0.0.1:$((2380 + i * 10000))")

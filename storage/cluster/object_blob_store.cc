@@ -31,6 +31,20 @@ bool ParseHexOffset(std::string_view text, uint64_t* offset) {
   return absl::SimpleHexAtoi(absl::string_view(text.data(), text.size()), offset);
 }
 
+// An upload's parts as (offset, key), in offset order (keys sort as their fixed-width offsets).
+absl::StatusOr<std::vector<std::pair<int64_t, std::string>>> ListPartKeys(ObjectClient* objects,
+                                                                         std::string_view name) {
+  const std::string prefix = PartPrefix(name);
+  std::vector<std::pair<int64_t, std::string>> parts;
+  absl::Status s = objects->List(prefix, [&](std::string_view key, int64_t) {
+    uint64_t offset = 0;
+    if (ParseHexOffset(key.substr(prefix.size()), &offset)) parts.emplace_back(static_cast<int64_t>(offset), std::string(key));
+    return true;
+  });
+  if (!s.ok()) return s;
+  return parts;
+}
+
 void PutVarint(std::string* out, uint64_t v) {
   while (v >= 0x80) {
     out->push_back(static_cast<char>(v | 0x80));
@@ -227,12 +241,10 @@ class ObjectPartSource : public analysis::ByteSource {
 
  private:
   absl::Status ListParts() {
-    const std::string prefix = PartPrefix(name_);
-    return objects_->List(prefix, [&](std::string_view key, int64_t) {
-      uint64_t offset = 0;
-      if (ParseHexOffset(key.substr(prefix.size()), &offset)) parts_.emplace_back(static_cast<int64_t>(offset), std::string(key));
-      return true;
-    });
+    auto parts = ListPartKeys(objects_, name_);
+    if (!parts.ok()) return parts.status();
+    parts_ = *std::move(parts);
+    return absl::OkStatus();
   }
 
   ObjectClient* objects_;
@@ -284,14 +296,10 @@ class ObjectBlobStore : public BlobStore {
   // Every part is its own object, durable when PutPart returned.
   absl::Status FinishParts(std::string_view) override { return absl::OkStatus(); }
   absl::StatusOr<int64_t> KeepContiguousParts(std::string_view name) override {
-    const std::string prefix = PartPrefix(name);
-    std::vector<std::pair<int64_t, std::string>> parts;
-    absl::Status s = objects_->List(prefix, [&](std::string_view key, int64_t) {
-      uint64_t offset = 0;
-      if (ParseHexOffset(key.substr(prefix.size()), &offset)) parts.emplace_back(static_cast<int64_t>(offset), std::string(key));
-      return true;
-    });
-    if (!s.ok()) return s;
+    auto listed = ListPartKeys(objects_, name);
+    if (!listed.ok()) return listed.status();
+    const auto& parts = *listed;
+    absl::Status s;
     int64_t length = 0;
     size_t i = 0;
     for (; i < parts.size() && parts[i].first == length; ++i) {
