@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -254,7 +255,12 @@ absl::Status Server::StartGrpc(const TlsPem& pem) {
       v1::ClusterService::service_full_name(), operations_);
   agent_service_ = std::make_unique<AgentServiceImpl>(
       registry_.get(), &grpc_access_, flags_.heartbeat_ms,
-      [this](const std::string& node, const v1::CaptureUpdate& update) { captures_->OnUpdate(node, update); },
+      [this](const std::string& node, const v1::CaptureUpdate& update, std::function<void()> done) {
+        fleet_workers_->Post([this, node, update, done = std::move(done)] {
+          captures_->OnUpdate(node, update);
+          done();
+        });
+      },
       operations_);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -384,7 +390,13 @@ void Server::Drain() {
   if (drained_) return;
   drained_ = true;
   serving_ = false;
+  const auto began = std::chrono::steady_clock::now();
+  auto step = [&](const char* what) {
+    spdlog::info("shutdown: {} ({} ms in)", what,
+                 std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count());
+  };
   if (membership_) membership_->Leave();  // another replica leads at once, not after the lease
+  step("left the cluster");
   if (grpc_server_) grpc_server_->GetHealthCheckService()->SetServingStatus(false);
   if (registry_) registry_->CloseAll();  // agent streams never end on their own; uploads get the deadline below
   if (grpc_server_) {
@@ -392,13 +404,17 @@ void Server::Drain() {
     grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
     grpc_server_->Wait();
   }
+  if (registry_) registry_->WaitForWrites();  // the streams' last records, before the flush
+  step("gRPC calls ended");
   health_loop_.reset();
   orphan_loop_.reset();
   if (http_) http_->Stop();
+  step("HTTP stopped");
   if (storage_) {
     storage_->engine().catalog().StopWatching();  // its callbacks reach the query layer
     if (absl::Status s = storage_->engine().Flush(); !s.ok()) spdlog::warn("flush failed: {}", std::string(s.message()));
   }
+  step("storage flushed");
 }
 
 Server::~Server() { Drain(); }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "absl/synchronization/notification.h"
+
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 
@@ -13,6 +15,12 @@ constexpr int64_t kHistoryNs = int64_t{3600} * 1'000'000'000;
 
 AgentRegistry::AgentRegistry(AgentTable* store, ServerMetrics* metrics, AgentLimits limits, Clock* clock)
     : store_(store), metrics_(metrics), limits_(limits), clock_(clock) {
+  auto writer = WorkerPool::Start("the agent record writer", 1);
+  if (writer.ok()) {
+    writer_ = *std::move(writer);
+  } else {
+    spdlog::warn("agent records are written on the stream threads: {}", std::string(writer.status().message()));
+  }
   auto stored = store_->List();
   if (!stored.ok()) {
     spdlog::warn("could not load known agents: {}", std::string(stored.status().message()));
@@ -25,11 +33,29 @@ AgentRegistry::AgentRegistry(AgentTable* store, ServerMetrics* metrics, AgentLim
   }
 }
 
-void AgentRegistry::Persist(const v1::AgentInfo& info, int64_t connected) {
+AgentRegistry::~AgentRegistry() { writer_.reset(); }
+
+void AgentRegistry::PostWriteLocked(std::function<void()> write) {
+  if (writer_) {
+    writer_->Post(std::move(write));
+  } else {
+    write();
+  }
+}
+
+void AgentRegistry::WaitForWrites() {
+  absl::Notification done;
+  {
+    absl::MutexLock lock(&mu_);
+    PostWriteLocked([&done] { done.Notify(); });
+  }
+  done.WaitForNotification();
+}
+
+void AgentRegistry::Persist(const v1::AgentInfo& info) {
   if (absl::Status s = store_->Put(info); !s.ok()) {
     spdlog::warn("could not store agent node={}: {}", info.node(), std::string(s.message()));
   }
-  metrics_->SetConnectedAgents(connected);
 }
 
 absl::Status AgentRegistry::CheckMessage(const char* what, size_t bytes, int targets) const {
@@ -61,8 +87,6 @@ absl::Status AgentRegistry::CheckRoomLocked(const std::string& node) const {
 absl::StatusOr<int64_t> AgentRegistry::Connected(const v1::AgentHello& hello, Sender sender,
                                                  std::function<void()> close, Principal principal) {
   if (absl::Status s = CheckMessage("hello", hello.ByteSizeLong(), hello.targets_size()); !s.ok()) return s;
-  absl::MutexLock writing(&write_mu_);
-  v1::AgentInfo record;
   int64_t session = 0;
   int64_t connected = 0;
   {
@@ -78,10 +102,10 @@ absl::StatusOr<int64_t> AgentRegistry::Connected(const v1::AgentHello& hello, Se
     refreshed_at_[hello.node()] = info.last_seen_ns();
     session = next_session_++;
     sessions_[hello.node()] = Session{session, std::move(sender), std::move(close), {}, std::move(principal)};
-    record = info;
     connected = static_cast<int64_t>(sessions_.size());
+    PostWriteLocked([this, record = info] { Persist(record); });
   }
-  Persist(record, connected);
+  metrics_->SetConnectedAgents(connected);
   spdlog::info("agent connected node={} version={} targets={}", hello.node(), hello.version(),
                hello.targets_size());
   return session;
@@ -91,8 +115,6 @@ absl::Status AgentRegistry::Heartbeat(const std::string& node, const v1::AgentHe
   if (absl::Status s = CheckMessage("heartbeat", heartbeat.ByteSizeLong(), heartbeat.targets_size()); !s.ok()) {
     return s;
   }
-  std::optional<v1::AgentInfo> refresh;  // cluster: the record other replicas list
-  {
   absl::MutexLock lock(&mu_);
   auto it = agents_.find(node);
   if (it == agents_.end()) return absl::OkStatus();
@@ -106,7 +128,12 @@ absl::Status AgentRegistry::Heartbeat(const std::string& node, const v1::AgentHe
   if (!replica_id_.empty() && (targets_changed || now - refreshed_at_[node] >= kClusterRefreshNs)) {
     refreshed_at_[node] = now;
     it->second.set_replica_id(replica_id_);
-    refresh = it->second;
+    // Cluster: the record other replicas list.
+    PostWriteLocked([this, record = it->second] {
+      if (absl::Status s = store_->Put(record); !s.ok()) {
+        spdlog::warn("could not refresh agent node={} in the catalog: {}", record.node(), std::string(s.message()));
+      }
+    });
   }
   // Heartbeats are frequent: keep them in memory; the store gets connect/disconnect.
   auto session = sessions_.find(node);
@@ -125,13 +152,6 @@ absl::Status AgentRegistry::Heartbeat(const std::string& node, const v1::AgentHe
          (history.samples.front().sampled_at_ns() < keep_from || history.bytes > limits_.max_history_bytes)) {
     history.bytes -= static_cast<int64_t>(history.samples.front().ByteSizeLong());
     history.samples.pop_front();
-  }
-  }
-  if (refresh) {
-    absl::MutexLock writing(&write_mu_);
-    if (absl::Status s = store_->Put(*refresh); !s.ok()) {
-      spdlog::warn("could not refresh agent node={} in the catalog: {}", node, std::string(s.message()));
-    }
   }
   return absl::OkStatus();
 }
@@ -188,8 +208,6 @@ std::map<std::string, std::vector<v1::DeviceSample>> AgentRegistry::DeviceSample
 }
 
 void AgentRegistry::Disconnected(const std::string& node, int64_t session) {
-  absl::MutexLock writing(&write_mu_);
-  v1::AgentInfo record;
   int64_t connected = 0;
   {
     absl::MutexLock lock(&mu_);
@@ -198,21 +216,22 @@ void AgentRegistry::Disconnected(const std::string& node, int64_t session) {
     sessions_.erase(live);
     v1::AgentInfo& info = agents_[node];
     info.set_state(v1::AgentInfo::DISCONNECTED);
-    record = info;
     connected = static_cast<int64_t>(sessions_.size());
+    PostWriteLocked([this, record = info, self = replica_id_] {
+      if (!self.empty()) {
+        // The node's stream moved to another replica: the catalog's record is that replica's now.
+        auto stored = store_->Find(record.node());
+        if (stored.ok() && stored->has_value() && (*stored)->state() == v1::AgentInfo::CONNECTED &&
+            (*stored)->replica_id() != self) {
+          spdlog::info("agent node={} moved to replica {}", record.node(), (*stored)->replica_id());
+          return;
+        }
+      }
+      Persist(record);
+      spdlog::info("agent disconnected node={}", record.node());
+    });
   }
-  if (const std::string self = ReplicaId(); !self.empty()) {
-    // The node's stream moved to another replica: the catalog's record is that replica's now.
-    auto stored = store_->Find(node);
-    if (stored.ok() && stored->has_value() && (*stored)->state() == v1::AgentInfo::CONNECTED &&
-        (*stored)->replica_id() != self) {
-      metrics_->SetConnectedAgents(connected);
-      spdlog::info("agent node={} moved to replica {}", node, (*stored)->replica_id());
-      return;
-    }
-  }
-  Persist(record, connected);
-  spdlog::info("agent disconnected node={}", node);
+  metrics_->SetConnectedAgents(connected);
 }
 
 std::vector<v1::AgentInfo> AgentRegistry::List() {
@@ -271,7 +290,6 @@ void AgentRegistry::StoredAgentChanged(const std::string& node) {
 }
 
 int AgentRegistry::ForgetDeparted(int64_t before_ns) {
-  absl::MutexLock writing(&write_mu_);
   std::vector<std::string> gone;
   {
     absl::MutexLock lock(&mu_);
@@ -285,10 +303,14 @@ int AgentRegistry::ForgetDeparted(int64_t before_ns) {
       history_.erase(a.node());
       it = agents_.erase(it);
     }
-  }
-  for (const std::string& node : gone) {
-    if (absl::Status s = store_->Delete(node); !s.ok()) {
-      spdlog::warn("could not forget agent {}: {}", node, std::string(s.message()));
+    if (!gone.empty()) {
+      PostWriteLocked([this, gone] {
+        for (const std::string& node : gone) {
+          if (absl::Status s = store_->Delete(node); !s.ok()) {
+            spdlog::warn("could not forget agent {}: {}", node, std::string(s.message()));
+          }
+        }
+      });
     }
   }
   return static_cast<int>(gone.size());

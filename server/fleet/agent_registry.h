@@ -5,15 +5,18 @@
 //
 // Locks: mu_ guards what is in memory and is never held across a store write or a message
 // sent, so listing agents never waits on either (closing a stream, which waits for nothing,
-// happens under it: see CloseAll).
-// write_mu_ orders the writers of agent records (connect, disconnect, forget), so the store
-// receives a node's records in the order they were made. Order: write_mu_, then mu_. Callers
-// (CaptureCoordinator, the agent streams) take it with no lock of theirs that the registry
-// could want: the registry calls nobody back under its locks.
+// happens under it: see CloseAll). The registry calls nobody back under it.
+//
+// Store writes: connect, heartbeat and disconnect are called on gRPC's callback threads, which
+// must never wait on I/O (a blocking etcd call there starved gRPC's executor and hung the
+// server's shutdown for the whole etcd budget). So every record write goes to one writer
+// thread, posted under mu_ in the order the memory changed: the store receives a node's
+// records in the order they were made.
 
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "common/worker_pool.h"
 #include "auth/scopes.h"
 #include "fleetprof/v1/agent.pb.h"
 #include "server/server_metrics.h"
@@ -40,6 +44,10 @@ class AgentRegistry {
  public:
   AgentRegistry(AgentTable* store, ServerMetrics* metrics, AgentLimits limits = AgentLimits(),
                 Clock* clock = RealClock());
+  // Writes what is queued for the store, then stops the writer.
+  ~AgentRegistry();
+  AgentRegistry(const AgentRegistry&) = delete;
+  AgentRegistry& operator=(const AgentRegistry&) = delete;
 
   // Writes one message down an agent's Connect stream; false once the stream is gone.
   using Sender = std::function<bool(const v1::ServerMessage&)>;
@@ -96,9 +104,14 @@ class AgentRegistry {
   // Forgets the agents that are disconnected and were last seen before `before_ns` (departed
   // nodes), in memory and in the store; returns how many.
   int ForgetDeparted(int64_t before_ns);
+  // Returns once every record change made so far is in the store (shutdown, tests).
+  void WaitForWrites();
 
  private:
-  void Persist(const v1::AgentInfo& info, int64_t connected) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Queues a store write on the writer thread; under mu_, so writes keep the order of the
+  // memory changes they record. Without a writer (its thread could not start) it runs inline.
+  void PostWriteLocked(std::function<void()> write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Persist(const v1::AgentInfo& info);
   // The limits a hello's or heartbeat's targets and size break, if any.
   absl::Status CheckMessage(const char* what, size_t bytes, int targets) const;
   // RESOURCE_EXHAUSTED when `node` is new and --max_agents are known.
@@ -108,7 +121,6 @@ class AgentRegistry {
   ServerMetrics* metrics_;
   const AgentLimits limits_;
   Clock* clock_;
-  absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::Mutex mu_;
   std::map<std::string, v1::AgentInfo> agents_ ABSL_GUARDED_BY(mu_);
   struct Session {
@@ -131,6 +143,7 @@ class AgentRegistry {
     return replica_id_;
   }
   int64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
+  std::unique_ptr<WorkerPool> writer_;  // one thread: the store's writes in order; last, so it goes first
 };
 
 }  // namespace fleetprof

@@ -57,7 +57,12 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::S
           return;
         }
       }
-      if (in_.has_capture_update() && service_->on_update()) service_->on_update()(node_, in_.capture_update());
+      if (in_.has_capture_update() && service_->on_update()) {
+        // No read is outstanding until `done`, so the stream cannot finish (nor this reactor be
+        // freed) while the update is handled.
+        service_->on_update()(node_, in_.capture_update(), [this] { StartRead(&in_); });
+        return;
+      }
     }
     StartRead(&in_);
   }

@@ -15,7 +15,11 @@ namespace fleetprof {
 
 class AgentServiceImpl final : public v1::AgentService::CallbackService {
  public:
-  using UpdateHandler = std::function<void(const std::string& node, const v1::CaptureUpdate&)>;
+  // Handles a capture update off gRPC's callback threads (it writes to the store, which may be
+  // etcd) and calls `done` when finished; the stream reads its next message only then, so one
+  // agent has at most one update in flight and its updates are handled in order.
+  using UpdateHandler =
+      std::function<void(const std::string& node, const v1::CaptureUpdate&, std::function<void()> done)>;
 
   AgentServiceImpl(AgentRegistry* registry, const GrpcAccess* access, int64_t heartbeat_interval_ms,
                    UpdateHandler on_update, const Operations& operations)

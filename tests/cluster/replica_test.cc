@@ -259,7 +259,7 @@ TEST_F(ReplicaTest, TheCliAndTheAgentFailOverToAnotherReplica) {
   };
   ASSERT_TRUE(Eventually(20, [&] { return connected_on(a); })) << "the agent takes the first replica";
 
-  ASSERT_EQ(a.StopServer(), 0);
+  ASSERT_EQ(a.StopServer(), 0) << a.ServerLog();
   CommandResult ops = RunCommand({BinDir() + "/fleetprof", "ops", id, "--server", both, "--json"});
   EXPECT_EQ(ops.exit_code, 0) << ops.err;
   EXPECT_NE(ops.out.find("\"ops\""), std::string::npos) << ops.out;
