@@ -37,7 +37,14 @@ ClusterMetrics::ClusterMetrics(prometheus::Registry& registry)
                   .Help("1 while this replica leads the cluster (runs schedules, retention and collection), "
                         "read from its lease at scrape time")
                   .Register(registry)
-                  .Add({})) {}
+                  .Add({})),
+      cache_lookups_(prometheus::BuildCounter()
+                         .Name("fleetprof_server_object_cache_lookups_total")
+                         .Help("Reads of write-once objects (summaries, event ranges) by where they were found: hit "
+                               "(the replica's cache under --data_dir), miss (read from the object store)")
+                         .Register(registry)),
+      cache_hits_(cache_lookups_.Add({{"result", "hit"}})),
+      cache_misses_(cache_lookups_.Add({{"result", "miss"}})) {}
 
 void ClusterMetrics::RecordObjectStore(std::string_view op, std::string_view result, double seconds) {
   object_requests_.Add({{"op", std::string(op)}, {"result", std::string(result)}}).Increment();

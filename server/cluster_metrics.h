@@ -2,7 +2,8 @@
 // A replica's requests to its shared stores, by store, operation and result, with their
 // latency: fleetprof_server_object_store_requests_total{op,result},
 // fleetprof_server_object_store_request_seconds{op}, and the same for the catalog (etcd); and
-// fleetprof_server_cluster_leader, 1 while this replica leads.
+// fleetprof_server_cluster_leader, 1 while this replica leads; and the local object cache's
+// lookups, fleetprof_server_object_cache_lookups_total{result="hit|miss"}.
 
 #include <memory>
 #include <string_view>
@@ -21,6 +22,7 @@ class ClusterMetrics {
   void RecordObjectStore(std::string_view op, std::string_view result, double seconds);
   void RecordCatalog(std::string_view op, std::string_view result, double seconds);
   void SetLeader(bool leader) { leader_.Set(leader ? 1 : 0); }
+  void RecordCacheLookup(bool hit) { (hit ? cache_hits_ : cache_misses_).Increment(); }
 
  private:
   prometheus::Family<prometheus::Counter>& object_requests_;
@@ -28,6 +30,9 @@ class ClusterMetrics {
   prometheus::Family<prometheus::Counter>& catalog_requests_;
   prometheus::Family<prometheus::Histogram>& catalog_seconds_;
   prometheus::Gauge& leader_;
+  prometheus::Family<prometheus::Counter>& cache_lookups_;
+  prometheus::Counter& cache_hits_;
+  prometheus::Counter& cache_misses_;
 };
 
 }  // namespace fleetprof

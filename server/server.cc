@@ -156,6 +156,10 @@ absl::Status Server::OpenClusterStorage() {
   options->etcd.on_request = [m = cluster_metrics_.get()](std::string_view op, std::string_view result, double s) {
     m->RecordCatalog(op, result, s);
   };
+  // Only a cache (object_cache.h): deleting it loses nothing.
+  options->cache_dir = (std::filesystem::path(flags_.data_dir) / "object-cache").string();
+  options->cache_bytes = flags_.cluster.cache_mb << 20;
+  options->on_cache_lookup = [m = cluster_metrics_.get()](bool hit) { m->RecordCacheLookup(hit); };
   auto engine = cluster::OpenClusterEngine(*options);
   if (!engine.ok()) {
     return absl::Status(engine.status().code(),

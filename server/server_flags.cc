@@ -45,6 +45,13 @@ absl::StatusOr<TlsPem> ServerFlags::Check() const {
                          retention.Policy().status(), cluster.Validate()}) {
     if (!s.ok()) return s;
   }
+  if (cluster.replica() && retention.max_disk_mb > 0) {
+    // A replica's profiles live in the object store; its disk holds only a cache that bounds
+    // itself. Bounding the cluster's bytes is the object store's lifecycle rules' job.
+    return absl::InvalidArgumentError(
+        "--max_disk_mb bounds the embedded store's folder; a replica keeps only a cache on disk (bounded by "
+        "--cache_mb): bound the cluster's profiles with --retention_days (or the bucket's lifecycle rules)");
+  }
   if (max_open_files != -1 && max_open_files < 20) {
     return absl::InvalidArgumentError(absl::StrCat("--max_open_files=", max_open_files, " must be at least 20 (or -1)"));
   }

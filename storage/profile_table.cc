@@ -63,6 +63,11 @@ absl::Status ProfileTable::Commit(const v1::ProfileInfo& info, const v1::Profile
 }
 
 absl::StatusOr<v1::ProfileSummary> ProfileTable::GetSummary(const std::string& profile_id) {
+  // A summary exists for readers only while its profile's record does: a deleted profile's
+  // summary may linger (a replica's object cache, a collection not yet run).
+  auto record = catalog_->Get(CatalogTable::kProfiles, profile_id);
+  if (!record.ok()) return record.status();
+  if (!record->has_value()) return absl::NotFoundError("profile " + profile_id + ": not found");
   auto bytes = blobs_->GetObject(profile_id);
   if (absl::IsNotFound(bytes.status())) return absl::NotFoundError("profile " + profile_id + ": not found");
   if (!bytes.ok()) return bytes.status();

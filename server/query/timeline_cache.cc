@@ -6,12 +6,13 @@ namespace fleetprof {
 
 absl::StatusOr<std::shared_ptr<const timeline::Timeline>> TimelineCache::Get(const std::string& profile_id) {
   if (auto cached = cache_.Find(profile_id)) return cached;
+  // The record first: a deleted profile's blocks may linger in a replica's object cache.
+  if (auto info = store_->profiles().Get(profile_id); !info.ok()) return info.status();
   // Loaded outside the lock: two first queries of one profile may both load it.
   std::unique_ptr<timeline::TimelineReader> reader = store_->events().NewReader(profile_id);
   absl::StatusOr<std::shared_ptr<const timeline::Timeline>> loaded = timeline::Timeline::Load(*reader);
   if (!loaded.ok()) {
     if (absl::IsNotFound(loaded.status())) {
-      if (auto info = store_->profiles().Get(profile_id); !info.ok()) return info.status();
       return absl::NotFoundError(absl::StrCat("profile ", profile_id,
                                               " has no stored events (ingested before the event store); "
                                               "upload its file again to view its trace"));

@@ -9,6 +9,7 @@
 #include "storage/cluster/etcd_catalog.h"
 #include "storage/cluster/etcd_membership.h"
 #include "storage/cluster/object_blob_store.h"
+#include "storage/cluster/object_cache.h"
 
 namespace fleetprof::cluster {
 namespace {
@@ -62,7 +63,8 @@ class ClusterEngine : public StorageEngine {
     out->mutable_object_store()->set_healthy(objects_->healthy());
   }
 
-  // Nothing is kept on this machine's disk.
+  // --max_disk_mb bounds the embedded store; a replica keeps only its cache here, which
+  // bounds itself (--cache_mb), and the server refuses --max_disk_mb with the cluster's flags.
   int64_t FolderBytes() const override { return 0; }
   int64_t CountEventBlocks() override {
     auto blocks = CountSegmentBlocks(objects_.get());
@@ -107,6 +109,15 @@ class ClusterEngine : public StorageEngine {
 absl::StatusOr<std::unique_ptr<StorageEngine>> OpenClusterEngine(const ClusterStoreOptions& options) {
   auto objects = OpenObjectStore(options.object_store, options.s3);
   if (!objects.ok()) return objects.status();
+  if (!options.cache_dir.empty()) {
+    ObjectCacheOptions cache;
+    cache.dir = options.cache_dir;
+    cache.max_bytes = options.cache_bytes;
+    cache.prefixes = WriteOnceObjectPrefixes();
+    cache.on_lookup = options.on_cache_lookup;
+    objects = NewCachedObjectClient(*std::move(objects), cache);
+    if (!objects.ok()) return objects.status();
+  }
   auto etcd = EtcdClient::Connect(options.etcd);
   if (!etcd.ok()) return etcd.status();
   // Both must answer before the server says it serves: a wrong endpoint or bucket is an error

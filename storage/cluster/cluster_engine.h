@@ -2,6 +2,7 @@
 // The cluster's storage engine: the catalog in etcd, blobs on object storage (S3 or a folder).
 // Every replica that opens the same two shares one store; nothing of it lives on local disk.
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -21,6 +22,11 @@ struct ClusterStoreOptions {
   // etcd 3.4 keeps every revision until compacted, and its 2 GiB quota then fills with history:
   // every interval the store compacts away what is older than the previous interval's revision.
   absl::Duration compact_every = absl::Minutes(5);
+  // The replica's local cache of object reads (object_cache.h): --data_dir/object-cache,
+  // --cache_mb. No folder: no cache.
+  std::string cache_dir;
+  int64_t cache_bytes = int64_t{1} << 30;
+  std::function<void(bool hit)> on_cache_lookup;
 };
 
 absl::StatusOr<std::unique_ptr<StorageEngine>> OpenClusterEngine(const ClusterStoreOptions& options);

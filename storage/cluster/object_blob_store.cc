@@ -374,6 +374,8 @@ absl::StatusOr<int64_t> CountSegmentBlocks(ObjectClient* objects) {
   return blocks;
 }
 
+std::vector<std::string> WriteOnceObjectPrefixes() { return {kSummaries, kEvents}; }
+
 std::unique_ptr<BlobStore> NewObjectBlobStore(ObjectClient* objects) {
   return std::make_unique<ObjectBlobStore>(objects);
 }

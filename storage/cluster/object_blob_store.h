@@ -11,6 +11,8 @@
 // uploads, so no profile's blocks sit whole in memory.
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "storage/blob_store.h"
 #include "storage/cluster/object_client.h"
@@ -19,6 +21,10 @@ namespace fleetprof::cluster {
 
 // `objects` outlives the store.
 std::unique_ptr<BlobStore> NewObjectBlobStore(ObjectClient* objects);
+// The prefixes whose objects are written once and never rewritten (summaries, event segments:
+// names are unique profile ids), so a replica may cache them (object_cache.h). Raw parts are
+// not among them: they are read once, by export, and would only push the rest out.
+std::vector<std::string> WriteOnceObjectPrefixes();
 // Blocks in every segment (tests: nothing left behind); reads each segment's index.
 absl::StatusOr<int64_t> CountSegmentBlocks(ObjectClient* objects);
 

@@ -420,6 +420,54 @@ TEST_F(ReplicaTest, PlainJsonIsStoredCompressedAndExportsByteForByte) {
   EXPECT_TRUE(ReadSmallFile(out) == bytes) << "the original comes back byte for byte";
 }
 
+// Sum of a metric's series whose text starts with `series` (name and the first labels).
+double MetricSum(const std::string& exposition, const std::string& series) {
+  double sum = 0;
+  size_t at = 0;
+  while ((at = exposition.find("\n" + series, at)) != std::string::npos) {
+    const size_t end = exposition.find('\n', at + 1);
+    const std::string line = exposition.substr(at + 1, end - at - 1);
+    sum += std::stod(line.substr(line.rfind(' ') + 1));
+    at = end;
+  }
+  return sum;
+}
+
+// A replica keeps what it read (summaries, event ranges) under --data_dir: restarted, it answers
+// the same queries without one object-store GET; with the folder gone, it reads them again.
+TEST_F(ReplicaTest, ARestartedReplicaAnswersFromItsDiskCacheAndWithoutItFromTheStore) {
+  TestCluster a;
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", ReplicaFlags())) << a.ServerLog();
+  const std::string trace = CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz");
+  FLEETPROF_REQUIRE_PATH(trace);
+  const std::string id = Upload(a, trace);
+  auto query = [&] {
+    CommandResult ops = a.Cli({"ops", id, "--json"});
+    EXPECT_EQ(ops.exit_code, 0) << ops.err;
+    EXPECT_EQ(a.Cli({"trace", id, "--json"}).exit_code, 0);
+    return ops.out;
+  };
+  const std::string before = query();
+  auto reads = [&] {
+    const std::string metrics = HttpGet(a.http_addr(), "/metrics");
+    return std::make_pair(MetricSum(metrics, "fleetprof_server_object_store_requests_total{op=\"GET\"") +
+                              MetricSum(metrics, "fleetprof_server_object_store_requests_total{op=\"HEAD\""),
+                          MetricSum(metrics, "fleetprof_server_object_cache_lookups_total{result=\"hit\"}"));
+  };
+  ASSERT_EQ(a.StopServer(), 0);
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", ReplicaFlags())) << a.ServerLog();
+  EXPECT_EQ(query(), before);
+  auto [warm_reads, warm_hits] = reads();
+  EXPECT_EQ(warm_reads, 0) << "every read came from the disk cache";
+  EXPECT_GT(warm_hits, 0);
+
+  ASSERT_EQ(a.StopServer(), 0);
+  std::filesystem::remove_all(a.root() + "/server/object-cache");
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", ReplicaFlags())) << a.ServerLog();
+  EXPECT_EQ(query(), before);
+  EXPECT_GT(reads().first, 0) << "a cold cache reads from the object store";
+}
+
 // The leader collects objects no catalog record owns once two of its passes found them so,
 // and leaves every committed profile's objects alone.
 TEST_F(ReplicaTest, TheLeaderCollectsOrphanedObjectsAndNothingElse) {
@@ -462,6 +510,10 @@ TEST_F(ReplicaTest, ReplicaFlagsComeInPairsAndABadStoreIsAnErrorAtStart) {
                                     "--http_addr=127.0.0.1:0"});
   EXPECT_NE(other.exit_code, 0);
   EXPECT_NE(other.err.find("--etcd_endpoints needs --object_store"), std::string::npos) << other.err;
+  CommandResult bounded = RunCommand({server, "--object_store=s3://b/p", "--etcd_endpoints=" + etcd_.Endpoints(),
+                                      "--max_disk_mb=100", "--grpc_addr=127.0.0.1:0", "--http_addr=127.0.0.1:0"});
+  EXPECT_NE(bounded.exit_code, 0);
+  EXPECT_NE(bounded.err.find("--max_disk_mb bounds the embedded store"), std::string::npos) << bounded.err;
   const std::string dir = MakeTempDir();
   CommandResult no_bucket = RunCommand(
       {server, "--object_store=s3://no-such-bucket/p", "--s3_endpoint=" + s3_.endpoint(),

@@ -79,6 +79,9 @@ class StorageContractTest : public ::testing::TestWithParam<std::string> {
       ASSERT_NE(mkdtemp(pattern), nullptr);
       dir_ = pattern;
       options.object_store = "file://" + dir_.string();
+      // The whole contract read through a replica's object cache (etcd_s3 reads without one).
+      options.cache_dir = (dir_ / "object-cache").string();
+      options.cache_bytes = 16 << 20;
       options.etcd.endpoints = *cluster::ParseEtcdEndpoints(engines->etcd.Endpoints());
     }
     options.etcd_prefix = absl::StrCat("/", word, "/");
