@@ -94,6 +94,14 @@ absl::Status ProfileTable::Delete(const std::string& profile_id) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<v1::ProfileInfo> ProfileTable::GetListed(const std::string& profile_id) {
+  if (auto kept = listed_records_.Find(profile_id)) return *kept;
+  auto info = profiles_.Get(profile_id);
+  if (!info.ok()) return info;
+  const size_t bytes = info->SpaceUsedLong() + profile_id.size();
+  return *listed_records_.Insert(profile_id, std::make_shared<const v1::ProfileInfo>(*info), bytes);
+}
+
 absl::StatusOr<ProfilePage> ProfileTable::List(const v1::ListProfilesRequest& request) {
   // Scan the most selective index; check every other condition on the record itself.
   CatalogScan scan;
@@ -119,7 +127,7 @@ absl::StatusOr<ProfilePage> ProfileTable::List(const v1::ListProfilesRequest& re
       return false;
     }
     const std::string id = keys::ProfileIdFromIndexKey(key, scan.prefix.size());
-    auto info = Get(id);
+    auto info = GetListed(id);
     if (absl::IsNotFound(info.status())) return true;  // deleted meanwhile: never half-visible
     if (!info.ok()) {
       page.unreadable.push_back(UnreadableRecord{id, std::string(info.status().message())});

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/byte_lru.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "fleetprof/v1/profile.pb.h"
@@ -59,6 +60,14 @@ class ProfileTable {
   UnreadableLog* unreadable_;
   RecordTable<v1::ProfileInfo> profiles_;
   RecordTable<v1::UploadRecord> uploads_;
+  // The record of a profile an index scan just listed. Job views list thousands of profiles,
+  // and a catalog read each (an etcd round trip in a cluster) made them slow; records are
+  // written once (RequireAbsent) and ids never reused, and the index entry goes in the same
+  // commit as the record, so a record kept here is never stale for an id a fresh scan lists.
+  // Direct reads by id (Get) do not use it: only the index knows a profile still exists.
+  absl::StatusOr<v1::ProfileInfo> GetListed(const std::string& profile_id);
+  static constexpr size_t kListedRecordBytes = 32 << 20;
+  ByteLru<v1::ProfileInfo> listed_records_{kListedRecordBytes};
 };
 
 }  // namespace fleetprof
