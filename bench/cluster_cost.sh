@@ -126,7 +126,7 @@ for r in a b c; do
 done
 
 echo "== 3. one profile's ops view, 20 profiles"
-ids=$("$bin/fleetprof" profiles --job scale --json --server "$(grpc c)" | grep -o '"profile_id":"[^"]*"' | head -20 | cut -d'"' -f4)
+ids=$("$bin/fleetprof" profiles --job scale --json --server "$(grpc c)" | grep -o '"profile_id":"[^"]*"' | awk -F'"' 'NR <= 20 {print $4}')  # all read: no SIGPIPE under pipefail
 query_all() { local out=(); for id in $ids; do out+=("$(timed_get "$(http c)" "/api/v1/profiles/$id/ops")"); done; echo "${out[@]}"; }
 stop_replica c; rm -rf "$work/c/object-cache"; start_replica c
 g0=$(metric c fleetprof_server_object_store_requests_total 'op="(GET|HEAD)"')
