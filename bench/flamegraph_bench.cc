@@ -1,0 +1,68 @@
+// One profile's flame graph, in process, as the server answers it from a cached summary: the
+// stored call tree decoded, rendered in Pyroscope's layout and written as JSON.
+//   flamegraph_bench TRACE [--iterations N]   (default: the corpus's largest Kineto trace)
+// Prints median and p99 per value (device_ns, host_self_ns, count), the tree's size and the
+// answer's size. The HTTP floor (parse, route, write) is measured by http_api_bench.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "analysis/trace_analyzer.h"
+#include "flame/flame_graph.h"
+#include "proto/call_tree_codec.h"
+#include "proto/proto_json.h"
+#include "proto/summary_codec.h"
+
+namespace {
+
+double Ms(std::chrono::steady_clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string trace = std::string(FLEETPROF_BENCH_SHARED_DIR) + "/corpus/kineto/v100_resnet_rank0.pt.trace.json.gz";
+  int iterations = 2000;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--iterations") == 0 && i + 1 < argc) {
+      if (!absl::SimpleAtoi(argv[++i], &iterations) || iterations < 1) return 2;
+    } else {
+      trace = argv[i];
+    }
+  }
+  auto summary = fleetprof::analysis::AnalyzeTraceFile(trace);
+  if (!summary.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(summary.status().message()).c_str());
+    return 1;
+  }
+  // The summary as the server keeps it: stored bytes, parsed once into its cache.
+  std::string stored;
+  fleetprof::SummaryToProto(*summary).SerializeToString(&stored);
+  fleetprof::v1::ProfileSummary cached;
+  cached.ParseFromString(stored);
+  std::printf("%s: %zu tree nodes, summary %zu bytes\n", trace.c_str(), summary->call_tree.nodes.size(),
+              stored.size());
+  for (const auto& [label, value] : {std::pair<const char*, fleetprof::flame::FlameValue>{
+                                         "device_ns", fleetprof::flame::FlameValue::kDeviceNs},
+                                     {"host_self_ns", fleetprof::flame::FlameValue::kHostSelfNs},
+                                     {"count", fleetprof::flame::FlameValue::kCount}}) {
+    std::vector<double> ms;
+    size_t bytes = 0;
+    for (int i = 0; i < iterations; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto tree = fleetprof::CallTreeFromProto(cached);
+      if (!tree.ok()) return 1;
+      const std::string json = fleetprof::ProtoToJson(fleetprof::flame::RenderFlameGraph(*tree, value));
+      ms.push_back(Ms(std::chrono::steady_clock::now() - t0));
+      bytes = json.size();
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("flamegraph value=%-13s median %.3f ms  p99 %.3f ms  (%d runs, answer %zu bytes)\n", label,
+                ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 99 / 100)], iterations, bytes);
+  }
+  return 0;
+}
