@@ -3,8 +3,9 @@
 //   flamegraph_bench TRACE [--iterations N]   (default: the corpus's largest Kineto trace)
 // Prints median and p99 per value (device_ns, host_self_ns, count), the tree's size and the
 // answer's size; then the same for a synthetic tree at the ingest cap (kMaxCallTreeNodes frames),
-// the largest a stored tree can be. The HTTP floor (parse, route, write) is measured by
-// http_api_bench.
+// the largest a stored tree can be.
+//   flamegraph_bench --http HOST:PORT --profile ID [--iterations N]   (bench/flamegraph.sh)
+// measures GET /api/v1/profiles/ID/flamegraph end to end over one keep-alive connection instead.
 
 #include <algorithm>
 #include <chrono>
@@ -17,6 +18,7 @@
 #include "analysis/call_tree.h"
 #include "analysis/trace_analyzer.h"
 #include "flame/flame_graph.h"
+#include "httplib.h"
 #include "proto/call_tree_codec.h"
 #include "proto/proto_json.h"
 #include "proto/summary_codec.h"
@@ -65,18 +67,49 @@ fleetprof::v1::ProfileSummary SyntheticSummary(int nodes) {
   return summary;
 }
 
+// GET /api/v1/profiles/ID/flamegraph?value=… against a running server.
+int MeasureHttp(const std::string& address, const std::string& profile, int iterations) {
+  httplib::Client client("http://" + address);
+  client.set_keep_alive(true);
+  for (const char* value : {"device_ns", "host_self_ns", "count"}) {
+    const std::string path = "/api/v1/profiles/" + profile + "/flamegraph?value=" + value;
+    std::vector<double> ms;
+    size_t bytes = 0;
+    for (int i = 0; i < iterations; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto res = client.Get(path);
+      ms.push_back(Ms(std::chrono::steady_clock::now() - t0));
+      if (!res || res->status != 200) {
+        std::fprintf(stderr, "GET %s failed\n", path.c_str());
+        return 1;
+      }
+      bytes = res->body.size();
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("  GET flamegraph value=%-13s median %.3f ms  p99 %.3f ms  (%d requests, answer %zu bytes)\n", value,
+                ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 99 / 100)], iterations, bytes);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string trace = std::string(FLEETPROF_BENCH_SHARED_DIR) + "/corpus/kineto/v100_resnet_rank0.pt.trace.json.gz";
   int iterations = 2000;
+  std::string http, profile;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--iterations") == 0 && i + 1 < argc) {
       if (!absl::SimpleAtoi(argv[++i], &iterations) || iterations < 1) return 2;
+    } else if (std::strcmp(argv[i], "--http") == 0 && i + 1 < argc) {
+      http = argv[++i];
+    } else if (std::strcmp(argv[i], "--profile") == 0 && i + 1 < argc) {
+      profile = argv[++i];
     } else {
       trace = argv[i];
     }
   }
+  if (!http.empty()) return MeasureHttp(http, profile, iterations);
   auto summary = fleetprof::analysis::AnalyzeTraceFile(trace);
   if (!summary.ok()) {
     std::fprintf(stderr, "%s\n", std::string(summary.status().message()).c_str());

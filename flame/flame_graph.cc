@@ -77,6 +77,7 @@ v1::FlameGraph RenderFlameGraph(const analysis::CallTree& tree, FlameValue value
   std::vector<int64_t> level_end;  // x where the last node written on each level ends
   int64_t max_self = 0;
   std::vector<std::pair<uint32_t, int64_t>> stack{{0, 0}};  // (frame, x)
+  std::vector<std::pair<uint32_t, int64_t>> placed;         // scratch: one frame's children
   while (!stack.empty()) {
     const auto [i, x] = stack.back();
     stack.pop_back();
@@ -95,7 +96,7 @@ v1::FlameGraph RenderFlameGraph(const analysis::CallTree& tree, FlameValue value
     max_self = std::max(max_self, self[i]);
     // Children left to right from the frame's own x; pushed in reverse to pop in order.
     int64_t child_x = x;
-    std::vector<std::pair<uint32_t, int64_t>> placed;
+    placed.clear();
     for (uint32_t k = first[i]; k < first[i + 1]; ++k) {
       placed.push_back({children[k], child_x});
       child_x = SaturatingAdd(child_x, total[children[k]]);
