@@ -32,15 +32,22 @@ std::vector<Nanos> ApportionNs(int64_t ticks_per_ns, const std::vector<Ticks>& t
   auto remainder = [&](size_t i) { return ticks[i] - out[i] * ticks_per_ns; };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return remainder(a) > remainder(b); });
   // Flooring loses less than 1 ns per share; only a saturated sum can make `got` exceed it.
-  for (size_t k = 0; got != target; k = (k + 1) % order.size()) {
+  // (A share that cannot move, 0 while `got` is too high, is passed; a full round without a move
+  // ends it: only negative ticks, which readers never produce, could get there.)
+  size_t still = 0;
+  for (size_t k = 0; got != target && still < order.size(); k = (k + 1) % order.size()) {
     Nanos& share = out[order[k]];
     if (got < target) {
       ++share;
       ++got;
+      still = 0;
     } else if (share > 0) {
       const Nanos cut = std::min(share, got - target);
       share -= cut;
       got -= cut;
+      still = 0;
+    } else {
+      ++still;
     }
   }
   return out;
