@@ -312,6 +312,21 @@ TEST(XlaCallTree, TpuOpsAreTheirOwnKernels) {
   EXPECT_EQ(frames["total;collective;all-reduce.1;all-reduce.1"], P(1, 1));
 }
 
+TEST(XlaCallTree, AKernelOfTwoOpsSplitsItsFlooredTotalExactly) {
+  // 1500 ps under each op: the row is floor(3000 / 1000) = 3 ns; floored leaves would say 2.
+  Proto stream = Line("Stream #7(Compute)", 1000,
+                      {Event(1, 0, 1500, {RefStat(kHloOp, 100), RefStat(kModule, 101)}),
+                       Event(1, 5000, 1500, {RefStat(kHloOp, 102), RefStat(kModule, 101)})});
+  TraceSummary s = Analyze(Space({Plane("/device:GPU:0", {stream}, {Metadata(1, "shared_kernel")}, kStatNames)}));
+  auto frames = Frames(s);
+  const auto a = frames["total;jit_train_step;fusion.1;shared_kernel"];
+  const auto b = frames["total;jit_train_step;dot.2;shared_kernel"];
+  EXPECT_EQ(a.first + b.first, 2);
+  EXPECT_EQ(a.second + b.second, 3);
+  ASSERT_NE(FindKernel(s, "shared_kernel"), nullptr);
+  EXPECT_EQ(FindKernel(s, "shared_kernel")->total_ns, 3);
+}
+
 }  // namespace call_tree
 
 }  // namespace
