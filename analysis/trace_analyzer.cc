@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/call_tree.h"
 #include "analysis/device_breakdown.h"
 #include "analysis/memory_timeline.h"
 #include "analysis/op_breakdown.h"
@@ -67,6 +68,7 @@ TraceSummary Summarize(const TraceEvents& events) {
   summary.steps = StepBreakdown(events);
   summary.memory = MemoryBreakdown(events);
   summary.xla_ops = events.xla_ops;
+  summary.call_tree = BuildCallTree(events);
   MakeStringsValidUtf8(&summary);
   return summary;
 }

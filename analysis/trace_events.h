@@ -71,6 +71,16 @@ struct StepEvent {
   Ticks dur = 0;
 };
 
+// The device activities of one (HLO module, category, op, kernel name), in ticks (ps).
+struct XlaKernelLeaf {
+  std::string module;
+  std::string category;
+  std::string op;
+  std::string kernel;
+  int64_t count = 0;
+  Ticks total = 0;
+};
+
 struct TraceEvents {
   // What the reader may hold (set before reading; trace_limits.h).
   TraceLimits limits;
@@ -85,6 +95,9 @@ struct TraceEvents {
   // XSpace: the XLA op view, aggregated by the reader while it streams (per plane, by event
   // metadata), since per-event records would cost what the aggregation saves.
   std::vector<XlaOpSummary> xla_ops;
+  // XSpace: the same groups one level finer, per (module, category, op, kernel): where the
+  // call tree books the kernels XLA launched for each op (analysis/call_tree.h).
+  std::vector<XlaKernelLeaf> xla_kernel_leaves;
   // XSpace: per memory device (allocator), the highest peak_bytes_in_use it reported.
   std::map<std::string, int64_t> allocator_peak_bytes;
   int64_t events = 0;          // every event read, all phases

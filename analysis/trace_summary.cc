@@ -52,6 +52,8 @@ void MakeStringsValidUtf8(TraceSummary* summary) {
   for (XlaOpSummary& x : summary->xla_ops) {
     n += MakeValidUtf8(&x.name) + MakeValidUtf8(&x.category) + MakeValidUtf8(&x.module);
   }
+  // The tree's names repeat the op and kernel names, replaced alike; not counted twice.
+  for (std::string& name : summary->call_tree.names) MakeValidUtf8(&name);
   std::map<std::string, std::string> metadata;
   for (const auto& [k, v] : summary->metadata) {
     std::string key = k, value = v;

@@ -102,6 +102,25 @@ struct XlaOpSummary {
   std::optional<double> bytes_accessed_per_second;
 };
 
+// A profile's call tree, the flame graph's data (analysis/call_tree.h says how it is built):
+// frames in depth-first pre-order, each with its depth (the root, "total", is 0). Values are a
+// frame's own ("self"), in ns: a frame's total is the sum over its subtree.
+// A host frame may fold into "other" (call_tree.h); a kernel leaf carries device time; a fixed
+// frame (the root, "other", the frame of device time nothing launched) never folds.
+enum class FrameKind : uint8_t { kHost = 0, kKernel = 1, kFixed = 2 };
+struct CallTreeNode {
+  uint32_t name = 0;   // index into CallTree::names
+  uint32_t depth = 0;
+  FrameKind kind = FrameKind::kHost;
+  int64_t count = 0;         // events at this frame (host events, or device activities at a kernel)
+  Nanos host_self_ns = 0;    // host frames: duration minus the union of the children's
+  Nanos device_ns = 0;       // kernel leaves: device time of the activities booked there
+};
+struct CallTree {
+  std::vector<std::string> names;
+  std::vector<CallTreeNode> nodes;  // nodes[0] is the root
+};
+
 struct TraceSummary {
   TraceFormat format = TraceFormat::kUnknown;
   Nanos start_ns = 0;  // earliest start of any analysed event
@@ -121,6 +140,7 @@ struct TraceSummary {
   std::vector<StepSummary> steps;      // by step number
   std::vector<MemorySummary> memory;   // by device
   std::vector<XlaOpSummary> xla_ops;   // XSpace only; total_ns desc, then name, module
+  CallTree call_tree;
   // Facts found in the trace, e.g. "rank", "world_size" (Kineto distributedInfo), "hostname".
   std::map<std::string, std::string> metadata;
 };

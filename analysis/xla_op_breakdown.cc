@@ -152,6 +152,10 @@ void XlaOpCollector::FinishPlane(const std::string& plane_name, bool device_plan
       if (!Resolve(g, plane, event_name, &key, &row)) continue;
       Rows& rows = g.tag == Tag::kStream ? stream_rows_ : xla_rows_[plane_name];
       rows[key].Merge(row);
+      Leaves& leaves = g.tag == Tag::kStream ? stream_leaves_ : xla_leaves_[plane_name];
+      auto& leaf = leaves[LeafKey{key.second, row.category, key.first, std::string(event_name(g.metadata_id))}];
+      leaf.first += row.count;
+      leaf.second += row.total_ps;
     }
   }
   groups_.clear();
@@ -192,6 +196,24 @@ std::vector<XlaOpSummary> XlaOpCollector::Finish() {
   });
   stream_rows_.clear();
   xla_rows_.clear();
+  Leaves leaves = std::move(stream_leaves_);
+  for (auto& [plane, plane_leaves] : xla_leaves_) {
+    if (planes_with_streams_.count(plane) != 0) continue;
+    for (auto& [key, value] : plane_leaves) {
+      leaves[key].first += value.first;
+      leaves[key].second += value.second;
+    }
+  }
+  kernel_leaves_.clear();
+  for (const auto& [key, value] : leaves) {
+    XlaKernelLeaf leaf;
+    std::tie(leaf.module, leaf.category, leaf.op, leaf.kernel) = key;
+    leaf.count = value.first;
+    leaf.total = ClampToInt64(value.second);
+    kernel_leaves_.push_back(std::move(leaf));
+  }
+  stream_leaves_.clear();
+  xla_leaves_.clear();
   return result;
 }
 

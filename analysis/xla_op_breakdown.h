@@ -26,10 +26,12 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "analysis/trace_events.h"
 #include "analysis/trace_summary.h"
 #include "analysis/xspace_stats.h"
 
@@ -57,6 +59,9 @@ class XlaOpCollector {
 
   // Every row, merged across planes, total_ns desc, then name, then module.
   std::vector<XlaOpSummary> Finish();
+  // After Finish: the same events per (module, category, op, kernel), for the call tree
+  // (analysis/call_tree.h); a TPU op's kernel is the op itself.
+  std::vector<XlaKernelLeaf> TakeKernelLeaves() { return std::move(kernel_leaves_); }
 
  private:
   enum class Tag : uint8_t { kStream, kXlaOps, kPending, kDropped };
@@ -87,6 +92,9 @@ class XlaOpCollector {
 
   using RowKey = std::pair<std::string, std::string>;  // name, module
   using Rows = std::map<RowKey, Row>;
+  // (module, category, op, kernel) -> (events, ps)
+  using LeafKey = std::tuple<std::string, std::string, std::string, std::string>;
+  using Leaves = std::map<LeafKey, std::pair<int64_t, __int128>>;
 
   // The group's rows entry, or false when the group is no XLA op.
   bool Resolve(const Group& g, const PlaneStats& plane,
@@ -104,6 +112,9 @@ class XlaOpCollector {
   Rows stream_rows_;                      // always counted
   std::map<std::string, Rows> xla_rows_;  // by plane, counted without streams
   std::set<std::string> planes_with_streams_;
+  Leaves stream_leaves_;
+  std::map<std::string, Leaves> xla_leaves_;  // by plane, as xla_rows_
+  std::vector<XlaKernelLeaf> kernel_leaves_;
 };
 
 }  // namespace fleetprof::analysis

@@ -160,6 +160,7 @@ absl::Status XSpaceReader::Read() {
     out_->activity.insert(out_->activity.end(), plane.xla_ops.begin(), plane.xla_ops.end());
   }
   out_->xla_ops = ops_.Finish();
+  out_->xla_kernel_leaves = ops_.TakeKernelLeaves();
   memory_.Finish(out_, &base_set_);
   return absl::OkStatus();
 }

@@ -15,7 +15,8 @@ int RunAnalyze(const CliOptions& options) {
   if (options.args.size() != 1) return FailUsage("analyze");
   auto analysed = analysis::AnalyzeTraceFile(options.args[0], nullptr, options.trace_limits);
   if (!analysed.ok()) return Fail(std::string(analysed.status().message()));
-  const v1::ProfileSummary summary = SummaryToProto(*analysed);
+  v1::ProfileSummary summary = SummaryToProto(*analysed);
+  summary.clear_call_tree();  // as the server's profile answer: the tree is the flame graph's
   if (options.json) {
     std::cout << ProtoToJson(summary) << "\n";
     return 0;

@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   flags.AddString("job", &options.job, "job name (upload: the profile's job; profiles: filter)");
   flags.AddString("node", &options.node, "node name for upload (default: this host)");
   flags.AddString("format", &options.format,
-                  "upload: kineto_json or xspace (default: detect); export: original (default) or chrome_json");
+                  "upload: kineto_json or xspace (default: detect); export: original (default), chrome_json or pprof");
   flags.AddString("o", &options.output, "export: the file to write");
   flags.AddInt("start_ns", &options.start_ns, "trace, export: window start in the trace's ns (default: its start)");
   flags.AddInt("end_ns", &options.end_ns, "trace, export: window end, exclusive (default: the trace's end)");

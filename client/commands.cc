@@ -36,9 +36,9 @@ const std::vector<Command>& Commands() {
        "the events of a time window (default: all of it), exact\ndown to the resolution, shorter ones counted in "
        "blocks",
        RunTrace},
-      {"export", "PROFILE_ID -o FILE [--format original|chrome_json] [--start_ns N --end_ns N]",
-       "the profile as a file: the trace exactly as uploaded, or\nits events (a window of them) as Chrome-trace JSON "
-       "for\nPerfetto / chrome://tracing",
+      {"export", "PROFILE_ID -o FILE [--format original|chrome_json|pprof] [--start_ns N --end_ns N]",
+       "the profile as a file: the trace exactly as uploaded, its\nevents (a window of them) as Chrome-trace JSON "
+       "for\nPerfetto / chrome://tracing, or its call tree as a gzipped\npprof profile (go tool pprof, speedscope)",
        RunExport},
       {"diff", "BASE PROFILE [PROFILE...] [--by op|kernel|scope]",
        "profiles side by side against BASE; --by scope pairs work\nby its enclosing record_function / user annotation",

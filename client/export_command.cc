@@ -1,6 +1,6 @@
-// `fleetprof export PROFILE [--format original|chrome_json] -o FILE`: the profile as a file.
+// `fleetprof export PROFILE [--format original|chrome_json|pprof] -o FILE`: the profile as a file.
 // "original" is the trace exactly as uploaded; "chrome_json" its stored events (or those of
-// --start_ns/--end_ns) as Chrome-trace JSON. The file appears only when complete (FILE.tmp, then a
+// --start_ns/--end_ns) as Chrome-trace JSON; "pprof" its call tree as a gzipped profile.proto. The file appears only when complete (FILE.tmp, then a
 // rename), so a broken transfer never leaves a short file under the name asked for.
 
 #include <algorithm>

@@ -1,5 +1,7 @@
 #include "proto/summary_codec.h"
 
+#include "proto/call_tree_codec.h"
+
 namespace fleetprof {
 namespace {
 
@@ -87,6 +89,7 @@ v1::ProfileSummary SummaryToProto(const analysis::TraceSummary& summary) {
   for (const auto& m : summary.memory) MemoryToProto(m, out.add_memory());
   for (const auto& op : summary.xla_ops) XlaOpToProto(op, out.add_xla_ops());
   for (const auto& [key, value] : summary.metadata) (*out.mutable_metadata())[key] = value;
+  CallTreeToProto(summary.call_tree, &out);  // refers to the ops and kernels above
   return out;
 }
 

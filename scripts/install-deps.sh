@@ -12,9 +12,10 @@ BUILD_PKGS=(
 # Only the tests need these: real PyTorch traces, a Python gRPC peer, a real Prometheus,
 # a real headless browser for the web app, openssl for the TLS tests' certificates, clang for
 # the libFuzzer targets (scripts/fuzz.sh), etcd for the cluster's catalog (tests and
-# scripts/run.sh --cluster; its S3 server, s3rver, comes from npm below).
+# scripts/run.sh --cluster; its S3 server, s3rver, comes from npm below), Go for `go tool pprof`
+# (the pprof export is checked with the real client).
 TEST_PKGS=(python3 python3-torch python3-grpcio python3-protobuf prometheus time procps chromium openssl clang
-           etcd-server etcd-client curl)
+           etcd-server etcd-client curl golang-go)
 
 want=("${BUILD_PKGS[@]}")
 if [[ "${1:-}" != "--build-only" ]]; then want+=("${TEST_PKGS[@]}"); fi

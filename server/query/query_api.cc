@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "flame/pprof_export.h"
 #include "server/query/query_timer.h"
 #include "timeline/chrome_trace_export.h"
 #include "timeline/trace_window.h"
@@ -99,6 +100,9 @@ absl::StatusOr<v1::GetProfileResponse> QueryApi::GetProfile(const std::string& p
   v1::GetProfileResponse response;
   *response.mutable_profile() = *std::move(info);
   *response.mutable_summary() = **summary;
+  // The call tree is read through the flame graph and pprof export; here it would only be a
+  // large block of numbers by reference.
+  response.mutable_summary()->clear_call_tree();
   return response;
 }
 
@@ -106,12 +110,14 @@ absl::StatusOr<QueryApi::Export> QueryApi::ExportProfile(const v1::ExportProfile
   QueryTimer timer(metrics_, "ExportProfile");
   if (request.profile_id().empty()) return absl::InvalidArgumentError("profile_id is required");
   const bool original = request.format().empty() || request.format() == "original";
-  if (!original && request.format() != "chrome_json") {
+  const bool pprof = request.format() == "pprof";
+  if (!original && !pprof && request.format() != "chrome_json") {
     return absl::InvalidArgumentError(absl::StrCat("export format '", request.format(),
-                                                   "' is not available: 'original' (the uploaded file) and "
-                                                   "'chrome_json' (Chrome-trace JSON for Perfetto) are"));
+                                                   "' is not available: 'original' (the uploaded file), "
+                                                   "'chrome_json' (Chrome-trace JSON for Perfetto) and 'pprof' "
+                                                   "(the call tree, gzipped profile.proto) are"));
   }
-  if (original && (request.start_ns() != 0 || request.end_ns() != 0)) {
+  if (!(request.format() == "chrome_json") && (request.start_ns() != 0 || request.end_ns() != 0)) {
     return absl::InvalidArgumentError("a window (start_ns, end_ns) exports only as format=chrome_json");
   }
   auto info = store_->profiles().Get(request.profile_id());
@@ -119,6 +125,12 @@ absl::StatusOr<QueryApi::Export> QueryApi::ExportProfile(const v1::ExportProfile
   Export out;
   if (original) {
     out.bytes = store_->uploads().ReadRaw(info->upload_id(), info->size_bytes());
+  } else if (pprof) {
+    auto tree = CallTreeOf(request.profile_id());
+    if (!tree.ok()) return tree.status();
+    auto bytes = flame::CallTreeToGzippedPprof(*tree);
+    if (!bytes.ok()) return bytes.status();
+    out.bytes = analysis::OpenStringSource(absl::StrCat(request.profile_id(), ".pb.gz"), *std::move(bytes));
   } else {
     auto timeline = timelines_.Get(request.profile_id());
     if (!timeline.ok()) return timeline.status();

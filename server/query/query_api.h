@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "analysis/byte_source.h"
+#include "analysis/trace_summary.h"
 #include "fleetprof/v1/query.pb.h"
 #include "common/concurrency_slots.h"
 #include "server/server_metrics.h"
@@ -44,12 +45,19 @@ class QueryApi {
 
   // A profile as a file. Format "original" (or empty): the bytes as uploaded, read from the
   // store as they are sent. "chrome_json": the stored events (all, or a window) as
-  // Chrome-trace JSON, produced as it is sent. Other formats are INVALID_ARGUMENT.
+  // Chrome-trace JSON, produced as it is sent. "pprof": the call tree as a gzipped pprof
+  // profile (flame/pprof_export.h). Other formats are INVALID_ARGUMENT.
   struct Export {
     v1::ProfileInfo profile;
     std::unique_ptr<analysis::ByteSource> bytes;
   };
   absl::StatusOr<Export> ExportProfile(const v1::ExportProfileRequest& request);
+
+  // A profile's call tree (request.profile_id), or the trees of a job's profiles added up
+  // (request.job, selected as JobOps selects them), as Pyroscope's FlameGraph
+  // (server/query/flame_queries.cc). INVALID_ARGUMENT for an unknown value or neither/both of
+  // profile_id and job.
+  absl::StatusOr<v1::FlameGraph> FlameGraph(const v1::FlameGraphRequest& request);
 
   // The trace viewer's reads, from the event store (timeline/trace_window.h).
   absl::StatusOr<v1::TraceWindow> TraceWindow(const v1::TraceWindowRequest& request);
@@ -93,6 +101,11 @@ class QueryApi {
   absl::Status ForEachJobProfile(const v1::JobRequest& request,
                                  const std::function<absl::Status(const v1::ProfileInfo&)>& visit);
 
+  // The call tree stored with the profile's summary; for a profile stored before trees existed,
+  // one built anew from its original upload (at most kConcurrentTreeBuilds at once), kept in the
+  // summary cache. FAILED_PRECONDITION when the original cannot be read or analysed.
+  absl::StatusOr<analysis::CallTree> CallTreeOf(const std::string& profile_id);
+
   // The stored summary of request.profile_id() after checking the request.
   absl::StatusOr<std::shared_ptr<const v1::ProfileSummary>> Summary(const v1::BreakdownRequest& request);
   // The section `rows` of the summary, timed as `query`, copied into Response's `out`.
@@ -105,12 +118,15 @@ class QueryApi {
   // A diagnosis holds the profile's events (up to diagnosis::kMaxFactEvents): two at a time.
   static constexpr int kConcurrentDiagnoses = 2;
   static constexpr std::chrono::seconds kDiagnosisWait{30};
+  // Building a missing call tree holds a whole trace's events, like a diagnosis.
+  static constexpr int kConcurrentTreeBuilds = 2;
 
   Storage* store_;
   ServerMetrics* metrics_;
   TimelineCache timelines_;
   SummaryCache summaries_;
   ConcurrencySlots diagnoses_{kConcurrentDiagnoses};
+  ConcurrencySlots tree_builds_{kConcurrentTreeBuilds};
 };
 
 }  // namespace fleetprof

@@ -17,10 +17,12 @@ absl::StatusOr<FileAnswer> ExportAsFile(QueryApi* api, const v1::ExportProfileRe
   if (!exported.ok()) return exported.status();
   FileAnswer file;
   const bool chrome = request.format() == "chrome_json";
-  file.content_type = chrome ? "application/json" : "application/octet-stream";
+  const bool pprof = request.format() == "pprof";
+  file.content_type = chrome ? "application/json" : pprof ? "application/gzip" : "application/octet-stream";
   const v1::ProfileInfo& profile = exported->profile;
-  file.file_name = chrome ? absl::StrCat(profile.profile_id(), ".trace.json")
-                          : SafeFileName(profile.file_name().empty() ? profile.profile_id() : profile.file_name());
+  file.file_name = chrome  ? absl::StrCat(profile.profile_id(), ".trace.json")
+                   : pprof ? absl::StrCat(profile.profile_id(), ".pb.gz")
+                           : SafeFileName(profile.file_name().empty() ? profile.profile_id() : profile.file_name());
   file.bytes = std::move(exported->bytes);
   return file;
 }
@@ -46,6 +48,8 @@ void AddQueryOperations(QueryApi* api, Operations* ops) {
                                                            [api](const auto& r) { return api->Memory(r); });
   ops->AddUnary<BreakdownRequest, XlaOpBreakdownResponse>(Method("XlaOpBreakdown"),
                                                           [api](const auto& r) { return api->XlaOps(r); });
+  ops->AddUnary<FlameGraphRequest, FlameGraph>(Method("GetFlameGraph"),
+                                               [api](const auto& r) { return api->FlameGraph(r); });
   ops->AddUnary<TraceWindowRequest, TraceWindow>(Method("GetTraceWindow"),
                                                  [api](const auto& r) { return api->TraceWindow(r); });
   ops->AddUnary<RangeBreakdownRequest, RangeBreakdown>(Method("GetRangeBreakdown"),

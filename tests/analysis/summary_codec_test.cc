@@ -50,6 +50,12 @@ analysis::TraceSummary EverythingSet() {
   op.bytes_accessed_per_second = 0.5;
   s.xla_ops.push_back(op);
   s.metadata["rank"] = "0";
+  // A call tree: the root and a step frame (names of its own), an op and a kernel (by reference).
+  s.call_tree.names = {"total", "ProfilerStep#*", "aten::mm", "k"};
+  s.call_tree.nodes = {{0, 0, analysis::FrameKind::kFixed, 0, 0, 0},
+                       {1, 1, analysis::FrameKind::kHost, 1, 2, 0},
+                       {2, 2, analysis::FrameKind::kHost, 1, 3, 0},
+                       {3, 3, analysis::FrameKind::kKernel, 1, 0, 2}};
   return s;
 }
 
@@ -78,6 +84,12 @@ TEST(SummaryCodec, CarriesEveryAnalysedField) {
   CollectUnset(proto, "", &unset);
   // Device samples are added by the server (a capture's window), not by the analysis.
   EXPECT_EQ(unset, std::vector<std::string>{"device_samples"});
+  // A summary this small leaves the tree little room (10% of it): folded, with its totals.
+  int64_t host_self = 0, device = 0;
+  for (int64_t v : proto.call_tree().host_self_ns()) host_self += v;
+  for (int64_t v : proto.call_tree().device_ns()) device += v;
+  EXPECT_EQ(host_self, 5);
+  EXPECT_EQ(device, 2);
 }
 
 TEST(SummaryCodec, LeavesUnknownOptionalValuesAbsent) {

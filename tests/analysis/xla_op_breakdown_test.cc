@@ -2,7 +2,10 @@
 // string stats, on the event or its metadata), TPU "XLA Ops" lines with category, flops and
 // bytes, no double counting on planes that have both, and field-order tolerance.
 
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/analysis/summary_json_for_test.h"
 #include "gtest/gtest.h"
@@ -269,6 +272,62 @@ TEST(XlaOpBreakdown, TensorFlowCorpusTraceHasNoXlaOps) {
   EXPECT_TRUE(s.xla_ops.empty());
   EXPECT_FALSE(s.kernels.empty());
 }
+
+namespace call_tree {
+
+// "path;to;frame" -> (count, device_ns) of the summary's call tree.
+std::map<std::string, std::pair<int64_t, int64_t>> Frames(const TraceSummary& s) {
+  std::map<std::string, std::pair<int64_t, int64_t>> out;
+  std::vector<std::string> path;
+  for (const CallTreeNode& node : s.call_tree.nodes) {
+    path.resize(node.depth);
+    path.push_back(s.call_tree.names[node.name]);
+    std::string key;
+    for (const std::string& p : path) key += (key.empty() ? "" : ";") + p;
+    out[key] = {node.count, node.device_ns};
+  }
+  return out;
+}
+
+TEST(XlaCallTree, KernelsSitUnderModuleCategoryAndOpAndTheRestUnderNoOp) {
+  TraceSummary s = Analyze(Space({GpuPlane("/device:GPU:0"), GpuPlane("/device:GPU:1")}));
+  auto frames = Frames(s);
+  using P = std::pair<int64_t, int64_t>;
+  EXPECT_EQ(frames["total;jit_train_step;fusion.1;fusion_kernel"], P(6, 9));  // 6 x 1500 ps
+  EXPECT_EQ(frames["total;jit_train_step;gemm;dot.2;sm90_gemm"], P(4, 10));
+  EXPECT_EQ(frames["total;reduction;reduce.3;reduce_kernel"], P(2, 1));     // 1400 ps
+  EXPECT_EQ(frames["total;copy.4;copy_kernel"], P(2, 1));                   // 1800 ps
+  EXPECT_EQ(frames["total;(device time outside XLA ops);MemcpyH2D"], P(2, 8));
+  int64_t device = 0, kernels = 0;
+  for (const CallTreeNode& node : s.call_tree.nodes) device += node.device_ns;
+  for (const KernelSummary& k : s.kernels) kernels += k.total_ns;
+  EXPECT_EQ(device, kernels);
+}
+
+TEST(XlaCallTree, TpuOpsAreTheirOwnKernels) {
+  TraceSummary s = Analyze(Space({TpuPlane()}));
+  auto frames = Frames(s);
+  using P = std::pair<int64_t, int64_t>;
+  EXPECT_EQ(frames["total;jit_train_step;loop fusion;fusion.7;fusion.7"], P(2, 5));
+  EXPECT_EQ(frames["total;collective;all-reduce.1;all-reduce.1"], P(1, 1));
+}
+
+TEST(XlaCallTree, AKernelOfTwoOpsSplitsItsFlooredTotalExactly) {
+  // 1500 ps under each op: the row is floor(3000 / 1000) = 3 ns; floored leaves would say 2.
+  Proto stream = Line("Stream #7(Compute)", 1000,
+                      {Event(1, 0, 1500, {RefStat(kHloOp, 100), RefStat(kModule, 101)}),
+                       Event(1, 5000, 1500, {RefStat(kHloOp, 102), RefStat(kModule, 101)})});
+  TraceSummary s = Analyze(Space({Plane("/device:GPU:0", {stream}, {Metadata(1, "shared_kernel")}, kStatNames)}));
+  auto frames = Frames(s);
+  const auto a = frames["total;jit_train_step;fusion.1;shared_kernel"];
+  const auto b = frames["total;jit_train_step;dot.2;shared_kernel"];
+  EXPECT_EQ(a.first + b.first, 2);
+  EXPECT_EQ(a.second + b.second, 3);
+  ASSERT_NE(FindKernel(s, "shared_kernel"), nullptr);
+  EXPECT_EQ(FindKernel(s, "shared_kernel")->total_ns, 3);
+}
+
+}  // namespace call_tree
 
 }  // namespace
 }  // namespace fleetprof::analysis

@@ -175,8 +175,8 @@ TEST_F(HttpApiTest, ExportGivesBackTheUploadedBytesExactly) {
   // What is not there yet says so, and an unknown profile is a 404.
   ExpectError(Get("/api/v1/profiles/nope/export", 404), "NOT_FOUND", "nope");
   const std::string id = Upload(CorpusPath(kCorpus[0].trace));
-  ExpectError(Get("/api/v1/profiles/" + id + "/export?format=pprof", 400), "INVALID_ARGUMENT",
-              "'original' (the uploaded file) and 'chrome_json'");
+  ExpectError(Get("/api/v1/profiles/" + id + "/export?format=speedscope", 400), "INVALID_ARGUMENT",
+              "'original' (the uploaded file), 'chrome_json'");
   CommandResult missing = cluster_.Cli({"export", "nope", "-o", cluster_.root() + "/never.json"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_FALSE(PathExists(cluster_.root() + "/never.json"));

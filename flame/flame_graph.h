@@ -1,0 +1,25 @@
+#pragma once
+// A call tree as Pyroscope's FlameGraph (../shared/DESIGN.md, "Flame graphs"): `names`, and per
+// level, left to right, groups of 4 numbers: offset from the end of the previous node of the
+// same level (whatever its parent), total, self, index into names. Level 0 is the root, named
+// "total"; siblings are ordered by name; frames whose total is 0 are left out.
+
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "analysis/trace_summary.h"
+#include "fleetprof/v1/query.pb.h"
+
+namespace fleetprof::flame {
+
+// Which of a frame's values the graph shows.
+enum class FlameValue { kDeviceNs, kHostSelfNs, kCount };
+
+// "device_ns" (or empty), "host_self_ns", "count"; anything else is INVALID_ARGUMENT.
+absl::StatusOr<FlameValue> ParseFlameValue(std::string_view value);
+
+// REQUIRES: `tree` is in pre-order with depths as analysis::CallTree says (the codec checks
+// stored trees). Totals saturate at the int64 range.
+v1::FlameGraph RenderFlameGraph(const analysis::CallTree& tree, FlameValue value);
+
+}  // namespace fleetprof::flame
