@@ -45,18 +45,17 @@ void JobOpsSum::Add(const v1::ProfileSummary& summary) {
   }
 }
 
-v1::JobOpsResponse JobOpsSum::Finish() {
-  auto* ops = sum_.mutable_ops();
+v1::JobOpsResponse JobOpsSum::Finish() const {
+  v1::JobOpsResponse out = sum_;
+  auto* ops = out.mutable_ops();
   std::sort(ops->begin(), ops->end(), [](const v1::OpStat& a, const v1::OpStat& b) {
     return a.self_ns() != b.self_ns() ? a.self_ns() > b.self_ns() : a.name() < b.name();
   });
-  auto* kernels = sum_.mutable_kernels();
+  auto* kernels = out.mutable_kernels();
   std::sort(kernels->begin(), kernels->end(), [](const v1::KernelStat& a, const v1::KernelStat& b) {
     return a.total_ns() != b.total_ns() ? a.total_ns() > b.total_ns() : a.name() < b.name();
   });
-  op_index_.clear();
-  kernel_index_.clear();
-  return std::move(sum_);
+  return out;
 }
 
 v1::JobProfilePoint JobPoint(const v1::ProfileInfo& info, const v1::ProfileSummary& summary) {

@@ -17,7 +17,8 @@ namespace fleetprof::compare {
 class JobOpsSum {
  public:
   void Add(const v1::ProfileSummary& summary);
-  v1::JobOpsResponse Finish();
+  // The sum so far, sorted; the sum goes on taking profiles.
+  v1::JobOpsResponse Finish() const;
 
  private:
   v1::JobOpsResponse sum_;

@@ -68,6 +68,10 @@ absl::StatusOr<v1::ProfileSummary> ProfileTable::GetSummary(const std::string& p
   auto record = catalog_->Get(CatalogTable::kProfiles, profile_id);
   if (!record.ok()) return record.status();
   if (!record->has_value()) return absl::NotFoundError("profile " + profile_id + ": not found");
+  return GetListedSummary(profile_id);
+}
+
+absl::StatusOr<v1::ProfileSummary> ProfileTable::GetListedSummary(const std::string& profile_id) {
   auto bytes = blobs_->GetObject(profile_id);
   if (absl::IsNotFound(bytes.status())) return absl::NotFoundError("profile " + profile_id + ": not found");
   if (!bytes.ok()) return bytes.status();

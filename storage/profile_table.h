@@ -45,7 +45,10 @@ class ProfileTable {
   // otherwise). The event store must be written before.
   absl::Status Commit(const v1::ProfileInfo& info, const v1::ProfileSummary& summary);
   absl::StatusOr<v1::ProfileInfo> Get(const std::string& profile_id) { return profiles_.Get(profile_id); }
+  // NOT_FOUND unless the profile's record exists (its summary may outlive it in a cache).
   absl::StatusOr<v1::ProfileSummary> GetSummary(const std::string& profile_id);
+  // The same for a profile an index scan (List) has just listed: no second catalog read.
+  absl::StatusOr<v1::ProfileSummary> GetListedSummary(const std::string& profile_id);
   absl::StatusOr<ProfilePage> List(const v1::ListProfilesRequest& request);
   // Deletes every record of the profile in one synced catalog commit (record, index entries,
   // its upload's record), then its summary, original bytes and event store, giving the disk

@@ -57,15 +57,18 @@ absl::Status QueryApi::ForEachJobProfile(const v1::JobRequest& request,
 
 absl::StatusOr<v1::JobOpsResponse> QueryApi::JobOps(const v1::JobRequest& request) {
   QueryTimer timer(metrics_, "JobOps");
-  compare::JobOpsSum sum;
+  std::vector<std::string> ids;
   absl::Status s = ForEachJobProfile(request, [&](const v1::ProfileInfo& info) {
-    auto summary = summaries_.Get(info.profile_id());
-    if (!summary.ok()) return summary.status();
-    sum.Add(**summary);
+    ids.push_back(info.profile_id());
     return absl::OkStatus();
   });
   if (!s.ok()) return s;
-  return sum.Finish();
+  return job_rollups_.Sum(JobRollups::Key(request), ids, [this](const std::string& id, compare::JobOpsSum* sum) {
+    auto summary = summaries_.GetListed(id);
+    if (!summary.ok()) return summary.status();
+    sum->Add(**summary);
+    return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<v1::JobSeriesResponse> QueryApi::JobSeries(const v1::JobRequest& request) {
@@ -73,7 +76,7 @@ absl::StatusOr<v1::JobSeriesResponse> QueryApi::JobSeries(const v1::JobRequest& 
   v1::JobSeriesResponse response;
   response.set_job(request.job());
   absl::Status s = ForEachJobProfile(request, [&](const v1::ProfileInfo& info) {
-    auto summary = summaries_.Get(info.profile_id());
+    auto summary = summaries_.GetListed(info.profile_id());
     if (!summary.ok()) return summary.status();
     *response.add_points() = compare::JobPoint(info, **summary);
     return absl::OkStatus();

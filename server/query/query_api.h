@@ -15,6 +15,7 @@
 #include "fleetprof/v1/query.pb.h"
 #include "common/concurrency_slots.h"
 #include "server/server_metrics.h"
+#include "server/query/job_rollups.h"
 #include "server/query/timeline_cache.h"
 #include "storage/storage.h"
 
@@ -125,6 +126,8 @@ class QueryApi {
   ServerMetrics* metrics_;
   TimelineCache timelines_;
   SummaryCache summaries_;
+  // Job ops views kept with the ids they summed (job_rollups.h): at most a million ids.
+  JobRollups job_rollups_{size_t{1} << 20};
   ConcurrencySlots diagnoses_{kConcurrentDiagnoses};
   ConcurrencySlots tree_builds_{kConcurrentTreeBuilds};
 };

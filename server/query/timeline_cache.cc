@@ -22,9 +22,10 @@ absl::StatusOr<std::shared_ptr<const timeline::Timeline>> TimelineCache::Get(con
   return cache_.Insert(profile_id, *loaded, (*loaded)->memory_bytes());
 }
 
-absl::StatusOr<std::shared_ptr<const v1::ProfileSummary>> SummaryCache::Get(const std::string& profile_id) {
+absl::StatusOr<std::shared_ptr<const v1::ProfileSummary>> SummaryCache::Get(const std::string& profile_id,
+                                                                           bool listed) {
   if (auto cached = cache_.Find(profile_id)) return cached;
-  auto summary = store_->profiles().GetSummary(profile_id);
+  auto summary = listed ? store_->profiles().GetListedSummary(profile_id) : store_->profiles().GetSummary(profile_id);
   if (!summary.ok()) return summary.status();
   auto parsed = std::make_shared<const v1::ProfileSummary>(*std::move(summary));
   const size_t bytes = parsed->SpaceUsedLong();

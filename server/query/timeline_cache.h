@@ -35,7 +35,13 @@ class TimelineCache {
 class SummaryCache {
  public:
   SummaryCache(Storage* store, size_t max_bytes) : store_(store), cache_(max_bytes) {}
-  absl::StatusOr<std::shared_ptr<const v1::ProfileSummary>> Get(const std::string& profile_id);
+  absl::StatusOr<std::shared_ptr<const v1::ProfileSummary>> Get(const std::string& profile_id) {
+    return Get(profile_id, false);
+  }
+  // For a profile a job view's index scan has just listed (the record's existence is known).
+  absl::StatusOr<std::shared_ptr<const v1::ProfileSummary>> GetListed(const std::string& profile_id) {
+    return Get(profile_id, true);
+  }
   void Insert(const std::string& profile_id, const v1::ProfileSummary& summary) {
     auto copy = std::make_shared<const v1::ProfileSummary>(summary);
     const size_t bytes = copy->SpaceUsedLong();
@@ -45,6 +51,8 @@ class SummaryCache {
   void Clear() { cache_.Clear(); }
 
  private:
+  absl::StatusOr<std::shared_ptr<const v1::ProfileSummary>> Get(const std::string& profile_id, bool listed);
+
   Storage* store_;
   ByteLru<v1::ProfileSummary> cache_;
 };
