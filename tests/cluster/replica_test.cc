@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <random>
+#include <set>
 #include <thread>
 #include <fstream>
 
@@ -283,14 +284,19 @@ TEST_F(ReplicaTest, AnUploadCutByAKilledReplicaResumesOnAnotherToTheSameProfile)
   upload.Start({BinDir() + "/fleetprof", "upload", plain, "--job", "resnet", "--json", "--upload_id", "cut-upload-1",
                 "--server", a.grpc_addr() + "," + b.grpc_addr()},
                log);
-  // Once A has stored parts of the upload (they are objects in s3rver's folder), A dies.
+  // Once A has stored parts of the upload (they are objects in s3rver's folder), A dies. A part
+  // counts for a resume only once the catalog holds its offset, which is written after the part
+  // and before the next one: the second part's object means the first is in the catalog.
   ASSERT_TRUE(Eventually(30, [&] {
     std::error_code ec;
+    std::set<std::string> parts;
+    const std::string marker = "raw/cut-upload-1/";
     for (auto it = std::filesystem::recursive_directory_iterator(s3_.root(), ec);
          it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-      if (it->path().string().find("raw/cut-upload-1/") != std::string::npos) return true;
+      const std::string path = it->path().string();
+      if (const size_t at = path.find(marker); at != std::string::npos) parts.insert(path.substr(at + marker.size(), 16));
     }
-    return false;
+    return parts.size() >= 2;
   }));
   ::kill(a.server_pid(), SIGKILL);
   a.StopServer();
