@@ -152,7 +152,7 @@ std::pair<uint32_t, uint32_t> CandidateBlocks(const Timeline& timeline, const v1
 }
 
 absl::StatusOr<v1::TraceWindow> QueryTraceWindow(const Timeline& t, TimelineReader& reader,
-                                                 const v1::TraceWindowRequest& request) {
+                                                 const v1::TraceWindowRequest& request, int64_t max_window_events) {
   if (t.tracks() == 0 && request.start_ns() == 0 && request.end_ns() == 0) {
     return v1::TraceWindow();  // a trace without events: its whole window is empty, not an error
   }
@@ -191,7 +191,7 @@ absl::StatusOr<v1::TraceWindow> QueryTraceWindow(const Timeline& t, TimelineRead
   window.set_end_ns(end);
   window.set_resolution_ns(resolution);
   std::vector<TimelineEvent> events;
-  int64_t window_left = kMaxEventsPerWindow;  // shared by all tracks: bounds the answer whatever their number
+  int64_t window_left = max_window_events;  // shared by all tracks: bounds the answer whatever their number
   for (uint32_t ti : tracks) {
     const v1::TimelineTrack& track = t.track(ti);
     const bool counter = track.kind() == "counter";
