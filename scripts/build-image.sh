@@ -13,8 +13,9 @@ tag=${2:-fleetprof:dev}
 read -r -a podman_flags <<< "${FLEETPROF_PODMAN_FLAGS:-}"
 binaries=(fleetprof fleetprof-server fleetprof-agent)
 # curl: the exec probe of a server that requires client certificates (mTLS), which a kubelet's
-# HTTP probe cannot present. Its libraries are already in the binaries' closure.
-extras=(/usr/bin/curl)
+# HTTP probe cannot present (its libraries are already in the binaries' closure). chmod: the
+# agent's init container opens the shared Kineto socket folder to every job user (1777).
+extras=(/usr/bin/curl /usr/bin/chmod)
 
 for tool in podman ldd strip ldconfig; do
   command -v "$tool" > /dev/null || { echo "build-image: $tool not found (scripts/install-deps.sh)" >&2; exit 1; }
@@ -42,6 +43,9 @@ for f in "${binaries[@]/#/$bin_dir/}" "${extras[@]}"; do ldd "$f"; done |
     mkdir -p "$dest"
     cp -L "$lib" "$dest/"
   done
+# The loader's search path as Debian has it (the NVIDIA container runtime adds NVML to
+# /usr/lib/x86_64-linux-gnu and runs ldconfig on this tree).
+cp -a /etc/ld.so.conf /etc/ld.so.conf.d "$root"/etc/
 ldconfig -r "$root"
 cp -L /etc/ssl/certs/ca-certificates.crt "$root"/etc/ssl/certs/
 cat > "$root"/etc/passwd <<'PASSWD'
@@ -56,6 +60,6 @@ printf 'passwd: files\ngroup: files\nhosts: files dns\n' > "$root"/etc/nsswitch.
 mkdir -p "$ctx"/data
 cp "$here/Dockerfile" "$ctx/Dockerfile"
 
-podman "${podman_flags[@]}" build --quiet --network=none --cgroup-manager=cgroupfs -f "$ctx/Dockerfile" -t "$tag" "$ctx" > /dev/null
+podman --cgroup-manager=cgroupfs "${podman_flags[@]}" build --quiet --network=none -f "$ctx/Dockerfile" -t "$tag" "$ctx" > /dev/null
 size=$(podman "${podman_flags[@]}" image inspect --format '{{.Size}}' "$tag")
 echo "build-image: $tag $((size / 1024 / 1024)) MiB ($size bytes)"

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Builds the container image from a build's bin/ (scripts/build-image.sh) and runs it the way
+# deploy/kubernetes runs it: the server as its non-root user on 0.0.0.0 with TLS, client
+# certificates (mTLS) and tokens (no --insecure), probed by the exec probe of the mTLS
+# component (curl inside the image with a client certificate), fed an upload of a corpus trace
+# by the image's own CLI; the agent as root with only SYS_PTRACE and SYS_ADMIN and the host's
+# PIDs, with its token from /secrets/$NODE_NAME, registering with the server.
+#   image_test.sh BIN_DIR SHARED_DIR
+# Exit 77 (skipped) when podman, runc or openssl is missing; under CI=true that fails instead.
+#
+# How podman runs here (root inside a sandbox): crun refuses this host's hybrid cgroup v1/v2
+# layout, so runc; the sandbox lacks CAP_SYS_RESOURCE, so the containers' rlimits are set
+# explicitly below the host's (podman's defaults would raise them); no registry and no bridge
+# network, so --network=host and loopback addresses.
+set -euo pipefail
+bin_dir=$(cd "$1" && pwd)
+shared_dir=$2
+here=$(cd "$(dirname "$0")/../.." && pwd)
+trace=$shared_dir/corpus/kineto/mi250_rocm62.json.gz
+
+missing=()
+for tool in podman runc openssl curl; do command -v "$tool" > /dev/null || missing+=("$tool"); done
+[[ -f "$trace" ]] || missing+=("$trace")
+if ((${#missing[@]})); then
+  if [[ "${CI:-}" == true ]]; then echo "FAIL: missing (CI=true): ${missing[*]}" >&2; exit 1; fi
+  echo "SKIP: missing ${missing[*]} (scripts/install-deps.sh installs them)"; exit 77
+fi
+
+id=$$
+tag=localhost/fleetprof:image-test-$id
+srv=fleetprof-image-test-server-$id
+agent=fleetprof-image-test-agent-$id
+node=image-test-node-$id
+work=$(mktemp -d /tmp/fleetprof-image-test.XXXXXX)
+podman=(podman --cgroup-manager=cgroupfs --runtime=runc)
+run_flags=(--network=host --ulimit nofile=4096:4096 --ulimit nproc=4096:4096)
+cleanup() {
+  "${podman[@]}" rm -f -t 2 "$srv" "$agent" > /dev/null 2>&1 || true
+  "${podman[@]}" rmi -f "$tag" > /dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  for c in "$srv" "$agent"; do echo "--- log of $c" >&2; "${podman[@]}" logs "$c" 2>&1 | tail -20 >&2 || true; done
+  exit 1
+}
+
+echo "== image"
+start=$(date +%s)
+bash "$here/scripts/build-image.sh" "$bin_dir" "$tag" | tee "$work/build.txt"
+echo "built in $(( $(date +%s) - start )) s"
+
+echo "== certificates and tokens"
+mkdir -p "$work/tls" "$work/auth" "$work/secrets" "$work/run" "$work/kineto"
+(
+  cd "$work/tls"
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=fleetprof-test-ca 2> /dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' > san.ext
+  for name in server client; do
+    openssl req -newkey rsa:2048 -nodes -keyout $name.key -out $name.csr -subj /CN=$name 2> /dev/null
+    openssl x509 -req -in $name.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $name.pem -days 1 \
+      -extfile san.ext 2> /dev/null
+  done
+  rm -f ca.key ./*.csr
+)
+token() { head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+sha() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
+user_token=$(token)
+agent_token=$(token)
+printf '%s read,ingest,capture user\n%s agent %s\n' "$(sha "$user_token")" "$(sha "$agent_token")" "$node" \
+  > "$work/auth/tokens"
+printf '%s' "$user_token" > "$work/auth/user-token"
+printf '%s' "$agent_token" > "$work/secrets/$node"
+# Secrets mounted into a pod are readable by its user; here the server's uid 10001 reads them.
+chmod -R a+rX "$work/tls" "$work/auth" "$work/secrets"
+chmod 1777 "$work/run"
+
+echo "== server (non-root, 0.0.0.0, TLS + client certificates + tokens)"
+"${podman[@]}" run -d --name "$srv" "${run_flags[@]}" \
+  -v "$work/tls:/etc/fleetprof/tls:ro" -v "$work/auth:/etc/fleetprof/auth:ro" -v "$work/run:/run/fleetprof" \
+  "$tag" --grpc_addr=0.0.0.0:0 --http_addr=0.0.0.0:0 --ready_file=/run/fleetprof/server.json \
+  --tls_cert=/etc/fleetprof/tls/server.pem --tls_key=/etc/fleetprof/tls/server.key \
+  --tls_client_ca=/etc/fleetprof/tls/ca.pem --auth_tokens_file=/etc/fleetprof/auth/tokens > /dev/null
+for _ in $(seq 100); do [[ -s "$work/run/server.json" ]] && break; sleep 0.2; done
+[[ -s "$work/run/server.json" ]] || fail "the server wrote no ready file"
+grpc_port=$(sed -n 's/.*"grpc":"[^"]*:\([0-9]*\)".*/\1/p' "$work/run/server.json")
+http_port=$(sed -n 's/.*"http":"[^"]*:\([0-9]*\)".*/\1/p' "$work/run/server.json")
+[[ -n "$grpc_port" && -n "$http_port" ]] || fail "ready file unreadable: $(cat "$work/run/server.json")"
+user=$("${podman[@]}" top "$srv" user | awk 'NR == 2 {print $1}')
+[[ "$user" == fleetprof ]] || fail "the server runs as '$user', not fleetprof"
+echo "server runs as $user, gRPC :$grpc_port, HTTP :$http_port"
+
+# A kubelet's HTTPS probe presents no client certificate: with mTLS on, the handshake fails...
+if curl -fsS -k --max-time 5 "https://127.0.0.1:$http_port/healthz" > /dev/null 2>&1; then
+  fail "/healthz answered a client without a certificate although --tls_client_ca is set"
+fi
+# ...so deploy/kubernetes/components/mtls probes with this command inside the container.
+probe=(curl -fsS --max-time 5 --cacert /etc/fleetprof/tls/ca.pem --cert /etc/fleetprof/tls/client.pem
+       --key /etc/fleetprof/tls/client.key "https://127.0.0.1:$http_port/healthz")
+health=$("${podman[@]}" exec "$srv" "${probe[@]}") || fail "the exec probe failed"
+[[ "$health" == ok* ]] || fail "/healthz answered '$health'"
+echo "exec probe: /healthz $health"
+
+cli=("${podman[@]}" run --rm "${run_flags[@]}" -v "$work/tls:/etc/fleetprof/tls:ro" -v "$work/auth:/etc/fleetprof/auth:ro"
+     -v "$trace:/trace/$(basename "$trace"):ro" --entrypoint fleetprof "$tag"
+     --server "127.0.0.1:$grpc_port" --tls_ca /etc/fleetprof/tls/ca.pem --tls_cert /etc/fleetprof/tls/client.pem
+     --tls_key /etc/fleetprof/tls/client.key --token_file /etc/fleetprof/auth/user-token --json)
+uploaded=$("${cli[@]}" upload "/trace/$(basename "$trace")" --job image-test) || fail "upload failed"
+[[ "$uploaded" == *'"profile_id":"'* ]] || fail "upload answered '$uploaded'"
+listed=$("${cli[@]}" profiles --job image-test) || fail "profiles failed"
+[[ "$listed" == *'"job":"image-test"'* ]] || fail "the upload is not listed: $listed"
+echo "upload from the image's CLI: $uploaded"
+
+echo "== agent (root with SYS_PTRACE and SYS_ADMIN only, host PIDs, token from /secrets/\$NODE_NAME)"
+"${podman[@]}" run -d --name "$agent" "${run_flags[@]}" --pid=host --user 0 --cap-drop=all \
+  --cap-add=SYS_PTRACE --cap-add=SYS_ADMIN -e NODE_NAME="$node" -e KINETO_IPC_SOCKET_DIR=/run/fleetprof/kineto \
+  -v "$work/tls:/etc/fleetprof/tls:ro" -v "$work/secrets:/secrets:ro" -v "$work/kineto:/run/fleetprof/kineto" \
+  -v "$work/run:/run/fleetprof/ready" --entrypoint fleetprof-agent "$tag" \
+  --server="127.0.0.1:$grpc_port" --node="$node" --token_file="/secrets/$node" \
+  --tls_ca=/etc/fleetprof/tls/ca.pem --tls_cert=/etc/fleetprof/tls/client.pem --tls_key=/etc/fleetprof/tls/client.key \
+  --metrics_addr=127.0.0.1:0 --dynolog_addr= --nvml_library= --state_dir=/var/lib/fleetprof-agent \
+  --ready_file=/run/fleetprof/ready/agent.json > /dev/null
+registered=
+for _ in $(seq 60); do
+  agents=$("${cli[@]}" agents 2> /dev/null || true)
+  if [[ "$agents" == *"\"node\":\"$node\",\"state\":\"CONNECTED\""* ]]; then registered=1; break; fi
+  sleep 0.5
+done
+[[ -n "$registered" ]] || fail "the agent did not register: ${agents:-no answer}"
+echo "agents: $agents"
+metrics_port=$(sed -n 's/.*"metrics":"[^"]*:\([0-9]*\)".*/\1/p' "$work/run/agent.json")
+# The DaemonSet's readiness probe: GET /metrics on the agent's metrics port.
+curl -fsS --max-time 5 "http://127.0.0.1:${metrics_port:?no metrics port in the ready file}/metrics" \
+  | grep -q '^fleetprof_' || fail "the agent's /metrics serves no fleetprof_ series"
+[[ -S "$work/kineto/dynolog" ]] || fail "the agent made no Kineto socket in the shared folder"
+echo "agent ready: /metrics on :$metrics_port, Kineto socket $work/kineto/dynolog"
+echo "== image test passed ($(tail -1 "$work/build.txt" | sed 's/^build-image: //'))"
