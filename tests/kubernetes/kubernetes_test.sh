@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Renders deploy/kubernetes with `kubectl kustomize` (kubectl 1.32, kustomize v5), exactly as
+# the README's "Kubernetes" section says, and checks every rendered object offline against the
+# Kubernetes API schemas and fleetprof's deployment facts (validate.mjs says which). Also
+# checks that the README names exactly the kustomizations rendered here.
+#   kubernetes_test.sh SOURCE_DIR BIN_DIR
+# BIN_DIR's fleetprof-server and fleetprof-agent --help list the flags the manifests may use.
+# Exit 77 (skipped) when kubectl, node or the validator's npm packages are missing (installed
+# by scripts/install-deps.sh, except kubectl: see there); under CI=true that fails instead.
+set -euo pipefail
+source_dir=$(cd "$1" && pwd)
+bin_dir=$(cd "$2" && pwd)
+modules=${FLEETPROF_K8S_VALIDATOR:-/opt/fleetprof-test/kubernetes-validate}/node_modules
+# The kustomizations, as the README's commands name them (relative to the checkout).
+kustomizations=(deploy/kubernetes/overlays/single deploy/kubernetes/overlays/cluster
+                deploy/kubernetes/overlays/cluster-mtls deploy/kubernetes/examples)
+
+missing=()
+command -v kubectl > /dev/null || missing+=(kubectl)
+command -v node > /dev/null || missing+=(node)
+[[ -d "$modules/kubernetes-models" ]] || missing+=("$modules (scripts/install-deps.sh)")
+if command -v kubectl > /dev/null && ! kubectl version --client 2>/dev/null | grep -q 'Kustomize Version: v5'; then
+  missing+=("kubectl with kustomize v5 (have: $(kubectl version --client 2>&1 | tr '\n' ' '))")
+fi
+if ((${#missing[@]})); then
+  if [[ "${CI:-}" == true ]]; then echo "FAIL: missing (CI=true): ${missing[*]}" >&2; exit 1; fi
+  echo "SKIP: missing ${missing[*]}"; exit 77
+fi
+
+work=$(mktemp -d /tmp/fleetprof-kubernetes-test.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cd "$source_dir"
+
+documented=$(grep -oE 'kubectl (kustomize|apply (--server-side )?-k) deploy/kubernetes/[A-Za-z0-9/_-]+' README.md |
+             awk '{print $NF}' | sort -u || true)
+expected=$(printf '%s\n' "${kustomizations[@]}" | sort -u)
+if [[ "$documented" != "$expected" ]]; then
+  echo "FAIL: README.md's kubectl commands name:" $documented "; the test renders:" $expected >&2
+  exit 1
+fi
+
+renders=()
+for k in "${kustomizations[@]}"; do
+  name=$(basename "$k")
+  kubectl kustomize "$k" > "$work/$name.yaml"
+  renders+=("$name=$work/$name.yaml")
+done
+"$bin_dir/fleetprof-server" --help > "$work/server-flags.txt" 2>&1
+"$bin_dir/fleetprof-agent" --help > "$work/agent-flags.txt" 2>&1
+node "$source_dir/tests/kubernetes/validate.mjs" --modules "$modules" --grafana deploy/grafana \
+  --server-flags "$work/server-flags.txt" --agent-flags "$work/agent-flags.txt" "${renders[@]}"
