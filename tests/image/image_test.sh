@@ -3,8 +3,9 @@
 # deploy/kubernetes runs it: the server as its non-root user on 0.0.0.0 with TLS, client
 # certificates (mTLS) and tokens (no --insecure), probed by the exec probe of the mTLS
 # component (curl inside the image with a client certificate), fed an upload of a corpus trace
-# by the image's own CLI; the agent as root with only SYS_PTRACE and SYS_ADMIN and the host's
-# PIDs, with its token from /secrets/$NODE_NAME, registering with the server.
+# by the image's own CLI; the agent as root with only SYS_PTRACE, SYS_ADMIN and
+# DAC_READ_SEARCH and the host's PIDs, with its token from /secrets/$NODE_NAME, registering with
+# the server. Paths, modes and flags are the manifests' (deploy/kubernetes/base).
 #   image_test.sh BIN_DIR SHARED_DIR
 # Exit 77 (skipped) when podman, runc or openssl is missing; under CI=true that fails instead.
 #
@@ -51,37 +52,46 @@ start=$(date +%s)
 bash "$here/scripts/build-image.sh" "$bin_dir" "$tag" | tee "$work/build.txt"
 echo "built in $(( $(date +%s) - start )) s"
 
-echo "== certificates and tokens"
-mkdir -p "$work/tls" "$work/auth" "$work/secrets" "$work/run" "$work/kineto"
+echo "== certificates and tokens, laid out as deploy/kubernetes mounts its Secrets"
+mkdir -p "$work"/{pki,tls,probe,client,ca,auth,secrets,run,kineto,kineto-traces,traces,state}
 (
-  cd "$work/tls"
+  cd "$work/pki"
   openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=fleetprof-test-ca 2> /dev/null
-  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' > san.ext
-  for name in server client; do
+  # The names deploy/kubernetes dials: the Service (the mTLS probe's --resolve) and 127.0.0.1.
+  printf 'subjectAltName=DNS:fleetprof.fleetprof.svc,DNS:fleetprof-server-headless.fleetprof.svc,IP:127.0.0.1\n' > san.ext
+  for name in server probe client; do
     openssl req -newkey rsa:2048 -nodes -keyout $name.key -out $name.csr -subj /CN=$name 2> /dev/null
     openssl x509 -req -in $name.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $name.pem -days 1 \
       -extfile san.ext 2> /dev/null
   done
-  rm -f ca.key ./*.csr
 )
+cp "$work/pki/server.pem" "$work/tls/tls.crt"; cp "$work/pki/server.key" "$work/tls/tls.key"
+cp "$work/pki/ca.pem" "$work/tls/ca.crt"; cp "$work/pki/ca.pem" "$work/ca/ca.crt"
+cp "$work/pki/probe.pem" "$work/probe/tls.crt"; cp "$work/pki/probe.key" "$work/probe/tls.key"
+cp "$work/pki/client.pem" "$work/client/tls.crt"; cp "$work/pki/client.key" "$work/client/tls.key"
 token() { head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 sha() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
 user_token=$(token)
 agent_token=$(token)
-printf '%s read,ingest,capture user\n%s agent %s\n' "$(sha "$user_token")" "$(sha "$agent_token")" "$node" \
+printf '%s read,ingest,capture user\n%s agent,ingest %s\n' "$(sha "$user_token")" "$(sha "$agent_token")" "$node" \
   > "$work/auth/tokens"
-printf '%s' "$user_token" > "$work/auth/user-token"
+printf '%s' "$user_token" > "$work/user-token"
 printf '%s' "$agent_token" > "$work/secrets/$node"
-# Secrets mounted into a pod are readable by its user; here the server's uid 10001 reads them.
-chmod -R a+rX "$work/tls" "$work/auth" "$work/secrets"
+# As a Secret volume with fsGroup 10001 and defaultMode 0440 has them: root:10001, read-only
+# (the server refuses a tokens file that others can write).
+chgrp -R 10001 "$work/tls" "$work/probe" "$work/auth"
+chmod 0750 "$work/tls" "$work/probe" "$work/auth"
+chmod 0440 "$work"/tls/* "$work"/probe/* "$work"/auth/*
+chmod 0644 "$work/user-token" "$work"/client/* "$work"/ca/*
 chmod 1777 "$work/run"
 
-echo "== server (non-root, 0.0.0.0, TLS + client certificates + tokens)"
-"${podman[@]}" run -d --name "$srv" "${run_flags[@]}" \
-  -v "$work/tls:/etc/fleetprof/tls:ro" -v "$work/auth:/etc/fleetprof/auth:ro" -v "$work/run:/run/fleetprof" \
+echo "== server (uid 10001, read-only root, 0.0.0.0, TLS + client certificates + tokens)"
+"${podman[@]}" run -d --name "$srv" "${run_flags[@]}" --read-only --cap-drop=all \
+  -v "$work/tls:/etc/fleetprof/tls:ro" -v "$work/auth:/etc/fleetprof/auth:ro" -v "$work/probe:/etc/fleetprof/probe:ro" \
+  -v "$work/run:/run/fleetprof" \
   "$tag" --grpc_addr=0.0.0.0:0 --http_addr=0.0.0.0:0 --ready_file=/run/fleetprof/server.json \
-  --tls_cert=/etc/fleetprof/tls/server.pem --tls_key=/etc/fleetprof/tls/server.key \
-  --tls_client_ca=/etc/fleetprof/tls/ca.pem --auth_tokens_file=/etc/fleetprof/auth/tokens > /dev/null
+  --auth_tokens_file=/etc/fleetprof/auth/tokens --tls_cert=/etc/fleetprof/tls/tls.crt \
+  --tls_key=/etc/fleetprof/tls/tls.key --tls_client_ca=/etc/fleetprof/tls/ca.crt > /dev/null
 for _ in $(seq 100); do [[ -s "$work/run/server.json" ]] && break; sleep 0.2; done
 [[ -s "$work/run/server.json" ]] || fail "the server wrote no ready file"
 grpc_port=$(sed -n 's/.*"grpc":"[^"]*:\([0-9]*\)".*/\1/p' "$work/run/server.json")
@@ -95,31 +105,42 @@ echo "server runs as $user, gRPC :$grpc_port, HTTP :$http_port"
 if curl -fsS -k --max-time 5 "https://127.0.0.1:$http_port/healthz" > /dev/null 2>&1; then
   fail "/healthz answered a client without a certificate although --tls_client_ca is set"
 fi
-# ...so deploy/kubernetes/components/mtls probes with this command inside the container.
-probe=(curl -fsS --max-time 5 --cacert /etc/fleetprof/tls/ca.pem --cert /etc/fleetprof/tls/client.pem
-       --key /etc/fleetprof/tls/client.key "https://127.0.0.1:$http_port/healthz")
+# ...so deploy/kubernetes/components/mtls probes with this command inside the container
+# (there on port 7071; here the port the server picked).
+probe=(curl -fsS --max-time 4 --resolve "fleetprof.fleetprof.svc:$http_port:127.0.0.1"
+       --cacert /etc/fleetprof/tls/ca.crt --cert /etc/fleetprof/probe/tls.crt --key /etc/fleetprof/probe/tls.key
+       "https://fleetprof.fleetprof.svc:$http_port/healthz")
 health=$("${podman[@]}" exec "$srv" "${probe[@]}") || fail "the exec probe failed"
 [[ "$health" == ok* ]] || fail "/healthz answered '$health'"
 echo "exec probe: /healthz $health"
 
-cli=("${podman[@]}" run --rm "${run_flags[@]}" -v "$work/tls:/etc/fleetprof/tls:ro" -v "$work/auth:/etc/fleetprof/auth:ro"
+cli=("${podman[@]}" run --rm "${run_flags[@]}" --read-only -v "$work/ca:/etc/fleetprof/ca:ro"
+     -v "$work/client:/etc/fleetprof/client:ro" -v "$work/user-token:/etc/fleetprof/token:ro"
      -v "$trace:/trace/$(basename "$trace"):ro" --entrypoint fleetprof "$tag"
-     --server "127.0.0.1:$grpc_port" --tls_ca /etc/fleetprof/tls/ca.pem --tls_cert /etc/fleetprof/tls/client.pem
-     --tls_key /etc/fleetprof/tls/client.key --token_file /etc/fleetprof/auth/user-token --json)
+     --server "127.0.0.1:$grpc_port" --tls_ca /etc/fleetprof/ca/ca.crt --tls_cert /etc/fleetprof/client/tls.crt
+     --tls_key /etc/fleetprof/client/tls.key --token_file /etc/fleetprof/token --json)
 uploaded=$("${cli[@]}" upload "/trace/$(basename "$trace")" --job image-test) || fail "upload failed"
 [[ "$uploaded" == *'"profile_id":"'* ]] || fail "upload answered '$uploaded'"
 listed=$("${cli[@]}" profiles --job image-test) || fail "profiles failed"
 [[ "$listed" == *'"job":"image-test"'* ]] || fail "the upload is not listed: $listed"
 echo "upload from the image's CLI: $uploaded"
 
-echo "== agent (root with SYS_PTRACE and SYS_ADMIN only, host PIDs, token from /secrets/\$NODE_NAME)"
-"${podman[@]}" run -d --name "$agent" "${run_flags[@]}" --pid=host --user 0 --cap-drop=all \
-  --cap-add=SYS_PTRACE --cap-add=SYS_ADMIN -e NODE_NAME="$node" -e KINETO_IPC_SOCKET_DIR=/run/fleetprof/kineto \
-  -v "$work/tls:/etc/fleetprof/tls:ro" -v "$work/secrets:/secrets:ro" -v "$work/kineto:/run/fleetprof/kineto" \
-  -v "$work/run:/run/fleetprof/ready" --entrypoint fleetprof-agent "$tag" \
+echo "== agent (root with SYS_PTRACE, SYS_ADMIN, DAC_READ_SEARCH only, host PIDs, read-only root)"
+# The DaemonSet's init container: the shared Kineto socket folder open to every job user.
+"${podman[@]}" run --rm "${run_flags[@]}" --read-only --user 0 --cap-drop=all \
+  -v "$work/kineto:/var/run/fleetprof/kineto" --entrypoint /usr/bin/chmod "$tag" 1777 /var/run/fleetprof/kineto
+[[ $(stat -c %a "$work/kineto") == 1777 ]] || fail "the init container's chmod did not make the socket folder 1777"
+"${podman[@]}" run -d --name "$agent" "${run_flags[@]}" --pid=host --user 0 --read-only --read-only-tmpfs=false \
+  --cap-drop=all --cap-add=SYS_PTRACE --cap-add=SYS_ADMIN --cap-add=DAC_READ_SEARCH \
+  -e NODE_NAME="$node" -e KINETO_IPC_SOCKET_DIR=/var/run/fleetprof/kineto \
+  -v "$work/ca:/etc/fleetprof/ca:ro" -v "$work/client:/etc/fleetprof/client:ro" -v "$work/secrets:/secrets:ro" \
+  -v "$work/kineto:/var/run/fleetprof/kineto" -v "$work/kineto-traces:/tmp/fleetprof_traces" \
+  -v "$work/traces:/var/lib/fleetprof/traces" -v "$work/state:/var/lib/fleetprof/agent" \
+  -v "$work/run:/run/fleetprof/ready" --entrypoint /usr/local/bin/fleetprof-agent "$tag" \
   --server="127.0.0.1:$grpc_port" --node="$node" --token_file="/secrets/$node" \
-  --tls_ca=/etc/fleetprof/tls/ca.pem --tls_cert=/etc/fleetprof/tls/client.pem --tls_key=/etc/fleetprof/tls/client.key \
-  --metrics_addr=127.0.0.1:0 --dynolog_addr= --nvml_library= --state_dir=/var/lib/fleetprof-agent \
+  --tls_ca=/etc/fleetprof/ca/ca.crt --tls_cert=/etc/fleetprof/client/tls.crt --tls_key=/etc/fleetprof/client/tls.key \
+  --metrics_addr=127.0.0.1:0 --dynolog_addr= --nvml_library= --state_dir=/var/lib/fleetprof/agent \
+  --trace_dir=/var/lib/fleetprof/traces --kineto_trace_dir=/tmp/fleetprof_traces --max_capture_memory_mb=2048 \
   --ready_file=/run/fleetprof/ready/agent.json > /dev/null
 registered=
 for _ in $(seq 60); do
@@ -129,10 +150,12 @@ for _ in $(seq 60); do
 done
 [[ -n "$registered" ]] || fail "the agent did not register: ${agents:-no answer}"
 echo "agents: $agents"
+for _ in $(seq 20); do [[ -s "$work/run/agent.json" ]] && break; sleep 0.2; done
 metrics_port=$(sed -n 's/.*"metrics":"[^"]*:\([0-9]*\)".*/\1/p' "$work/run/agent.json")
 # The DaemonSet's readiness probe: GET /metrics on the agent's metrics port.
 curl -fsS --max-time 5 "http://127.0.0.1:${metrics_port:?no metrics port in the ready file}/metrics" \
   | grep -q '^fleetprof_' || fail "the agent's /metrics serves no fleetprof_ series"
 [[ -S "$work/kineto/dynolog" ]] || fail "the agent made no Kineto socket in the shared folder"
-echo "agent ready: /metrics on :$metrics_port, Kineto socket $work/kineto/dynolog"
+[[ $(stat -c %a "$work/kineto-traces") == 1733 ]] || fail "the agent did not make the Kineto trace folder 1733"
+echo "agent ready: /metrics on :$metrics_port, Kineto socket and trace folder in the shared host folders"
 echo "== image test passed ($(tail -1 "$work/build.txt" | sed 's/^build-image: //'))"
