@@ -45,7 +45,9 @@ for k in "${kustomizations[@]}"; do
   kubectl kustomize "$k" > "$work/$name.yaml"
   renders+=("$name=$work/$name.yaml")
 done
-"$bin_dir/fleetprof-server" --help > "$work/server-flags.txt" 2>&1
-"$bin_dir/fleetprof-agent" --help > "$work/agent-flags.txt" 2>&1
+for b in fleetprof-server fleetprof-agent; do
+  "$bin_dir/$b" --help > "$work/$b-flags.txt" 2>&1 || true
+  grep -q -- '--help' "$work/$b-flags.txt" || { echo "FAIL: $bin_dir/$b --help lists no flags" >&2; exit 1; }
+done
 node "$source_dir/tests/kubernetes/validate.mjs" --modules "$modules" --grafana deploy/grafana \
-  --server-flags "$work/server-flags.txt" --agent-flags "$work/agent-flags.txt" "${renders[@]}"
+  --server-flags "$work/fleetprof-server-flags.txt" --agent-flags "$work/fleetprof-agent-flags.txt" "${renders[@]}"
