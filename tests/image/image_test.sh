@@ -20,7 +20,7 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 trace=$shared_dir/corpus/kineto/mi250_rocm62.json.gz
 
 missing=()
-for tool in podman runc openssl curl; do command -v "$tool" > /dev/null || missing+=("$tool"); done
+for tool in podman runc openssl curl setpriv; do command -v "$tool" > /dev/null || missing+=("$tool"); done
 [[ -f "$trace" ]] || missing+=("$trace")
 if ((${#missing[@]})); then
   if [[ "${CI:-}" == true ]]; then echo "FAIL: missing (CI=true): ${missing[*]}" >&2; exit 1; fi
@@ -35,7 +35,9 @@ node=image-test-node-$id
 work=$(mktemp -d /tmp/fleetprof-image-test.XXXXXX)
 podman=(podman --cgroup-manager=cgroupfs --runtime=runc)
 run_flags=(--network=host --ulimit nofile=4096:4096 --ulimit nproc=4096:4096)
+job_pid=
 cleanup() {
+  [[ -n "$job_pid" ]] && kill "$job_pid" 2> /dev/null
   "${podman[@]}" rm -f -t 2 "$srv" "$agent" > /dev/null 2>&1 || true
   "${podman[@]}" rmi -f "$tag" > /dev/null 2>&1 || true
   rm -rf "$work"
@@ -57,8 +59,9 @@ mkdir -p "$work"/{pki,tls,probe,client,ca,auth,secrets,run,kineto,kineto-traces,
 (
   cd "$work/pki"
   openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=fleetprof-test-ca 2> /dev/null
-  # The names deploy/kubernetes dials: the Service (the mTLS probe's --resolve) and 127.0.0.1.
-  printf 'subjectAltName=DNS:fleetprof.fleetprof.svc,DNS:fleetprof-server-headless.fleetprof.svc,IP:127.0.0.1\n' > san.ext
+  # The names deploy/kubernetes dials (the mTLS probe's --resolve), localhost (the agent's
+  # dns:/// target below) and 127.0.0.1.
+  printf 'subjectAltName=DNS:fleetprof.fleetprof.svc,DNS:fleetprof-server-headless.fleetprof.svc,DNS:localhost,IP:127.0.0.1\n' > san.ext
   for name in server probe client; do
     openssl req -newkey rsa:2048 -nodes -keyout $name.key -out $name.csr -subj /CN=$name 2> /dev/null
     openssl x509 -req -in $name.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $name.pem -days 1 \
@@ -125,6 +128,35 @@ listed=$("${cli[@]}" profiles --job image-test) || fail "profiles failed"
 [[ "$listed" == *'"job":"image-test"'* ]] || fail "the upload is not listed: $listed"
 echo "upload from the image's CLI: $uploaded"
 
+# A job of another user (nobody) on the host that names its profiler server in its environment:
+# the agent finds it through the host's /proc (hostPID), reading another uid's environ
+# (SYS_PTRACE).
+job=image-job-$id
+FLEETPROF_JOB=$job FLEETPROF_XPROF_ADDR=127.0.0.1:9 setpriv --reuid=65534 --regid=65534 --clear-groups \
+  sleep 300 &
+job_pid=$!
+# What each of the agent's capabilities is for, as the kernel sees it (curl reads /proc files
+# here; the agent opens the same ones): /proc/PID/environ is mode 0400 of the job's uid, so
+# root needs DAC_READ_SEARCH to open it, and /proc/PID/ns/net passes the ptrace access check
+# only with SYS_PTRACE. (SYS_ADMIN is setns(CLONE_NEWNET), which curl cannot show.)
+caps=(--cap-drop=all --cap-add=SYS_PTRACE --cap-add=SYS_ADMIN --cap-add=DAC_READ_SEARCH)
+read_proc() {  # read_proc FILE CAPABILITY-FLAGS...: succeeds when the container could open FILE
+  local file=$1
+  shift
+  "${podman[@]}" run --rm "${run_flags[@]}" --pid=host --user 0 --read-only "$@" --entrypoint /usr/bin/curl "$tag" \
+    -sS -o /dev/null "file://$file" 2> /dev/null
+}
+read_proc "/proc/$job_pid/environ" "${caps[@]}" || fail "the agent's capabilities cannot read another uid's environ"
+read_proc "/proc/$job_pid/ns/net" "${caps[@]}" || fail "the agent's capabilities cannot open another uid's ns/net"
+if read_proc "/proc/$job_pid/environ" --cap-drop=all --cap-add=SYS_PTRACE --cap-add=SYS_ADMIN; then
+  fail "environ opened without DAC_READ_SEARCH: drop it from the documented set"
+fi
+if read_proc "/proc/$job_pid/ns/net" --cap-drop=all --cap-add=SYS_ADMIN --cap-add=DAC_READ_SEARCH; then
+  fail "ns/net opened without SYS_PTRACE: drop it from the documented set"
+fi
+echo "capabilities: environ needs DAC_READ_SEARCH, ns/net needs SYS_PTRACE (checked)"
+# The agent dials dns:///NAME:PORT as on Kubernetes (the headless Service): the image's name
+# resolution (gRPC's resolver, /etc/hosts, nsswitch) works without a shell or libc extras.
 echo "== agent (root with SYS_PTRACE, SYS_ADMIN, DAC_READ_SEARCH only, host PIDs, read-only root)"
 # The DaemonSet's init container: the shared Kineto socket folder open to every job user.
 "${podman[@]}" run --rm "${run_flags[@]}" --read-only --user 0 --cap-drop=all \
@@ -137,18 +169,21 @@ echo "== agent (root with SYS_PTRACE, SYS_ADMIN, DAC_READ_SEARCH only, host PIDs
   -v "$work/kineto:/var/run/fleetprof/kineto" -v "$work/kineto-traces:/tmp/fleetprof_traces" \
   -v "$work/traces:/var/lib/fleetprof/traces" -v "$work/state:/var/lib/fleetprof/agent" \
   -v "$work/run:/run/fleetprof/ready" --entrypoint /usr/local/bin/fleetprof-agent "$tag" \
-  --server="127.0.0.1:$grpc_port" --node="$node" --token_file="/secrets/$node" \
+  --server="dns:///localhost:$grpc_port" --node="$node" --token_file="/secrets/$node" \
   --tls_ca=/etc/fleetprof/ca/ca.crt --tls_cert=/etc/fleetprof/client/tls.crt --tls_key=/etc/fleetprof/client/tls.key \
   --metrics_addr=127.0.0.1:0 --dynolog_addr= --nvml_library= --state_dir=/var/lib/fleetprof/agent \
   --trace_dir=/var/lib/fleetprof/traces --kineto_trace_dir=/tmp/fleetprof_traces --max_capture_memory_mb=2048 \
-  --ready_file=/run/fleetprof/ready/agent.json > /dev/null
+  --discover_interval_ms=500 --ready_file=/run/fleetprof/ready/agent.json > /dev/null
 registered=
 for _ in $(seq 60); do
   agents=$("${cli[@]}" agents 2> /dev/null || true)
-  if [[ "$agents" == *"\"node\":\"$node\",\"state\":\"CONNECTED\""* ]]; then registered=1; break; fi
+  if [[ "$agents" == *"\"node\":\"$node\",\"state\":\"CONNECTED\""* && "$agents" == *"\"job\":\"$job\""* ]]; then
+    registered=1
+    break
+  fi
   sleep 0.5
 done
-[[ -n "$registered" ]] || fail "the agent did not register: ${agents:-no answer}"
+[[ -n "$registered" ]] || fail "the agent did not register with the job $job as its target: ${agents:-no answer}"
 echo "agents: $agents"
 for _ in $(seq 20); do [[ -s "$work/run/agent.json" ]] && break; sleep 0.2; done
 metrics_port=$(sed -n 's/.*"metrics":"[^"]*:\([0-9]*\)".*/\1/p' "$work/run/agent.json")
