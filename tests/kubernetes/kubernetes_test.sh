@@ -35,7 +35,7 @@ documented=$(grep -oE 'kubectl (kustomize|apply (--server-side )?-k) deploy/kube
              awk '{print $NF}' | sort -u || true)
 expected=$(printf '%s\n' "${kustomizations[@]}" | sort -u)
 if [[ "$documented" != "$expected" ]]; then
-  echo "FAIL: README.md's kubectl commands name:" $documented "; the test renders:" $expected >&2
+  echo "FAIL: README.md's kubectl commands name: ${documented//$'\n'/ }; the test renders: ${expected//$'\n'/ }" >&2
   exit 1
 fi
 
