@@ -2,7 +2,8 @@
 # Renders deploy/kubernetes with `kubectl kustomize` (kubectl 1.32, kustomize v5), exactly as
 # the README's "Kubernetes" section says, and checks every rendered object offline against the
 # Kubernetes API schemas and fleetprof's deployment facts (validate.mjs says which). Also
-# checks that the README names exactly the kustomizations rendered here.
+# checks that the README names exactly the kustomizations rendered here, and that the checker
+# refuses a rendering broken on purpose.
 #   kubernetes_test.sh SOURCE_DIR BIN_DIR
 # BIN_DIR's fleetprof-server and fleetprof-agent --help list the flags the manifests may use.
 # Exit 77 (skipped) when kubectl, node or the validator's npm packages are missing (installed
@@ -51,3 +52,20 @@ for b in fleetprof-server fleetprof-agent; do
 done
 node "$source_dir/tests/kubernetes/validate.mjs" --modules "$modules" --grafana deploy/grafana \
   --server-flags "$work/fleetprof-server-flags.txt" --agent-flags "$work/fleetprof-agent-flags.txt" "${renders[@]}"
+
+# The checker itself: a broken copy of the cluster rendering must fail, naming each break.
+sed 's/hostPID: true/hostPid: true/; s/containerPort: 7072/containerPort: "7072"/; s/honorLabels: true/honorLabel: true/;
+     s/--cache_mb=8192/--cache_size=8192/' "$work/cluster.yaml" > "$work/broken.yaml"
+printf -- '---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: inline\nstringData:\n  token: x\n' >> "$work/broken.yaml"
+printf -- '---\napiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n' >> "$work/broken.yaml"
+if node "$source_dir/tests/kubernetes/validate.mjs" --modules "$modules" --grafana deploy/grafana \
+     --server-flags "$work/fleetprof-server-flags.txt" --agent-flags "$work/fleetprof-agent-flags.txt" \
+     "cluster=$work/broken.yaml" > "$work/broken.out" 2>&1; then
+  echo "FAIL: the checker passed a broken rendering" >&2; exit 1
+fi
+for expected in 'unknown field "hostPid"' 'containerPort must be integer' 'unknown field "honorLabel"' \
+                '--cache_size is not a flag' 'Secret/inline is rendered' 'no schema for example.com/v1 Widget' \
+                'hostPID is not true'; do
+  grep -qF -- "$expected" "$work/broken.out" || { echo "FAIL: the checker missed: $expected" >&2; cat "$work/broken.out" >&2; exit 1; }
+done
+echo "the checker refuses a broken rendering (7 breaks, each named)"
