@@ -11,8 +11,11 @@ COPY --chown=10001:10001 data/ /var/lib/fleetprof/
 ENV PATH=/usr/local/bin:/usr/bin \
     LANG=C.UTF-8
 # The server runs as this non-root user (uid 10001, group 10001) with its data in the volume.
-# The agent needs root plus two capabilities (deploy/kubernetes/base/agent-daemonset.yaml says
-# which and why); run it with `--user 0 --entrypoint fleetprof-agent`.
+# The agent needs root with three capabilities and the host's PIDs
+# (deploy/kubernetes/base/agent-daemonset.yaml says which and why; tests/image runs it so):
+#   --user 0 --cap-drop=all --cap-add=DAC_READ_SEARCH,SYS_PTRACE,SYS_ADMIN --pid=host
+#   --entrypoint /usr/local/bin/fleetprof-agent
+# and its state (--state_dir) on a volume of its own.
 USER 10001:10001
 WORKDIR /var/lib/fleetprof
 VOLUME /var/lib/fleetprof

@@ -24,7 +24,7 @@ ctx=$(mktemp -d /tmp/fleetprof-image.XXXXXX)
 trap 'rm -rf "$ctx"' EXIT
 root=$ctx/rootfs
 mkdir -p "$root"/usr/local/bin "$root"/usr/bin "$root"/usr/lib/x86_64-linux-gnu "$root"/usr/lib64 \
-         "$root"/etc/ssl/certs "$root"/tmp "$root"/var/lib/fleetprof-agent
+         "$root"/etc/ssl/certs "$root"/tmp
 # Debian 12 is merged-/usr: /lib and /lib64 are links into /usr, as ldd's paths expect.
 ln -s usr/lib "$root"/lib
 ln -s usr/lib64 "$root"/lib64
@@ -35,7 +35,7 @@ for b in "${binaries[@]}"; do
   strip --strip-debug -o "$root/usr/local/bin/$b" "$bin_dir/$b"
 done
 cp -L "${extras[@]}" "$root"/usr/bin/
-# Every library the binaries load, at the path the loader found it (resolved through links).
+# Every library the binaries load, at the path ldd names (the file behind its links).
 for f in "${binaries[@]/#/$bin_dir/}" "${extras[@]}"; do ldd "$f"; done |
   awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u |
   while read -r lib; do
