@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "jobtrace/agent_clock.h"
 #include "jobtrace/collective_analysis.h"
 #include "jobtrace/job_window.h"
 #include "server/query/query_api.h"
@@ -107,20 +108,34 @@ absl::StatusOr<QueryApi::JobClocks> QueryApi::AlignJob(const std::vector<JobMemb
   std::vector<const jobtrace::ProfileCollectives*> ranks;
   for (const auto& c : clocks.collectives) ranks.push_back(c.get());
   clocks.alignment = jobtrace::AlignByCollectives(ranks);
+  // agent_sync: each profile's clock against the server's, where its agent measured it.
+  std::vector<std::optional<jobtrace::TraceToServer>> agent(members.size());
+  for (size_t i = 0; i < members.size(); ++i) {
+    agent[i] = jobtrace::AgentClockOf(members[i].info.labels(), members[i].info.start_ns());
+  }
   for (size_t i = 0; i < members.size(); ++i) {
     v1::JobTraceProfile p;
     p.set_profile_id(members[i].info.profile_id());
     p.set_rank(members[i].rank);
     p.set_node(members[i].info.node());
     p.set_reference(i == 0);
+    p.set_offset_source("none");  // the reference's offset is 0 by definition; others unknown
     const jobtrace::RankAlignment& a = clocks.alignment[i];
     if (i > 0 && a.aligned) {
       p.set_clock_offset_ns(a.offset_ns);
       p.set_offset_uncertainty_ns(a.uncertainty_ns);
       p.set_offset_source("collectives");
       p.set_matched_collectives(a.matched);
-    } else {
-      p.set_offset_source("none");  // the reference's offset is 0 by definition; others unknown
+    }
+    // Both sources: the one with the smaller uncertainty wins.
+    if (i > 0 && agent[i] && agent[0]) {
+      const int64_t offset = agent[i]->to_server_ns - agent[0]->to_server_ns;  // each within ±2^62
+      const int64_t uncertainty = agent[i]->uncertainty_ns + agent[0]->uncertainty_ns;
+      if (p.offset_source() == "none" || uncertainty < p.offset_uncertainty_ns()) {
+        p.set_clock_offset_ns(offset);
+        p.set_offset_uncertainty_ns(uncertainty);
+        p.set_offset_source("agent_sync");
+      }
     }
     clocks.profiles.push_back(std::move(p));
   }

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "httplib.h"
@@ -178,6 +179,62 @@ TEST_F(JobTimelineHttpTest, ASelectionThatIsMissingOrWrongIsAClearError) {
   CommandResult usage = cluster_.Cli({"job-trace", "train"});
   EXPECT_NE(usage.exit_code, 0);
   EXPECT_NE(usage.err.find("usage: fleetprof job-trace"), std::string::npos) << usage.err;
+}
+
+// agent_sync labels (what a capturing agent attaches) and the collectives both give offsets: the
+// one with the smaller uncertainty wins.
+TEST_F(JobTimelineHttpTest, AgentSyncWinsWhereItIsMoreCertainThanTheCollectives) {
+  std::vector<RankTrace> traces = GenerateRankTraces(options_);
+  const int64_t truth = options_.skew_ns[0] - options_.skew_ns[1];
+  auto upload = [&](int rank, int64_t offset, int64_t uncertainty) {
+    const std::string path = cluster_.root() + "/sync" + std::to_string(rank) + ".json";
+    std::ofstream(path) << traces[static_cast<size_t>(rank)].json;
+    CommandResult r = cluster_.Cli({"upload", path, "--job", "synced", "--json", "--label",
+                                    "clock_offset_ns=" + std::to_string(offset), "--label",
+                                    "clock_uncertainty_ns=" + std::to_string(uncertainty), "--label",
+                                    "capture_start_unix_ns=1700000000000000000", "--label", "capture_window_ns=1000000000"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return JsonStringField(r.out, "profile_id");
+  };
+  // The traces' clocks are wall time; the agents measured the skews (to the server's clock).
+  const std::string a = upload(0, -options_.skew_ns[0], 40);
+  const std::string b = upload(1, -options_.skew_ns[1] + 55, 40);
+  simdjson::dom::parser parser;
+  simdjson::dom::element p1 = parser.parse(Get("/api/v1/jobs/synced/trace?profile=" + a + "&profile=" + b))["profiles"].at(1);
+  EXPECT_EQ(std::string_view(p1["offset_source"].get_string()), "agent_sync");
+  EXPECT_EQ(int64_t(p1["clock_offset_ns"].get_int64()), truth + 55);
+  EXPECT_EQ(int64_t(p1["offset_uncertainty_ns"].get_int64()), 80);
+  // An uncertain sync (1 ms): the collectives say it better.
+  const std::string c = upload(0, -options_.skew_ns[0], 1'000'000);
+  const std::string d = upload(1, -options_.skew_ns[1], 1'000'000);
+  simdjson::dom::element p2 = parser.parse(Get("/api/v1/jobs/synced/trace?profile=" + c + "&profile=" + d))["profiles"].at(1);
+  EXPECT_EQ(std::string_view(p2["offset_source"].get_string()), "collectives");
+  EXPECT_LE(std::llabs(int64_t(p2["clock_offset_ns"].get_int64()) - truth), 20'000);
+}
+
+// The agent measures its clock against the server's over its stream; on one host the two are
+// the same clock, so the measured offset lies within the uncertainty it states.
+TEST(AgentClockSyncTest, OnLoopbackTheMeasuredOffsetIsWithinItsUncertainty) {
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer()) << cluster.ServerLog();
+  ASSERT_GE(cluster.StartAgent({"--node=sync-node"}), 0);
+  std::string out;
+  for (int i = 0; i < 100; ++i) {
+    CommandResult r = cluster.Cli({"agents", "--json"});
+    if (r.exit_code == 0 && r.out.find("clock_offset_ns") != std::string::npos) {
+      out = r.out;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_FALSE(out.empty()) << "no heartbeat with a clock measure";
+  simdjson::dom::parser parser;
+  simdjson::dom::element agent = parser.parse(out)["agents"].at(0);
+  const int64_t offset = agent["clock_offset_ns"].get_int64();
+  const int64_t uncertainty = agent["clock_uncertainty_ns"].get_int64();
+  std::cout << "agent_sync on loopback: offset " << offset << " ns, uncertainty " << uncertainty << " ns\n";
+  EXPECT_GT(uncertainty, 0);
+  EXPECT_LE(std::llabs(offset), uncertainty);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "analysis/byte_source.h"
 #include "analysis/trace_analyzer.h"
 #include "gtest/gtest.h"
+#include "jobtrace/agent_clock.h"
 #include "jobtrace/clock_alignment.h"
 #include "jobtrace/collective_analysis.h"
 #include "jobtrace/collectives.h"
@@ -274,6 +275,29 @@ TEST(JobWindow, AnUnknownTrackOrAnEmptyWindowIsAClearError) {
   empty.set_start_ns(10);
   empty.set_end_ns(10);
   EXPECT_EQ(QueryJobWindow(members, empty).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AgentClock, WallClockTracesMapAsTheyAreOthersThroughTheCaptureWindow) {
+  google::protobuf::Map<std::string, std::string> labels;
+  labels["clock_offset_ns"] = "-1500";
+  labels["clock_uncertainty_ns"] = "40";
+  labels["capture_start_unix_ns"] = "1700000000000000000";
+  labels["capture_window_ns"] = "2000000000";
+  // A trace in epoch ns (XSpace, Kineto in µs since the epoch): its clock is the node's.
+  auto wall = AgentClockOf(labels, 1'700'000'000'500'000'000);
+  ASSERT_TRUE(wall.has_value());
+  EXPECT_EQ(wall->to_server_ns, -1500);
+  EXPECT_EQ(wall->uncertainty_ns, 40);
+  // Kineto's monotonic clock (days since boot): mapped through the window's start, ± the window.
+  auto mono = AgentClockOf(labels, 4'458'676'522'690'655);
+  ASSERT_TRUE(mono.has_value());
+  EXPECT_EQ(mono->to_server_ns, 1'700'000'000'000'000'000 - 4'458'676'522'690'655 - 1500);
+  EXPECT_EQ(mono->uncertainty_ns, 2'000'000'040);
+  labels["clock_uncertainty_ns"] = "x";
+  EXPECT_FALSE(AgentClockOf(labels, 0).has_value());
+  labels.erase("clock_uncertainty_ns");
+  EXPECT_FALSE(AgentClockOf(labels, 0).has_value());
+  EXPECT_FALSE(AgentClockOf({}, 0).has_value());
 }
 
 }  // namespace
