@@ -84,6 +84,7 @@ void AnalyzeCollectives(const std::vector<RankClock>& ranks, const std::vector<R
       listed->set_name(r0.names[c0.name]);
       listed->set_op(CollectiveOpName(c0.op));
       listed->set_seq(seq - 1);
+      if (c0.bytes >= 0) listed->set_bytes(c0.bytes);
       if (known) listed->set_last_rank(ranks[members[last].rank].rank);
       for (const Member& m : members) {
         v1::CollectiveRankTiming* timing = listed->add_ranks();

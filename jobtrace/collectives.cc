@@ -67,7 +67,7 @@ size_t ProfileCollectives::memory_bytes() const {
 absl::StatusOr<ProfileCollectives> ReadCollectives(const timeline::Timeline& t, timeline::TimelineReader& reader) {
   ProfileCollectives out;
   absl::flat_hash_map<uint32_t, uint32_t> local_name;
-  auto add = [&](uint32_t stream, int64_t start, int64_t end, uint32_t name) {
+  auto add = [&](uint32_t stream, int64_t start, int64_t end, uint32_t name, int64_t bytes) {
     auto [it, inserted] = local_name.try_emplace(name, static_cast<uint32_t>(out.names.size()));
     if (inserted) out.names.emplace_back(t.name(name));
     Collective c;
@@ -76,6 +76,7 @@ absl::StatusOr<ProfileCollectives> ReadCollectives(const timeline::Timeline& t, 
     c.name = it->second;
     c.stream = stream;
     c.op = CollectiveOpOf(t.name(name));
+    c.bytes = bytes;
     out.events.push_back(c);
   };
   // Per device (the track's group): its communication and compute intervals.
@@ -92,7 +93,7 @@ absl::StatusOr<ProfileCollectives> ReadCollectives(const timeline::Timeline& t, 
       const auto kind = static_cast<analysis::ActivityKind>(e.kind);
       if (kind == analysis::ActivityKind::kCommunication) {
         comm.push_back({start, end});
-        add(stream, start, end, e.name);
+        add(stream, start, end, e.name, e.has_bytes() ? e.bytes : -1);
         has_collective = true;
       } else if (kind == analysis::ActivityKind::kCompute) {
         compute.push_back({start, end});
@@ -116,7 +117,7 @@ absl::StatusOr<ProfileCollectives> ReadCollectives(const timeline::Timeline& t, 
       absl::Status s = timeline::ForEachOverlapping(t, reader, ti, t.start_ns(), t.end_ns(), [&](const timeline::TimelineEvent& e) {
         if (!IsHostCollective(t.name(e.name))) return;
         const int64_t start = t.TimeNs(e.start);
-        add(stream, start, start + t.DurationNs(e.dur), e.name);
+        add(stream, start, start + t.DurationNs(e.dur), e.name, -1);
         has_collective = true;
       });
       if (!s.ok()) return s;

@@ -29,6 +29,7 @@ struct Collective {
   uint32_t name = 0;     // index into ProfileCollectives::names
   uint32_t stream = 0;   // the profile's n-th track with collectives, in directory order
   CollectiveOp op = CollectiveOp::kOther;
+  int64_t bytes = -1;    // message size where the trace gave one (Kineto "In msg nelems" x dtype)
 };
 
 struct ProfileCollectives {

@@ -119,7 +119,7 @@ void FillEvent(const Timeline& t, const v1::TimelineTrack& track, const Timeline
   if (!counter) a->set_category(std::string(t.name(e.category)));
   if (track.kind() == "device") a->set_kind(KindName(e.kind));
   if (e.has_correlation()) a->set_correlation(e.correlation);
-  if (counter) a->set_bytes(e.bytes);
+  if (counter || e.has_bytes()) a->set_bytes(e.bytes);
 }
 
 absl::Status CheckWindow(int64_t start, int64_t end) {

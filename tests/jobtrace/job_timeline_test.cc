@@ -117,6 +117,7 @@ TEST(ClockAlignment, RecoversInjectedSkewsWithin20MicrosecondsAndFindsTheLateRan
     for (const v1::CollectiveInstance& c : answer.collectives()) {
       ASSERT_EQ(c.ranks_size(), ranks);
       EXPECT_EQ(c.op(), "all_reduce");
+      EXPECT_EQ(c.bytes(), 4 * (1'000'000 + c.seq()));  // "In msg nelems" x sizeof(Float)
       int64_t lo = INT64_MAX, hi = INT64_MIN;
       for (const auto& t : c.ranks()) lo = std::min(lo, t.end_ns()), hi = std::max(hi, t.end_ns());
       EXPECT_LE(hi - lo, 2 * o.jitter_ns + 2 * 20'000) << "instance " << c.seq();

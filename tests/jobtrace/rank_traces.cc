@@ -72,7 +72,8 @@ std::vector<RankTrace> GenerateRankTraces(const RankTraceOptions& o) {
       Event(&body, "cuda_runtime", "cudaLaunchKernel", 100 + static_cast<int64_t>(r), 1, arrive[r] + skew - 2'000,
             1'500, absl::StrCat(R"("correlation":)", correlation));
       Event(&body, "kernel", name, 0, 20, arrive[r] + skew, my_end - arrive[r],
-            absl::StrCat(R"("device":)", r, R"(,"stream":20,"correlation":)", correlation));
+            absl::StrCat(R"("device":)", r, R"(,"stream":20,"correlation":)", correlation,
+                         R"(,"In msg nelems":)", 1'000'000 + k, R"(,"dtype":"Float")"));
     }
     ++correlation;
     t = end + uniform(10'000, 40'000);
