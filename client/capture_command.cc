@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "proto/proto_json.h"
 #include "client/cli.h"
+#include "common/runtime.h"
 #include "client/commands.h"
 #include "client/rpc_helpers.h"
 #include "client/table_printer.h"
@@ -73,6 +74,9 @@ int RunCapture(const CliOptions& options) {
   request.set_profile_memory(options.profile_memory);
   request.set_with_stack(options.with_stack);
   request.set_timeout_ms(options.capture_timeout_ms);
+  // The channel retries a start that failed UNAVAILABLE on another replica: with this id the
+  // server answers a repeat with the capture the first one started, never a second capture.
+  request.set_request_id(RandomHex(12));
   v1::Capture capture;
   {
     grpc::ClientContext context;

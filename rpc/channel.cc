@@ -174,8 +174,8 @@ std::string ChannelTarget(const std::string& server) {
   return server;  // nothing resolved: gRPC says why on the first call
 }
 
-// pick_first over the replicas, and the read methods (scope read in the .proto files) retried on
-// UNAVAILABLE: the channel then moves to the next replica.
+// pick_first over the replicas, and the read methods (scope read in the .proto files) and those
+// marked retry_safe retried on UNAVAILABLE: the channel then moves to the next replica.
 const std::string& ServiceConfig() {
   static const std::string* config = [] {
     std::vector<std::string> names;
@@ -186,7 +186,9 @@ const std::string& ServiceConfig() {
         const auto* service = file->service(s);
         for (int m = 0; m < service->method_count(); ++m) {
           const auto* method = service->method(m);
-          if (method->options().GetExtension(v1::scope) != v1::SCOPE_READ || method->client_streaming()) continue;
+          const bool safe = method->options().GetExtension(v1::scope) == v1::SCOPE_READ ||
+                            method->options().GetExtension(v1::retry_safe);
+          if (!safe || method->client_streaming()) continue;
           names.push_back(absl::StrCat(R"({"service":")", service->full_name(), R"(","method":")", method->name(), R"("})"));
         }
       }

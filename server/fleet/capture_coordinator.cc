@@ -15,6 +15,18 @@ constexpr int64_t kNanosPerMs = 1'000'000;
 constexpr int64_t kDefaultDurationMs = 2000;
 constexpr int64_t kMaxDurationMs = 10 * 60 * 1000;
 constexpr int64_t kMaxDelayMs = 60 * 60 * 1000;
+// A repeated request id answers the capture it started within this long, among the job's
+// newest kRequestIdScan captures (a retry comes seconds later).
+constexpr int64_t kRequestIdWindowNs = int64_t{10} * 60 * 1'000'000'000;
+constexpr int kRequestIdScan = 200;
+
+bool ValidRequestId(const std::string& id) {
+  if (id.size() > 64) return false;
+  for (char c : id) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) return false;
+  }
+  return true;
+}
 constexpr int64_t kGraceNs = 10'000 * kNanosPerMs;
 
 using TargetState = v1::CaptureTarget::State;
@@ -164,6 +176,9 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
   if (request.job().empty() && request.node().empty() && request.target().empty()) {
     return absl::InvalidArgumentError("name a job, a node or a target to capture");
   }
+  if (!ValidRequestId(request.request_id())) {
+    return absl::InvalidArgumentError("request_id must be at most 64 letters, digits, '-' or '_'");
+  }
   // They reach logs, tables and terminals (`fleetprof captures`): no escapes, no control bytes.
   for (const auto& [what, text] : {std::pair{"job", &request.job()}, {"node", &request.node()}, {"target", &request.target()}}) {
     if (text->empty()) continue;
@@ -212,6 +227,12 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
 
   capture.set_state(CaptureStateOf(capture));  // RUNNING (or FAILED without targets) from the start
   absl::MutexLock writing(&write_mu_);
+  // A repeat of a start (a client's retry, maybe on another replica): the first one's capture.
+  if (!request.request_id().empty()) {
+    absl::StatusOr<std::optional<v1::Capture>> earlier = FindByRequestId(request, now);
+    if (!earlier.ok()) return earlier.status();
+    if (earlier->has_value()) return **earlier;
+  }
   {
     // Listed (and able to take updates) before any agent hears of it, already RUNNING, so a
     // scheduled run of the job meanwhile sees it (never two captures of one job).
@@ -258,6 +279,27 @@ v1::Capture CaptureCoordinator::Changed(Active& active) {
     spdlog::info("capture finished capture_id={} state={}", active.capture.capture_id(), state);
   }
   return active.capture;
+}
+
+absl::StatusOr<std::optional<v1::Capture>> CaptureCoordinator::FindByRequestId(const v1::StartCaptureRequest& request,
+                                                                              int64_t now) {
+  const auto same = [&](const v1::Capture& c) {
+    return c.request().request_id() == request.request_id() && c.request().job() == request.job() &&
+           c.created_at_ns() >= now - kRequestIdWindowNs;
+  };
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, active] : active_) {
+      if (same(active.capture)) return std::optional<v1::Capture>(active.capture);
+    }
+  }
+  // Stored by this or another replica (ids start with their creation time: newest first).
+  absl::StatusOr<std::vector<v1::Capture>> recent = store_->captures().List(request.job(), kRequestIdScan);
+  if (!recent.ok()) return recent.status();
+  for (const v1::Capture& c : *recent) {
+    if (same(c)) return std::optional<v1::Capture>(c);
+  }
+  return std::optional<v1::Capture>();
 }
 
 void CaptureCoordinator::Store(const v1::Capture& capture) {

@@ -76,6 +76,10 @@ class CaptureCoordinator {
   // Recomputes the capture's state and version and wakes its watchers; returns the copy to store.
   v1::Capture Changed(Active& active) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Store(const v1::Capture& capture) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // The capture an earlier start with request.request_id() started (same job, recent), from
+  // memory or the store; nullopt when there is none.
+  absl::StatusOr<std::optional<v1::Capture>> FindByRequestId(const v1::StartCaptureRequest& request, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Shared: `capture` merged with the stored version, written by compare-and-set (retried when
   // another replica wrote first); returns what was stored.
   v1::Capture StoreMerged(const v1::Capture& capture) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);

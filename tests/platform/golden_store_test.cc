@@ -24,6 +24,19 @@ std::string ReadFile(const fs::path& path) {
   return text.str();
 }
 
+// A diagnosis lists every rule it ran in rules[]; rules added since 52e8783 are left out of the
+// comparison (their findings are not: none may appear where 52e8783 found nothing).
+std::string WithoutRulesAddedSince52e8783(std::string json) {
+  for (const char* rule : {"input_stall"}) {
+    const std::string entry = std::string(",{\"rule\":\"") + rule + "\",\"scope\"";
+    const size_t at = json.find(entry);
+    if (at == std::string::npos) continue;
+    const size_t end = json.find('}', json.find("\"comparison\":", at));
+    if (end != std::string::npos) json.erase(at, end + 1 - at);
+  }
+  return json;
+}
+
 TEST(GoldenStore, ADataDirOf52e8783AnswersEveryQueryAsItDid) {
   ASSERT_TRUE(fs::exists(kData / "store/CURRENT")) << kData;
   TestCluster cluster;
@@ -47,9 +60,10 @@ TEST(GoldenStore, ADataDirOf52e8783AnswersEveryQueryAsItDid) {
     const std::string id = name.substr(4, name.size() - 4 - 5);  // ops.<id>.json
     ++profiles;
     SCOPED_TRACE(id);
-    for (const char* query : {"ops", "kernels", "breakdown", "profile", "diagnose"}) {
+    for (const char* query : {"ops", "kernels", "breakdown", "profile"}) {
       EXPECT_EQ(cli({query, id}), ReadFile(golden / (std::string(query) + "." + id + ".json"))) << query;
     }
+    EXPECT_EQ(WithoutRulesAddedSince52e8783(cli({"diagnose", id})), ReadFile(golden / ("diagnose." + id + ".json")));
     EXPECT_EQ(cli({"trace", id, "--resolution_ns", "100000"}), ReadFile(golden / ("trace." + id + ".json")));
     const std::string exported = cluster.root() + "/export." + id;
     cli({"export", id, "-o", exported});

@@ -212,6 +212,41 @@ TEST_F(SimulatedTimeTest, ACaptureFailsAtItsDeadlinePlusGraceAndLeavesMemoryAMin
   EXPECT_TRUE(Soon(watched_from_store));
 }
 
+// A client retrying a start (after UNAVAILABLE, maybe on another replica) with its request id
+// gets the capture the first call started: one capture, one command per target.
+TEST_F(SimulatedTimeTest, AStartRepeatedWithItsRequestIdAnswersTheFirstCapture) {
+  AgentRegistry registry(&store_->agents(), &metrics_, AgentLimits(), &clock_);
+  CaptureCoordinator captures(store_.get(), &registry, &metrics_, &clock_);
+  ConnectAgent(registry, "n1", "train");
+  v1::StartCaptureRequest request;
+  request.set_job("train");
+  request.set_request_id("retry-1");
+  auto first = captures.Start(request);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto again = captures.Start(request);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->capture_id(), first->capture_id());
+  EXPECT_EQ(commands_.load(), 1);
+  // Another replica (another coordinator on the same store) finds it in the store.
+  CaptureCoordinator other(store_.get(), &registry, &metrics_, &clock_);
+  auto elsewhere = other.Start(request);
+  ASSERT_TRUE(elsewhere.ok()) << elsewhere.status();
+  EXPECT_EQ(elsewhere->capture_id(), first->capture_id());
+  EXPECT_EQ(commands_.load(), 1);
+  // Another id is another capture; so is the same id past the 10 minutes a retry may take.
+  request.set_request_id("retry-2");
+  auto second = captures.Start(request);
+  ASSERT_TRUE(second.ok());
+  EXPECT_NE(second->capture_id(), first->capture_id());
+  clock_.Advance(11 * 60 * kSecond);
+  request.set_request_id("retry-1");
+  auto late = captures.Start(request);
+  ASSERT_TRUE(late.ok());
+  EXPECT_NE(late->capture_id(), first->capture_id());
+  request.set_request_id("not an id");
+  EXPECT_EQ(captures.Start(request).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(SimulatedTimeTest, RetentionRemovesProfilesPastTheirAgeAsTimeGoesOn) {
   const auto commit = [&](const std::string& id, const std::string& job, int64_t age) {
     v1::ProfileInfo info;

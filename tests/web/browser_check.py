@@ -730,6 +730,72 @@ def check_trace_viewer(b, args):
     b.assert_clean("trace viewer")
 
 
+def flame_card(b, index=0):
+    return f"document.querySelectorAll('.flame-card')[{index}]"
+
+
+def check_flame(b, args):
+    """Flame graphs: the profile's (zoom on click, search, hover with exact values, another
+    value), the job's, and the compare page's diff coloured by change."""
+    b.call("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
+    b.navigate(f"/profiles/{args.profile_id}")
+    card = flame_card(b)
+    b.wait_for(f"Number({card}?.dataset.loaded || 0) >= 1", "the profile's flame graph", timeout=30)
+    b.evaluate(f"{card}.scrollIntoView({{block: 'center'}}); true")
+    boxes = b.evaluate(f"{card}.flameBoxes()")
+    if len(boxes) < 3 or boxes[0]["level"] != 0:
+        raise CheckFailed(f"(k) the flame graph draws {len(boxes)} frames")
+    total = b.evaluate(f"{card}.flameState().total")
+    shot = b.screenshot("flame_profile")
+    # Hover the widest frame below the root: the tooltip has its exact value and share.
+    target = max([x for x in boxes if x["level"] == 1], key=lambda x: x["width"])
+    mouse(b, "mouseMoved", target["x"], target["y"])
+    tip = b.wait_for(f"{card}.flameState().tooltip", "the frame's tooltip")
+    if f"{target['total']:,}".replace(",", "") not in tip.replace(",", "").replace(" ", "").replace(" ", ""):
+        raise CheckFailed(f"(k) the tooltip {tip!r} lacks the exact value {target['total']}")
+    # Click it: the view zooms into that frame.
+    mouse(b, "mousePressed", target["x"], target["y"])
+    mouse(b, "mouseReleased", target["x"], target["y"])
+    b.wait_for(f"{card}.flameState().zoom === {json.dumps(target['name'])}", "the zoom into the clicked frame")
+    shot_zoom = b.screenshot("flame_zoomed")
+    # Search: the frames matching a kernel's name add up to a share.
+    leaf = max([x for x in boxes if x["level"] >= 2], key=lambda x: x["total"], default=target)
+    needle = leaf["name"][:12]
+    b.evaluate(f"(() => {{ const s = {card}.querySelector('.flame-search'); s.value = {json.dumps(needle)};"
+               " s.dispatchEvent(new Event('input')); return true; })()")
+    matched = b.wait_for(f"{card}.flameState().matched", "the search to highlight frames")
+    b.screenshot("flame_search")
+    # Another value: host self time.
+    loaded = b.evaluate(f"Number({card}.dataset.loaded)")
+    b.evaluate(f"(() => {{ const s = {card}.querySelector('.flame-value'); s.value = 'host_self_ns';"
+               " s.dispatchEvent(new Event('change')); return true; })()")
+    b.wait_for(f"Number({card}.dataset.loaded) > {loaded} && {card}.flameState().value === 'host_self_ns'",
+               "the host self time flame graph")
+    b.assert_clean("(k) flame graph")
+    print(f"ok   (k) profile flame graph: {len(boxes)} frames of {total} ns, hover {tip[:70]!r}, zoom into "
+          f"{target['name'][:40]!r}, search {needle!r} matched {matched} ({shot}, {shot_zoom})")
+    if args.job:
+        b.navigate(f"/jobs/{urllib.parse.quote(args.job, safe='')}")
+        b.wait_for(f"Number({flame_card(b)}?.dataset.loaded || 0) >= 1", "the job's flame graph", timeout=30)
+        b.evaluate(f"{flame_card(b)}.scrollIntoView(); true")
+        frames = len(b.evaluate(f"{flame_card(b)}.flameBoxes()"))
+        shot = b.screenshot("flame_job")
+        b.assert_clean("(k) job flame graph")
+        print(f"ok   (k) job flame graph: {frames} frames ({shot})")
+    if args.compare_with:
+        ids = [args.profile_id, args.compare_with]
+        b.navigate(f"/compare?profile={urllib.parse.quote(ids[0])}&profile={urllib.parse.quote(ids[1])}")
+        b.wait_for(f"Number({flame_card(b)}?.dataset.loaded || 0) >= 1", "the diff flame graph", timeout=30)
+        b.evaluate(f"{flame_card(b)}.scrollIntoView(); true")
+        diff = b.evaluate(f"{flame_card(b)}.flameBoxes()")
+        if not diff or any("base" not in x for x in diff):
+            raise CheckFailed("(k) the diff flame graph has no frames with a baseline value")
+        changed = sum(1 for x in diff if x["base"] != x["total"])
+        shot = b.screenshot("flame_diff")
+        b.assert_clean("(k) diff flame graph")
+        print(f"ok   (k) diff flame graph: {len(diff)} frames, {changed} changed against the baseline ({shot})")
+
+
 def check_job_trace(b, args):
     """A capture's ranks in one viewer: a heading per rank, a collective clicked on one rank
     highlighted on every rank with each rank's wait, a rank folded by clicking its heading."""
@@ -804,6 +870,7 @@ def main():
     parser.add_argument("--findings-profile", default="", help="the profile for --expect-finding (default --profile-id)")
     parser.add_argument("--compare-with", default="", help="a second profile: check the compare page")
     parser.add_argument("--job", default="", help="check this job's page")
+    parser.add_argument("--flame", action="store_true", help="check the flame graphs (profile, --job, --compare-with)")
     parser.add_argument("--job-trace", default="", help="check this job's trace viewer for --job-trace-capture")
     parser.add_argument("--job-trace-capture", default="")
     parser.add_argument("--job-trace-ranks", type=int, default=0)
@@ -828,6 +895,8 @@ def main():
             checks.append(check_job)
         if args.job_trace:
             checks.append(check_job_trace)
+        if args.flame:
+            checks.append(check_flame)
         if args.token:
             checks.insert(0, check_token_prompt)
         if args.capture_job:

@@ -83,7 +83,8 @@ TEST_F(WebAppTest, PagesShowTheProfileAndACaptureStartedFromTheFormIsIndexed) {
       {kPython, Source("tests/web/browser_check.py"), "--url", "http://" + cluster_.http_addr(), "--profile-id",
        id, "--expect-kernel", top_kernel, "--expect-busy-pct", busy_pct, "--expect-agent", "web-node",
        "--capture-job", "web-train", "--capture-duration-ms", "300", "--trace-viewer", "--expect-finding",
-       "device_idle", "--findings-profile", idle, "--compare-with", idle, "--job", "resnet", "--screenshots", screenshots},
+       "device_idle", "--findings-profile", idle, "--compare-with", idle, "--job", "resnet", "--flame", "--screenshots",
+       screenshots},
       240);
   EXPECT_EQ(browser.exit_code, 0) << browser.out << browser.err << cluster_.ServerLog();
   std::cout << browser.out;

@@ -148,4 +148,11 @@ async function renderComparePage(page) {
   filter.addEventListener('input', debounce(() => { setQuery({q: filter.value}); draw(); }, 150));
   clear(results).append(legend, controls, body);
   draw();
+  // The last profile's call tree coloured by its change against the baseline's same stacks.
+  const target = ids[ids.length - 1];
+  page.main.append(createFlameGraph({title: 'Flame graph diff',
+    explain: `Frames of ${target} (widths: its own values), coloured by the change of the same stack against the ` +
+             `baseline ${ids[0]}. Hover a frame for both values.`,
+    urlFor: (value) => urlWith(`/api/v1/profiles/${enc(target)}/flamegraph`, {value}),
+    baseUrlFor: (value) => urlWith(`/api/v1/profiles/${enc(ids[0])}/flamegraph`, {value})}));
 }

@@ -104,6 +104,9 @@ async function renderJobPage(page, job) {
   const sums = await page.load(api(urlWith(`/api/v1/jobs/${enc(job)}/ops`, filter)), tables, 'Could not add up the job');
   if (!sums) return;
   clear(tables).append(
+    createFlameGraph({title: 'Flame graph, all profiles',
+      explain: `The call trees of the ${fmtInt(sums.profiles)} matching profiles added up. Click a frame to zoom in.`,
+      urlFor: (value) => urlWith(`/api/v1/jobs/${enc(job)}/flamegraph`, Object.assign({value}, filter))}),
     section('Kernels, all profiles', `Summed over ${fmtInt(sums.profiles)} profiles: counts and totals add up, min and max fold.`,
       createDataTable({className: 'kernel-table job-kernels', columns: kernelColumns(sums.kernels || []),
                        rows: sums.kernels || [], emptyText: 'No device activity in these profiles.'})),

@@ -346,6 +346,10 @@ async function renderProfilePage(page, profileId) {
     devicesSection(summary.devices || []),
     profileFindingsSection(page, profileId),
     tablesSection(summary),
+    createFlameGraph({title: 'Flame graph',
+      explain: 'Where the time goes by call stack: host frames from event nesting per thread (steps folded into one ' +
+               'ProfilerStep#N), kernels under the call that launched them. Click a frame to zoom in.',
+      urlFor: (value) => urlWith(`/api/v1/profiles/${enc(profileId)}/flamegraph`, {value})}),
     stepsSection(summary.steps || []),
     memorySection(summary.memory || [], originNs),
     samplesSection(summary.device_samples || [])]);
