@@ -34,6 +34,12 @@ absl::StatusOr<FlameValue> ParseFlameValue(std::string_view value) {
       absl::StrCat("unknown flame graph value '", std::string(value), "': device_ns, host_self_ns or count"));
 }
 
+int64_t CallTreeTotal(const analysis::CallTree& tree, FlameValue value) {
+  int64_t total = 0;
+  for (const analysis::CallTreeNode& node : tree.nodes) total = SaturatingAdd(total, ValueOf(node, value));
+  return total;
+}
+
 v1::FlameGraph RenderFlameGraph(const analysis::CallTree& tree, FlameValue value) {
   v1::FlameGraph graph;
   const size_t n = tree.nodes.size();

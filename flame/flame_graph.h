@@ -18,6 +18,9 @@ enum class FlameValue { kDeviceNs, kHostSelfNs, kCount };
 // "device_ns" (or empty), "host_self_ns", "count"; anything else is INVALID_ARGUMENT.
 absl::StatusOr<FlameValue> ParseFlameValue(std::string_view value);
 
+// The sum of `value` over every frame of `tree`: the flame graph's total (saturating).
+int64_t CallTreeTotal(const analysis::CallTree& tree, FlameValue value);
+
 // REQUIRES: `tree` is in pre-order with depths as analysis::CallTree says (the codec checks
 // stored trees). Totals saturate at the int64 range.
 v1::FlameGraph RenderFlameGraph(const analysis::CallTree& tree, FlameValue value);
