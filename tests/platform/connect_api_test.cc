@@ -3,6 +3,9 @@
 // the errors a Connect client reads (../shared/DESIGN.md, "Flame graphs").
 
 #include <chrono>
+#include <iostream>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -14,6 +17,7 @@
 #include "httplib.h"
 #include "proto/proto_json.h"
 #include "querier/v1/querier.pb.h"
+#include "tests/platform/process_runner.h"
 #include "tests/platform/test_cluster.h"
 #include "tests/test_support.h"
 
@@ -245,6 +249,40 @@ TEST_F(ConnectApiTest, BadRequestsAreConnectErrors) {
   // Unknown fields of a newer client are ignored.
   types::v1::LabelNamesResponse names;
   EXPECT_TRUE(CallJson("LabelNames", "{\"matchers\":[],\"someNewField\":1}", &names));
+}
+
+// The npm Connect client (scripts/install-deps.sh puts it under /opt/fleetprof-test/connect),
+// its code generated here from proto/ by protoc-gen-es: tests/connect_client/connect_check.mjs.
+TEST_F(ConnectApiTest, ARealConnectClientReadsTheHttpRoutesTreesAndTheBreakdownsTotals) {
+  const char* env = std::getenv("FLEETPROF_CONNECT_CLIENT");
+  const std::string client = env != nullptr ? env : "/opt/fleetprof-test/connect";
+  FLEETPROF_REQUIRE_PATH(client + "/node_modules/.bin/protoc-gen-es");
+  FLEETPROF_REQUIRE_PATH("/usr/bin/node");
+  FLEETPROF_REQUIRE_PATH("/usr/bin/protoc");
+  FLEETPROF_REQUIRE_PATH(CorpusPath("kineto/a100_alexnet.json.gz"));
+  const std::string a = Upload("kineto/a100_alexnet.json.gz", "cj", "team=vision");
+  Upload("kineto/v100_resnet_rank0.pt.trace.json.gz", "cj", "team=vision");
+  namespace fs = std::filesystem;
+  const std::string source = FLEETPROF_SOURCE_DIR;
+  const std::string out = cluster_.root() + "/connect";
+  fs::create_directories(out + "/gen");
+  // Node finds the client's packages from the script's folder up.
+  fs::create_directory_symlink(client + "/node_modules", out + "/node_modules");
+  fs::copy_file(source + "/tests/connect_client/connect_check.mjs", out + "/connect_check.mjs");
+  std::vector<std::string> protoc = {"/usr/bin/protoc", "--plugin=protoc-gen-es=" + client + "/node_modules/.bin/protoc-gen-es",
+                                     "--es_out=" + out + "/gen", "--es_opt=target=js", "--proto_path=" + source + "/proto",
+                                     source + "/proto/querier/v1/querier.proto", source + "/proto/types/v1/types.proto"};
+  for (const auto& entry : fs::directory_iterator(source + "/proto/fleetprof/v1")) {
+    if (entry.path().extension() == ".proto") protoc.push_back(entry.path().string());
+  }
+  CommandResult generated = RunCommand(protoc, 120);
+  ASSERT_EQ(generated.exit_code, 0) << generated.out << generated.err;
+  CommandResult check = RunCommand(
+      {"/usr/bin/node", out + "/connect_check.mjs", "--url", "http://" + cluster_.http_addr(), "--job", "cj", "--profile", a},
+      120);
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err << cluster_.ServerLog();
+  EXPECT_NE(check.out.find("connect_check: ok"), std::string::npos) << check.out;
+  std::cout << check.out;
 }
 
 TEST(ConnectApiWithTokensTest, TokensWorkAsOnEveryOtherRoute) {
