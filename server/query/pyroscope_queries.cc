@@ -42,10 +42,24 @@ absl::Status QueryApi::ForEachSelected(
     const std::vector<LabelSelector>& selectors, int64_t start_ms, int64_t end_ms,
     const std::function<absl::Status(const v1::ProfileInfo&, const LabelSet&)>& visit) {
   if (absl::Status range = CheckTimeRange(start_ms, end_ms); !range.ok()) return range;
-  v1::ListProfilesRequest list;
-  list.set_job(JobOfSelectors(selectors));
   const int64_t start_ns = start_ms > INT64_MAX / kNsPerMs ? INT64_MAX : start_ms * kNsPerMs;
   const int64_t end_ns = end_ms == 0 || end_ms > INT64_MAX / kNsPerMs ? INT64_MAX : end_ms * kNsPerMs;
+  const auto consider = [&](const v1::ProfileInfo& info) {
+    const LabelSet labels = PyroscopeLabels(info);
+    const bool selected = selectors.empty() || std::any_of(selectors.begin(), selectors.end(),
+                                                           [&](const LabelSelector& s) { return s.Matches(labels); });
+    return selected ? visit(info, labels) : absl::OkStatus();
+  };
+  // One profile by its id (Grafana's query for one profile) is one read, not a listing.
+  if (const std::string* id = selectors.size() == 1 ? selectors[0].RequiredValue("profile_id") : nullptr) {
+    absl::StatusOr<v1::ProfileInfo> info = store_->profiles().Get(*id);
+    if (absl::IsNotFound(info.status())) return absl::OkStatus();
+    if (!info.ok()) return info.status();
+    if (info->ingested_at_ns() < start_ns || info->ingested_at_ns() > end_ns) return absl::OkStatus();
+    return consider(*info);
+  }
+  v1::ListProfilesRequest list;
+  list.set_job(JobOfSelectors(selectors));
   // The listing is newest ingest first: the first profile older than start ends the walk.
   bool past_start = false;
   absl::Status s = ForEachListed(
@@ -56,11 +70,7 @@ absl::Status QueryApi::ForEachSelected(
           past_start = true;
           return absl::CancelledError();
         }
-        if (info.ingested_at_ns() > end_ns) return absl::OkStatus();
-        const LabelSet labels = PyroscopeLabels(info);
-        const bool selected = selectors.empty() || std::any_of(selectors.begin(), selectors.end(),
-                                                               [&](const LabelSelector& s) { return s.Matches(labels); });
-        return selected ? visit(info, labels) : absl::OkStatus();
+        return info.ingested_at_ns() > end_ns ? absl::OkStatus() : consider(info);
       });
   return past_start && absl::IsCancelled(s) ? absl::OkStatus() : s;
 }
