@@ -55,7 +55,8 @@ class Reader {
     return value;
   }
   absl::Status Error(std::string_view expected) const {
-    return absl::InvalidArgumentError(absl::StrCat("bad label selector '", text_, "': expected ", expected,
+    return absl::InvalidArgumentError(absl::StrCat("bad label selector '", std::string(text_), "': expected ",
+                                                   std::string(expected),
                                                    " at offset ", pos_,
                                                    " (the form is {name=\"value\", …} with =, !=, =~ or !~)"));
   }
@@ -77,8 +78,8 @@ bool LabelMatcher::Matches(std::string_view label_value) const {
   switch (op) {
     case Op::kEqual: return label_value == value;
     case Op::kNotEqual: return label_value != value;
-    case Op::kRegex: return RE2::FullMatch(label_value, *regex);
-    case Op::kNotRegex: return !RE2::FullMatch(label_value, *regex);
+    case Op::kRegex: return RE2::FullMatch(re2::StringPiece(label_value.data(), label_value.size()), *regex);
+    case Op::kNotRegex: return !RE2::FullMatch(re2::StringPiece(label_value.data(), label_value.size()), *regex);
   }
   return false;
 }
@@ -106,9 +107,9 @@ absl::StatusOr<LabelSelector> LabelSelector::Parse(std::string_view text) {
     if (m.op == LabelMatcher::Op::kRegex || m.op == LabelMatcher::Op::kNotRegex) {
       RE2::Options options;
       options.set_log_errors(false);
-      auto regex = std::make_shared<const RE2>(m.value, options);
+      auto regex = std::make_shared<const RE2>(re2::StringPiece(m.value), options);
       if (!regex->ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("bad label selector '", text, "': the regex of ", m.name,
+        return absl::InvalidArgumentError(absl::StrCat("bad label selector '", std::string(text), "': the regex of ", m.name,
                                                        " does not compile: ", regex->error()));
       }
       m.regex = std::move(regex);

@@ -6,7 +6,6 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "analysis/call_tree.h"
 #include "flame/flame_graph.h"
 #include "server/query/pyroscope_labels.h"
 #include "server/query/query_api.h"
@@ -68,7 +67,7 @@ absl::Status QueryApi::ForEachSelected(
       [&](const v1::ProfileInfo& info) {
         if (info.ingested_at_ns() < start_ns) {
           past_start = true;
-          return absl::CancelledError();
+          return absl::CancelledError("older than the time range");
         }
         return info.ingested_at_ns() > end_ns ? absl::OkStatus() : consider(info);
       });
@@ -136,11 +135,8 @@ absl::StatusOr<querier::v1::SelectMergeStacktracesResponse> QueryApi::SelectMerg
   if (!s.ok()) return s;
   auto tree = SumCallTrees(ids);
   if (!tree.ok()) return tree.status();
-  if (request.max_nodes() > 0 && static_cast<int64_t>(tree->nodes.size()) > request.max_nodes()) {
-    *tree = analysis::FoldCallTree(*tree, request.max_nodes());
-  }
   querier::v1::SelectMergeStacktracesResponse response;
-  *response.mutable_flamegraph() = flame::RenderFlameGraph(*tree, *value);
+  *response.mutable_flamegraph() = flame::RenderFlameGraph(*tree, *value, request.max_nodes());
   return response;
 }
 

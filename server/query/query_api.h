@@ -69,8 +69,8 @@ class QueryApi {
   absl::StatusOr<querier::v1::ProfileTypesResponse> ProfileTypes(const querier::v1::ProfileTypesRequest& request);
   absl::StatusOr<types::v1::LabelNamesResponse> LabelNames(const types::v1::LabelNamesRequest& request);
   absl::StatusOr<types::v1::LabelValuesResponse> LabelValues(const types::v1::LabelValuesRequest& request);
-  // The selected profiles' call trees added up as FlameGraph() adds up a job's, at most
-  // max_nodes frames (analysis::FoldCallTree) when set.
+  // The selected profiles' call trees added up as FlameGraph() adds up a job's, drawn with at
+  // most max_nodes frames when set (flame::RenderFlameGraph).
   absl::StatusOr<querier::v1::SelectMergeStacktracesResponse> SelectMergeStacktraces(
       const querier::v1::SelectMergeStacktracesRequest& request);
   // One series per distinct group_by label set, a point per profile at its ingest time (ms)

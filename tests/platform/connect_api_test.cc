@@ -270,7 +270,7 @@ TEST_F(ConnectApiTest, ARealConnectClientReadsTheHttpRoutesTreesAndTheBreakdowns
   fs::create_directory_symlink(client + "/node_modules", out + "/node_modules");
   fs::copy_file(source + "/tests/connect_client/connect_check.mjs", out + "/connect_check.mjs");
   std::vector<std::string> protoc = {"/usr/bin/protoc", "--plugin=protoc-gen-es=" + client + "/node_modules/.bin/protoc-gen-es",
-                                     "--es_out=" + out + "/gen", "--es_opt=target=js", "--proto_path=" + source + "/proto",
+                                     "--es_out=" + out + "/gen", "--es_opt=target=js,import_extension=js", "--proto_path=" + source + "/proto",
                                      source + "/proto/querier/v1/querier.proto", source + "/proto/types/v1/types.proto"};
   for (const auto& entry : fs::directory_iterator(source + "/proto/fleetprof/v1")) {
     if (entry.path().extension() == ".proto") protoc.push_back(entry.path().string());
