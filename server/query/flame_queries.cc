@@ -61,19 +61,19 @@ absl::StatusOr<v1::FlameGraph> QueryApi::FlameGraph(const v1::FlameGraphRequest&
     return absl::OkStatus();
   });
   if (!s.ok()) return s;
-  auto sum = SumCallTrees(ids);
+  auto sum = SumCallTrees(absl::StrCat("job ", JobRollups::Key(job_request)), ids);
   if (!sum.ok()) return sum.status();
   return flame::RenderFlameGraph(*sum, *value);
 }
 
-absl::StatusOr<analysis::CallTree> QueryApi::SumCallTrees(const std::vector<std::string>& profile_ids) {
-  flame::CallTreeSum sum;
-  for (const std::string& id : profile_ids) {
+absl::StatusOr<analysis::CallTree> QueryApi::SumCallTrees(const std::string& key,
+                                                          const std::vector<std::string>& profile_ids) {
+  return tree_rollups_.Sum(key, profile_ids, [this](const std::string& id, flame::CallTreeSum* sum) {
     auto tree = CallTreeOf(id);
     if (!tree.ok()) return tree.status();
-    sum.Add(*tree);
-  }
-  return sum.Finish();
+    sum->Add(*tree);
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace fleetprof

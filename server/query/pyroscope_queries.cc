@@ -133,7 +133,8 @@ absl::StatusOr<querier::v1::SelectMergeStacktracesResponse> QueryApi::SelectMerg
     return absl::OkStatus();
   });
   if (!s.ok()) return s;
-  auto tree = SumCallTrees(ids);
+  // The selector is the rollup's key: Grafana's range moves at every refresh, the ids decide.
+  auto tree = SumCallTrees(absl::StrCat("pyroscope ", request.label_selector()), ids);
   if (!tree.ok()) return tree.status();
   querier::v1::SelectMergeStacktracesResponse response;
   *response.mutable_flamegraph() = flame::RenderFlameGraph(*tree, *value, request.max_nodes());

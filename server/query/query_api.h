@@ -17,6 +17,7 @@
 #include "server/query/label_selector.h"
 #include "common/concurrency_slots.h"
 #include "server/server_metrics.h"
+#include "flame/call_tree_sum.h"
 #include "server/query/job_rollups.h"
 #include "server/query/timeline_cache.h"
 #include "storage/storage.h"
@@ -124,8 +125,9 @@ class QueryApi {
   absl::Status ForEachSelected(const std::vector<LabelSelector>& selectors, int64_t start_ms, int64_t end_ms,
                                const std::function<absl::Status(const v1::ProfileInfo&, const LabelSet&)>& visit);
   // The call trees of `profile_ids` added up (flame::CallTreeSum): a job's flame graph and
-  // Pyroscope's merged stack traces alike.
-  absl::StatusOr<analysis::CallTree> SumCallTrees(const std::vector<std::string>& profile_ids);
+  // Pyroscope's merged stack traces alike, kept as a rollup under `key` (the selection, without
+  // its time range: the listed ids decide) so the next call adds only new profiles.
+  absl::StatusOr<analysis::CallTree> SumCallTrees(const std::string& key, const std::vector<std::string>& profile_ids);
 
   // The call tree stored with the profile's summary; for a profile stored before trees existed,
   // one built anew from its original upload (at most kConcurrentTreeBuilds at once), kept in the
@@ -153,6 +155,8 @@ class QueryApi {
   SummaryCache summaries_;
   // Job ops views kept with the ids they summed (job_rollups.h): at most a million ids.
   JobRollups job_rollups_{size_t{1} << 20};
+  // Merged call trees kept with the ids they summed (flame graphs of jobs and Pyroscope's).
+  Rollups<flame::CallTreeSum> tree_rollups_{size_t{1} << 20};
   ConcurrencySlots diagnoses_{kConcurrentDiagnoses};
   ConcurrencySlots tree_builds_{kConcurrentTreeBuilds};
 };

@@ -162,6 +162,17 @@ TEST_F(ConnectApiTest, MergedStacktracesEqualTheFlameGraphRouteForAProfileAndAJo
   for (const auto& level : small.flamegraph().levels()) frames += level.values_size() / 4;
   EXPECT_LE(frames, 8);
   (void)other;
+
+  // A profile uploaded since is added to the kept sum (rollup), one deleted makes it sum anew:
+  // either way the same tree as the route's.
+  const std::string c = Upload("kineto/a100_nccl_rank0.json.gz", "cj", "team=vision");
+  const v1::FlameGraph grown = Merge(kDevice, "{service_name=\"cj\"}");
+  EXPECT_TRUE(Same(grown, Route("/api/v1/jobs/cj/flamegraph?value=device_ns")));
+  EXPECT_GT(grown.total(), job.total());
+  auto deleted = http_->Delete("/api/v1/profiles/" + c);
+  ASSERT_TRUE(deleted);
+  ASSERT_EQ(deleted->status, 200) << deleted->body;
+  EXPECT_TRUE(Same(Merge(kDevice, "{service_name=\"cj\"}"), job));
 }
 
 TEST_F(ConnectApiTest, ProfileTypesLabelsAndSeriesAnswerFromTheSelectedProfiles) {
