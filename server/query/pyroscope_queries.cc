@@ -6,6 +6,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/checked_math.h"
 #include "flame/flame_graph.h"
 #include "server/query/pyroscope_labels.h"
 #include "server/query/query_api.h"
@@ -72,6 +73,24 @@ absl::Status QueryApi::ForEachSelected(
         return info.ingested_at_ns() > end_ns ? absl::OkStatus() : consider(info);
       });
   return past_start && absl::IsCancelled(s) ? absl::OkStatus() : s;
+}
+
+absl::StatusOr<int64_t> QueryApi::CallTreeTotalOf(const std::string& profile_id, flame::FlameValue value) {
+  auto summary = summaries_.GetListed(profile_id);
+  if (!summary.ok()) return summary.status();
+  // The stored tree's column of that value, summed as it lies: no names to decode.
+  const v1::CallTree& stored = (*summary)->call_tree();
+  if (stored.name_size() > 0) {
+    const auto& column = value == flame::FlameValue::kDeviceNs     ? stored.device_ns()
+                         : value == flame::FlameValue::kHostSelfNs ? stored.host_self_ns()
+                                                                   : stored.count();
+    int64_t total = 0;
+    for (int64_t v : column) total = SaturatingAdd(total, v);
+    return total;
+  }
+  auto tree = CallTreeOf(profile_id);  // stored before trees existed: built once, then kept
+  if (!tree.ok()) return tree.status();
+  return flame::CallTreeTotal(*tree, value);
 }
 
 absl::StatusOr<querier::v1::ProfileTypesResponse> QueryApi::ProfileTypes(const querier::v1::ProfileTypesRequest&) {
@@ -164,12 +183,12 @@ absl::StatusOr<querier::v1::SelectSeriesResponse> QueryApi::SelectSeries(const q
         if (label.first == name) group.push_back(label);
       }
     }
-    auto tree = CallTreeOf(info.profile_id());
-    if (!tree.ok()) return tree.status();
+    auto total = CallTreeTotalOf(info.profile_id(), *value);
+    if (!total.ok()) return total.status();
     int64_t t = info.ingested_at_ns() / kNsPerMs;
     if (step_ms > 0) t = request.start() + (t - request.start()) / step_ms * step_ms;
     Bucket& bucket = groups[group][t];
-    bucket.sum += static_cast<double>(flame::CallTreeTotal(*tree, *value));
+    bucket.sum += static_cast<double>(*total);
     ++bucket.n;
     return absl::OkStatus();
   });

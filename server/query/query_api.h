@@ -18,6 +18,7 @@
 #include "common/concurrency_slots.h"
 #include "server/server_metrics.h"
 #include "flame/call_tree_sum.h"
+#include "flame/flame_graph.h"
 #include "server/query/job_rollups.h"
 #include "server/query/timeline_cache.h"
 #include "storage/storage.h"
@@ -128,6 +129,10 @@ class QueryApi {
   // Pyroscope's merged stack traces alike, kept as a rollup under `key` (the selection, without
   // its time range: the listed ids decide) so the next call adds only new profiles.
   absl::StatusOr<analysis::CallTree> SumCallTrees(const std::string& key, const std::vector<std::string>& profile_ids);
+
+  // The sum of `value` over the profile's call tree (flame::CallTreeTotal), read off the stored
+  // columns without decoding the tree when it has one.
+  absl::StatusOr<int64_t> CallTreeTotalOf(const std::string& profile_id, flame::FlameValue value);
 
   // The call tree stored with the profile's summary; for a profile stored before trees existed,
   // one built anew from its original upload (at most kConcurrentTreeBuilds at once), kept in the
