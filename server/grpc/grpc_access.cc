@@ -1,6 +1,5 @@
 #include "server/grpc/grpc_access.h"
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "api/access_policy.h"
 #include "api/api_catalog.h"
