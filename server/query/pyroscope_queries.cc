@@ -16,6 +16,7 @@ namespace fleetprof {
 namespace {
 
 constexpr int64_t kNsPerMs = 1000000;
+constexpr double kMaxStepSeconds = 100.0 * 365 * 86400;  // a century: beyond, no bucket is smaller
 
 // The one job every selector requires (service_name= or job=), so the listing reads one job's
 // index; empty when they do not agree on one.
@@ -166,7 +167,9 @@ absl::StatusOr<querier::v1::SelectSeriesResponse> QueryApi::SelectSeries(const q
   if (!value.ok()) return value.status();
   auto selector = LabelSelector::Parse(request.label_selector());
   if (!selector.ok()) return selector.status();
-  if (!(request.step() >= 0)) return absl::InvalidArgumentError("step must be a number of seconds >= 0");
+  if (!(request.step() >= 0 && request.step() <= kMaxStepSeconds)) {
+    return absl::InvalidArgumentError(absl::StrCat("step must be a number of seconds from 0 to ", kMaxStepSeconds));
+  }
   const int64_t step_ms = static_cast<int64_t>(request.step() * 1000);
   const bool average = request.aggregation() == types::v1::TIME_SERIES_AGGREGATION_TYPE_AVERAGE;
   struct Bucket {
