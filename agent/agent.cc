@@ -145,6 +145,7 @@ void Agent::StartKineto(const std::shared_ptr<grpc::Channel>& channel) {
                                          config_.kineto_trace_dir, config_.proc_root};
   capture_options.max_trace_bytes = config_.max_trace_mb << 20;
   capture_options.max_capture_memory_bytes = config_.max_capture_memory_mb << 20;
+  capture_options.clock_sync = [this] { return link_->clock_sync(); };
   captures_ = std::make_unique<CaptureRunner>(capture_options, channel, kineto_.get(),
                                               [this](const v1::AgentMessage& m) { link_->Send(m); });
   if (kineto_ && (!config_.dynolog_addr.empty() || !config_.dynolog_socket.empty())) {

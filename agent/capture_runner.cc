@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "common/clock_sync_labels.h"
 #include "rpc/upload_client.h"
 #include "collectors/job_network.h"
 #include "collectors/process_jobs.h"
@@ -276,6 +277,15 @@ void CaptureRunner::Execute(const v1::CaptureCommand& command) {
   upload.labels["capture_id"] = command.capture_id();
   upload.labels["source"] = "capture";
   if (command.target().pid() > 0) upload.labels["pid"] = absl::StrCat(command.target().pid());
+  // Where the trace's clock sits against the server's: the job timeline's agent_sync offsets.
+  if (std::optional<ClockSync> sync = options_.clock_sync ? options_.clock_sync() : std::nullopt) {
+    upload.labels[kClockOffsetLabel] = absl::StrCat(sync->offset_ns);
+    upload.labels[kClockUncertaintyLabel] = absl::StrCat(sync->uncertainty_ns);
+    upload.labels[kCaptureStartLabel] = absl::StrCat(command.start_time_unix_ns());
+    upload.labels[kCaptureWindowLabel] = absl::StrCat(
+        command.duration_ms() > 0 ? command.duration_ms() * 1'000'000
+                                  : std::max<int64_t>(command.deadline_unix_ns() - command.start_time_unix_ns(), 0));
+  }
   auto response = UploadFile(channel_, upload);
   if (!response.ok()) {
     Report(command, v1::CaptureTarget::FAILED, "",

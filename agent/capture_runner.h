@@ -15,6 +15,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "agent/server_link.h"
 #include "collectors/kineto_endpoint.h"
 #include "common/safe_paths.h"
 #include "fleetprof/v1/agent.pb.h"
@@ -31,6 +32,8 @@ class CaptureRunner {
     std::string proc_root = "/proc";  // for the uid of a traced process
     int64_t max_trace_bytes = int64_t{1} << 30;            // one XLA answer (--max_trace_mb)
     int64_t max_capture_memory_bytes = int64_t{16} << 30;  // all XLA answers in flight together
+    // The node's clock against the server's, attached to each captured profile (agent_sync).
+    std::function<std::optional<ClockSync>()> clock_sync = nullptr;
   };
   using Sender = std::function<void(const v1::AgentMessage&)>;
 

@@ -9,6 +9,9 @@
 namespace fleetprof {
 namespace {
 constexpr size_t kMaxQueued = 1000;
+constexpr int kSessionProbes = 8;            // sent when a session starts, a few ms apart
+constexpr auto kProbeSpacing = std::chrono::milliseconds(5);
+constexpr size_t kClockSamples = 16;         // the best of the last this many answers counts
 }  // namespace
 
 ServerLink::ServerLink(std::shared_ptr<grpc::Channel> channel, std::function<v1::AgentHello()> hello,
@@ -55,6 +58,35 @@ void ServerLink::Send(const v1::AgentMessage& message) {
     if (outbox_.size() >= kMaxQueued) outbox_.pop_front();
     outbox_.push_back(message);  // the session is breaking; resend after reconnect
   }
+}
+
+void ServerLink::Probe(Stream* stream) {
+  v1::AgentMessage probe;
+  probe.mutable_clock_probe()->set_agent_sent_ns(UnixNanos());
+  Write(stream, probe);
+}
+
+void ServerLink::OnClockReply(const v1::ClockReply& reply) {
+  const int64_t received = UnixNanos();
+  const int64_t sent = reply.agent_sent_ns();
+  if (sent <= 0 || received < sent) return;  // not ours, or the wall clock stepped back
+  // NTP's estimate: the server answered halfway through the round trip, give or take half of it.
+  ClockSync sample;
+  const __int128 midpoint = (static_cast<__int128>(sent) + received) / 2;
+  sample.offset_ns = static_cast<int64_t>(static_cast<__int128>(reply.server_ns()) - midpoint);
+  sample.uncertainty_ns = (received - sent + 1) / 2;
+  absl::MutexLock lock(&clock_mu_);
+  clock_samples_.push_back(sample);
+  if (clock_samples_.size() > kClockSamples) clock_samples_.pop_front();
+}
+
+std::optional<ClockSync> ServerLink::clock_sync() const {
+  absl::MutexLock lock(&clock_mu_);
+  std::optional<ClockSync> best;
+  for (const ClockSync& s : clock_samples_) {
+    if (!best || s.uncertainty_ns < best->uncertainty_ns) best = s;
+  }
+  return best;
 }
 
 void ServerLink::Loop() {
@@ -114,11 +146,26 @@ void ServerLink::RunSession() {
     std::thread reader([&] {
       v1::ServerMessage incoming;
       while (stream->Read(&incoming)) {
-        if (on_message_) on_message_(incoming);
+        if (incoming.has_clock_reply()) {
+          OnClockReply(incoming.clock_reply());
+        } else if (on_message_) {
+          on_message_(incoming);
+        }
       }
       absl::MutexLock lock(&mu_);
       stream_broken_ = true;
     });
+    {
+      // A new session may reach another replica, with a clock of its own: measure afresh.
+      absl::MutexLock lock(&clock_mu_);
+      clock_samples_.clear();
+    }
+    for (int i = 0; i < kSessionProbes; ++i) {
+      Probe(stream.get());
+      absl::MutexLock lock(&mu_);
+      const auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || stream_broken_; };
+      if (mu_.AwaitWithTimeout(absl::Condition(&done), absl::FromChrono(kProbeSpacing))) break;
+    }
     while (true) {
       {
         absl::MutexLock lock(&mu_);
@@ -128,7 +175,12 @@ void ServerLink::RunSession() {
       v1::AgentMessage beat;
       *beat.mutable_heartbeat() = heartbeat_();
       beat.mutable_heartbeat()->set_sent_at_ns(UnixNanos());
+      if (std::optional<ClockSync> sync = clock_sync()) {
+        beat.mutable_heartbeat()->set_clock_offset_ns(sync->offset_ns);
+        beat.mutable_heartbeat()->set_clock_uncertainty_ns(sync->uncertainty_ns);
+      }
       if (!Write(stream.get(), beat)) break;
+      Probe(stream.get());
     }
     {
       absl::MutexLock write_lock(&write_mu_);

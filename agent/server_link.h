@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -17,6 +18,13 @@
 #include "grpcpp/channel.h"
 
 namespace fleetprof {
+
+// The agent's clock against the server's (agent_sync): the server's time = the agent's +
+// offset_ns, within ± uncertainty_ns (half the round trip of the probe that measured it).
+struct ClockSync {
+  int64_t offset_ns = 0;
+  int64_t uncertainty_ns = 0;
+};
 
 class ServerLink {
  public:
@@ -32,6 +40,9 @@ class ServerLink {
   bool connected() const { return connected_.load(); }
   // Sends now if connected, else after the next hello (oldest dropped past 1000 queued).
   void Send(const v1::AgentMessage& message);
+  // The best of the recent clock probes of this session (each heartbeat sends one, a session
+  // starts with a few); nullopt before the first answer.
+  std::optional<ClockSync> clock_sync() const;
 
  private:
   using Stream = grpc::ClientReaderWriter<v1::AgentMessage, v1::ServerMessage>;
@@ -39,6 +50,8 @@ class ServerLink {
   // One connection's life; returns when the stream breaks or Stop is called.
   void RunSession();
   bool Write(Stream* stream, const v1::AgentMessage& message);
+  void Probe(Stream* stream);
+  void OnClockReply(const v1::ClockReply& reply);
 
   std::shared_ptr<grpc::Channel> channel_;
   std::function<v1::AgentHello()> hello_;
@@ -56,6 +69,8 @@ class ServerLink {
   Stream* live_stream_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::deque<v1::AgentMessage> outbox_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
+  mutable absl::Mutex clock_mu_;
+  std::deque<ClockSync> clock_samples_ ABSL_GUARDED_BY(clock_mu_);  // newest last
 };
 
 }  // namespace fleetprof

@@ -66,6 +66,19 @@ inline char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c 
 
 }  // namespace
 
+int64_t ScalarTypeBytes(std::string_view dtype) {
+  static constexpr std::pair<std::string_view, int64_t> kSizes[] = {
+      {"Float", 4},  {"Double", 8}, {"Half", 2},  {"BFloat16", 2}, {"Int", 4},   {"Long", 8},
+      {"Short", 2},  {"Byte", 1},   {"Char", 1},  {"Bool", 1},     {"UInt16", 2}, {"UInt32", 4},
+      {"UInt64", 8}, {"ComplexFloat", 8}, {"ComplexDouble", 16}, {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1},
+      {"Float8_e4m3fnuz", 1}, {"Float8_e5m2fnuz", 1},
+  };
+  for (const auto& [name, size] : kSizes) {
+    if (name == dtype) return size;
+  }
+  return 0;
+}
+
 bool IsCollectiveKernelName(std::string_view name) {
   for (size_t i = 0; i + 4 <= name.size(); ++i) {
     char c = Lower(name[i]);
@@ -84,7 +97,7 @@ void KinetoRawEvent::Reset() {
   ts_ns = dur_ns = 0;
   out_of_range.clear();
   has_device = has_correlation = has_memory_device_id = false;
-  has_total_allocated = has_bytes = false;
+  has_total_allocated = has_bytes = has_msg_nelems = has_dtype = false;
 }
 
 bool KinetoEventSink::Add(const KinetoRawEvent& e) {
@@ -131,6 +144,13 @@ bool KinetoEventSink::AddComplete(const KinetoRawEvent& e) {
     }
     a.correlation = e.correlation;
     a.has_correlation = e.has_correlation;
+    if (a.kind == ActivityKind::kCommunication && e.has_msg_nelems && e.has_dtype) {
+      const int64_t element = ScalarTypeBytes(e.dtype);
+      // A size past 2^50 bytes is no message: a damaged count, left out.
+      if (element > 0 && e.msg_nelems >= 0 && e.msg_nelems <= (int64_t{1} << 50) / element) {
+        out_->message_bytes.emplace_back(static_cast<uint32_t>(out_->activity.size()), e.msg_nelems * element);
+      }
+    }
     out_->activity.push_back(a);
     return true;
   }

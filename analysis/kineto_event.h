@@ -36,6 +36,10 @@ struct KinetoRawEvent {
   bool has_total_allocated = false;
   int64_t bytes = 0;  // "Bytes"
   bool has_bytes = false;
+  int64_t msg_nelems = 0;  // collective kernels: "In msg nelems"
+  bool has_msg_nelems = false;
+  std::string dtype;       // collective kernels: "dtype" (c10 ScalarType name: "Float", "BFloat16", …)
+  bool has_dtype = false;
 
   void Reset();
 };
@@ -63,6 +67,9 @@ class KinetoEventSink {
 
 // True when `name` contains nccl, rccl or hccl in any letter case.
 bool IsCollectiveKernelName(std::string_view name);
+
+// Bytes per element of a c10 ScalarType as Kineto writes it in "dtype" ("Float": 4); 0 unknown.
+int64_t ScalarTypeBytes(std::string_view dtype);
 
 // A host event of this Kineto category is a runtime call (ANALYSIS.md, Host events):
 // `Runtime`, or a category ending in `_runtime` or `_driver`.

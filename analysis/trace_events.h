@@ -104,6 +104,9 @@ struct TraceEvents {
   int64_t skipped_events = 0;  // malformed, see the reader
   int64_t unknown_category_events = 0;
   std::map<std::string, std::string> metadata;
+  // Kineto collective kernels: the message size ("In msg nelems" x the size of "dtype"), as
+  // (index into `activity`, bytes), indices ascending. Sparse: most activity has none.
+  std::vector<std::pair<uint32_t, int64_t>> message_bytes;
 
   // True while events and names stay within `limits`; `extra` is a reader's own table of
   // names (XSpace stat texts), counted with `names`. Cheap: readers ask after every event.

@@ -48,6 +48,9 @@ struct CliOptions {
   int64_t until_ns = 0;
   std::vector<std::string> thresholds;  // "rule=value"
   std::string every;                     // schedule: "30m"
+  // job-trace, collectives: the selection
+  std::string capture_id;
+  std::vector<std::string> profiles;
   analysis::TraceLimits trace_limits;    // analyze: --max_trace_mb, --max_trace_events, …
   std::vector<std::string> args;  // positional arguments after the command word
 };
@@ -68,6 +71,8 @@ int RunDelete(const CliOptions& options);
 int RunDiff(const CliOptions& options);
 int RunJobOps(const CliOptions& options);
 int RunJobSeries(const CliOptions& options);
+int RunJobTrace(const CliOptions& options);
+int RunCollectives(const CliOptions& options);
 int RunDiagnose(const CliOptions& options);
 int RunSchedule(const CliOptions& options);
 int RunSchedules(const CliOptions& options);

@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
   flags.AddString("by", &options.by, "diff: op (default), kernel or scope (enclosing user annotation)");
   flags.AddInt("since_ns", &options.since_ns, "job-ops, job-series, diagnose --job: profiles ending at or after this");
   flags.AddInt("until_ns", &options.until_ns, "job-ops, job-series, diagnose --job: profiles starting at or before this");
+  flags.AddString("capture_id", &options.capture_id, "job-trace, collectives: every profile of this capture");
+  flags.AddRepeated("profile", &options.profiles, "job-trace, collectives: this profile (instead of --capture_id)");
   options.trace_limits.AddFlags(&flags);
   flags.AddString("every", &options.every, "schedule: how often to capture, e.g. 30m, 2h, 45s");
   flags.AddRepeated("threshold", &options.thresholds, "diagnose: RULE=VALUE replaces a rule's default threshold");

@@ -8,9 +8,15 @@
 #include "diagnosis/rule_support.h"
 
 namespace fleetprof::diagnosis {
+namespace {
 
-void StragglerRank(const std::vector<v1::JobProfilePoint>& points, const Rule& rule, double threshold,
-                   std::vector<v1::Finding>* out) {
+constexpr int64_t kMinLateRankInstances = 5;
+constexpr int kMaxLateRankEvidence = 10;
+
+}  // namespace
+
+void StragglerRank(const JobFacts& facts, const Rule& rule, double threshold, std::vector<v1::Finding>* out) {
+  const std::vector<v1::JobProfilePoint>& points = facts.points;
   // The latest profile of each rank that has steps.
   std::map<std::string, const v1::JobProfilePoint*> latest;
   for (const v1::JobProfilePoint& p : points) {
@@ -50,6 +56,46 @@ void StragglerRank(const std::vector<v1::JobProfilePoint>& points, const Rule& r
   e->set_start_ns(p.start_ns());
   e->set_end_ns(p.end_ns());
   e->set_note(p.rank().empty() ? *slowest : absl::StrCat(*slowest, " on node ", p.node()));
+  out->push_back(std::move(f));
+}
+
+void LateRank(const JobFacts& facts, const Rule& rule, double threshold, std::vector<v1::Finding>* out) {
+  if (facts.collectives == nullptr) return;
+  const v1::JobCollectivesResponse& c = *facts.collectives;
+  if (c.instances() < kMinLateRankInstances) return;
+  const v1::CollectiveRankTotals* late = nullptr;
+  for (const v1::CollectiveRankTotals& r : c.ranks()) {
+    if (late == nullptr || r.last_count() > late->last_count()) late = &r;
+  }
+  if (late == nullptr || late->last_count() == 0) return;
+  const double share = static_cast<double>(late->last_count()) / static_cast<double>(c.instances());
+  if (share < threshold) return;
+  int64_t offset = 0;
+  for (const v1::JobTraceProfile& p : c.profiles()) {
+    if (p.profile_id() == late->profile_id()) offset = p.clock_offset_ns();
+  }
+  v1::Finding f = NewFinding(
+      rule, share, threshold,
+      absl::StrCat("rank ", late->rank(), " arrives last at ", late->last_count(), " of ", c.instances(),
+                   " collectives (", Percent(share), "); the other ranks wait for it"),
+      "The others idle in their collectives until this rank joins: compare what it does before them "
+      "(fleetprof job-trace around an instance), and check its node and its share of the data.");
+  int evidence = 0;
+  for (const v1::CollectiveInstance& instance : c.collectives()) {
+    if (instance.last_rank() != late->rank() || evidence >= kMaxLateRankEvidence) continue;
+    for (const v1::CollectiveRankTiming& t : instance.ranks()) {
+      if (t.profile_id() != late->profile_id()) continue;
+      v1::Evidence* e = f.add_evidence();
+      e->set_track(absl::StrCat("profile:", t.profile_id()));
+      e->set_profile_id(t.profile_id());
+      e->set_start_ns(t.start_ns() - offset);  // its own clock, where its viewer opens
+      e->set_end_ns(t.end_ns() - offset);
+      int64_t longest_wait = 0;
+      for (const v1::CollectiveRankTiming& other : instance.ranks()) longest_wait = std::max(longest_wait, other.wait_ns());
+      e->set_note(absl::StrCat(instance.op(), " #", instance.seq(), ": another rank waited ", HumanNs(longest_wait)));
+      ++evidence;
+    }
+  }
   out->push_back(std::move(f));
 }
 

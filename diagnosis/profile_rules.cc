@@ -383,4 +383,69 @@ void UnoverlappedCommunication(const ProfileFacts& facts, const Rule& rule, doub
   out->push_back(std::move(f));
 }
 
+void InputStall(const ProfileFacts& facts, const Rule& rule, double threshold, std::vector<v1::Finding>* out) {
+  const std::vector<Interval> steps = StepWindows(facts);
+  if (steps.size() < 2) return;
+  std::vector<int64_t> lengths;
+  for (const Interval& s : steps) lengths.push_back(s.end - s.start);
+  std::nth_element(lengths.begin(), lengths.begin() + static_cast<std::ptrdiff_t>(lengths.size() / 2), lengths.end());
+  const int64_t median = lengths[lengths.size() / 2];
+  if (median <= 0) return;
+  NameTest loading(facts, [](std::string_view n) {
+    return n.find("DataLoader") != std::string_view::npos || n.find("_next_data") != std::string_view::npos ||
+           n.find("IteratorGetNext") != std::string_view::npos;
+  });
+  NameTest to_device(facts, [](std::string_view n) {
+    return n.find("HtoD") != std::string_view::npos || n.find("H2D") != std::string_view::npos ||
+           n.find("Host -> Device") != std::string_view::npos;
+  });
+  std::vector<Interval> loads, copies, busy;
+  for (const HostOp& h : facts.host_ops) {
+    if (loading(h.name)) loads.push_back(Interval{h.start_ns, h.end_ns(), h.track});
+  }
+  for (const DeviceOp& d : facts.device_ops) {
+    // Copies are what the device may wait for, so they do not count as keeping it busy.
+    if (!IsKind(d, ActivityKind::kMemory)) busy.push_back(Interval{d.start_ns, d.end_ns(), d.track});
+    else if (to_device(d.name) && !InsideAny(steps, d.start_ns)) {
+      copies.push_back(Interval{d.start_ns, d.end_ns(), d.track});
+    }
+  }
+  loads = Union(std::move(loads));
+  copies = Union(std::move(copies));
+  busy = Union(std::move(busy));
+  auto overlaps = [](const std::vector<Interval>& sorted, int64_t start, int64_t end) {
+    auto it = std::upper_bound(sorted.begin(), sorted.end(), start, [](int64_t v, const Interval& i) { return v < i.end; });
+    return it != sorted.end() && it->start < end;
+  };
+  // Gaps between device activity inside [first step start, last step end); the cause in `name`.
+  std::vector<Interval> stalls;
+  const int64_t first = steps.front().start, last = steps.back().end;
+  for (size_t i = 1; i < busy.size(); ++i) {
+    const int64_t start = std::max(busy[i - 1].end, first), end = std::min(busy[i].start, last);
+    if (end <= start) continue;
+    if (overlaps(loads, start, end)) stalls.push_back(Interval{start, end, busy[i - 1].track, 0});
+    else if (overlaps(copies, start, end)) stalls.push_back(Interval{start, end, busy[i - 1].track, 1});
+  }
+  if (stalls.empty()) return;
+  const std::vector<Interval> longest = Longest(stalls, kMaxEvidence);
+  const double metric = static_cast<double>(longest.front().end - longest.front().start) / static_cast<double>(median);
+  if (metric < threshold) return;
+  int64_t total = 0;
+  for (const Interval& g : stalls) total += g.end - g.start;
+  v1::Finding f = NewFinding(
+      rule, metric, threshold,
+      absl::StrCat("the device waits for input: ", stalls.size(), " gaps (", HumanNs(total),
+                   " in all) while the host loads data or copies it in; the longest is ", HumanNs(longest.front().end - longest.front().start),
+                   ", ", absl::StrFormat("%.2f", metric), "x the median step (", HumanNs(median), ")"),
+      "Feed the device ahead of time: DataLoader(num_workers>0, pin_memory=True, prefetch_factor) and "
+      "non_blocking copies in PyTorch; a prefetching tf.data / grain pipeline and jax.device_put of the "
+      "next batch in JAX.");
+  for (const Interval& g : longest) {
+    AddEvidence(&f, facts.track_id(g.track), g.start, g.end,
+                g.name == 0 ? "device idle while the host is in data loading"
+                            : "device idle while a host-to-device copy outside the steps runs");
+  }
+  out->push_back(std::move(f));
+}
+
 }  // namespace fleetprof::diagnosis

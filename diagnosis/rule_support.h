@@ -41,8 +41,7 @@ void AddEvidence(v1::Finding* finding, const std::string& track, int64_t start_n
 
 // The rule implementations, in the order of the table (rules.cc).
 using ProfileRuleFn = void (*)(const ProfileFacts&, const Rule&, double, std::vector<v1::Finding>*);
-using JobRuleFn = void (*)(const std::vector<v1::JobProfilePoint>&, const Rule&, double,
-                           std::vector<v1::Finding>*);
+using JobRuleFn = void (*)(const JobFacts&, const Rule&, double, std::vector<v1::Finding>*);
 
 void CompileBeforeFirstStep(const ProfileFacts&, const Rule&, double, std::vector<v1::Finding>*);
 void Recompilation(const ProfileFacts&, const Rule&, double, std::vector<v1::Finding>*);
@@ -54,6 +53,8 @@ void MemcpyBetweenSteps(const ProfileFacts&, const Rule&, double, std::vector<v1
 void PageableMemcpy(const ProfileFacts&, const Rule&, double, std::vector<v1::Finding>*);
 void MemoryPressure(const ProfileFacts&, const Rule&, double, std::vector<v1::Finding>*);
 void UnoverlappedCommunication(const ProfileFacts&, const Rule&, double, std::vector<v1::Finding>*);
-void StragglerRank(const std::vector<v1::JobProfilePoint>&, const Rule&, double, std::vector<v1::Finding>*);
+void InputStall(const ProfileFacts&, const Rule&, double, std::vector<v1::Finding>*);
+void StragglerRank(const JobFacts&, const Rule&, double, std::vector<v1::Finding>*);
+void LateRank(const JobFacts&, const Rule&, double, std::vector<v1::Finding>*);
 
 }  // namespace fleetprof::diagnosis

@@ -80,12 +80,31 @@ const std::vector<RuleEntry>& Table() {
         "the longest uncovered pieces, at most 10.",
         "HTA's comm_comp_overlap reports the covered share; one half uncovered is fleetprof's default"},
        UnoverlappedCommunication},
+      {{"input_stall", RuleScope::kProfile, 0.1, 0, 10, false, "share of the median step",
+        "Gaps in compute and communication activity (all devices together) within the steps' range during "
+        "which the host is "
+        "inside a data-loading scope (a host event whose name contains 'DataLoader', '_next_data' or "
+        "'IteratorGetNext': enumerate(DataLoader)#…__next__, tf.data) or a host-to-device copy (memory "
+        "activity named HtoD, H2D or 'Host -> Device') that starts outside every step runs. Metric: the "
+        "longest such gap over the median step time. Needs two steps. Evidence: the longest gaps, at most 10.",
+        "The input-bound training loop of PyTorch's and JAX's performance guides; 10% of a step is "
+        "fleetprof's default"},
+       InputStall},
       {{"straggler_rank", RuleScope::kJob, 1.2, 1, 100, false, "ratio to the other ranks' median",
         "Per rank (the label rank, else Kineto distributedInfo rank, else the node), the median step time "
         "of its latest profile over the median of the other ranks' (so two ranks compare with each "
         "other); the metric is the highest ratio. Needs two ranks with steps.",
         "fleetprof's default: a rank 20% slower than the median of the others"},
        nullptr, StragglerRank},
+      {{"late_rank", RuleScope::kJob, 0.5, 0, 1, false, "share of collective instances",
+        "The collectives of the job's newest capture among the selected profiles (else the newest profile of "
+        "each rank) matched across ranks on one clock (GET /api/v1/jobs/{job}/collectives). Per rank, the share "
+        "of the matched instances it arrived at last: started after every other rank, later than the next "
+        "one by more than the two clocks' uncertainty (a tie within it is nobody's). The metric is the "
+        "highest share; at least 5 instances are needed. Evidence: up to 10 of its late instances, on that "
+        "rank's own clock.",
+        "fleetprof's default: the rank the others wait for at half of the collectives or more"},
+       nullptr, LateRank},
   };
   return *table;
 }
@@ -151,12 +170,11 @@ std::vector<v1::Finding> DiagnoseProfile(const ProfileFacts& facts, const std::m
   return findings;
 }
 
-std::vector<v1::Finding> DiagnoseJob(const std::vector<v1::JobProfilePoint>& points,
-                                     const std::map<std::string, double>& thresholds) {
+std::vector<v1::Finding> DiagnoseJob(const JobFacts& facts, const std::map<std::string, double>& thresholds) {
   std::vector<v1::Finding> findings;
   for (const RuleEntry& e : Table()) {
     if (e.job == nullptr) continue;
-    e.job(points, e.rule, thresholds.at(e.rule.name), &findings);
+    e.job(facts, e.rule, thresholds.at(e.rule.name), &findings);
   }
   SortFindings(&findings);
   return findings;

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "diagnosis/profile_facts.h"
 #include "fleetprof/v1/compare.pb.h"
+#include "fleetprof/v1/query.pb.h"
 
 namespace fleetprof::diagnosis {
 
@@ -39,9 +40,15 @@ absl::StatusOr<std::map<std::string, double>> ResolveThresholds(
 // Runs every profile rule. Findings: warnings first, then by rule name.
 std::vector<v1::Finding> DiagnoseProfile(const ProfileFacts& facts, const std::map<std::string, double>& thresholds);
 
-// Runs the job rules over the job's profiles (compare/job_views.h points).
-std::vector<v1::Finding> DiagnoseJob(const std::vector<v1::JobProfilePoint>& points,
-                                     const std::map<std::string, double>& thresholds);
+// What the job rules read: the job's profiles as points (compare/job_views.h) and, when the
+// job has a capture (or ranks) whose collectives could be matched, that analysis.
+struct JobFacts {
+  std::vector<v1::JobProfilePoint> points;
+  const v1::JobCollectivesResponse* collectives = nullptr;
+};
+
+// Runs the job rules over the job's facts.
+std::vector<v1::Finding> DiagnoseJob(const JobFacts& facts, const std::map<std::string, double>& thresholds);
 
 // rules[] of an answer: each rule of `scope` with the threshold it ran with.
 void DescribeRules(RuleScope scope, const std::map<std::string, double>& thresholds, v1::DiagnoseResponse* out);

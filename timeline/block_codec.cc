@@ -58,6 +58,7 @@ void EncodeBlock(const std::vector<TimelineEvent>& events, bool counter, std::st
     PutVarint(e.category, out);
     out->push_back(static_cast<char>(e.flags | (e.kind << 4)));
     if (e.has_correlation()) PutVarint(ZigZag(e.correlation), out);
+    if (!counter && e.has_bytes()) PutVarint(ZigZag(e.bytes), out);
     if (counter) {
       PutVarint(ZigZag(e.value), out);
       PutVarint(ZigZag(e.bytes), out);
@@ -102,6 +103,10 @@ absl::Status DecodeBlock(std::string_view bytes, bool counter, uint32_t names,
     if (e.has_correlation()) {
       if (!in.Varint(&v)) return damaged;
       e.correlation = UnZigZag(v);
+    }
+    if (!counter && e.has_bytes()) {
+      if (!in.Varint(&v)) return damaged;
+      e.bytes = UnZigZag(v);
     }
     if (counter) {
       if (!in.Varint(&v)) return damaged;

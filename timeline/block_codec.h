@@ -14,18 +14,21 @@ namespace fleetprof::timeline {
 
 // One event as stored. Times are the trace's ticks.
 struct TimelineEvent {
-  enum Flags : uint8_t { kHasCorrelation = 1, kIsTotal = 2 };
+  // kHasBytes: a device event with its message size in `bytes` (collectives). Blocks written
+  // before it existed never set it, so they read as before.
+  enum Flags : uint8_t { kHasCorrelation = 1, kIsTotal = 2, kHasBytes = 4 };
   int64_t start = 0;
   int64_t dur = 0;
   int64_t correlation = 0;
   int64_t value = 0;  // counters: the total from `start` on
-  int64_t bytes = 0;  // counters: the sample as recorded (total or change)
+  int64_t bytes = 0;  // counters: the sample as recorded (total or change); device: message size
   uint32_t name = 0;
   uint32_t category = 0;
   uint8_t flags = 0;
   uint8_t kind = 0;  // analysis::ActivityKind of a device event
 
   bool has_correlation() const { return flags & kHasCorrelation; }
+  bool has_bytes() const { return flags & kHasBytes; }
 };
 
 // Appends `events` (sorted by start) to `out`. `counter` blocks carry value and bytes.

@@ -141,6 +141,12 @@ class Builder {
       e.kind = static_cast<uint8_t>(a.kind);
       e.correlation = a.correlation;
       if (a.has_correlation) e.flags |= TimelineEvent::kHasCorrelation;
+      auto sized = std::lower_bound(in_.message_bytes.begin(), in_.message_bytes.end(), std::make_pair(i, int64_t{0}),
+                                    [](const auto& x, const auto& y) { return x.first < y.first; });
+      if (sized != in_.message_bytes.end() && sized->first == i) {
+        e.bytes = sized->second;
+        e.flags |= TimelineEvent::kHasBytes;
+      }
     } else if (source == Source::kHost) {
       const analysis::HostEvent& h = in_.host[i];
       e.start = h.start;

@@ -119,7 +119,7 @@ void FillEvent(const Timeline& t, const v1::TimelineTrack& track, const Timeline
   if (!counter) a->set_category(std::string(t.name(e.category)));
   if (track.kind() == "device") a->set_kind(KindName(e.kind));
   if (e.has_correlation()) a->set_correlation(e.correlation);
-  if (counter) a->set_bytes(e.bytes);
+  if (counter || e.has_bytes()) a->set_bytes(e.bytes);
 }
 
 absl::Status CheckWindow(int64_t start, int64_t end) {
@@ -152,7 +152,7 @@ std::pair<uint32_t, uint32_t> CandidateBlocks(const Timeline& timeline, const v1
 }
 
 absl::StatusOr<v1::TraceWindow> QueryTraceWindow(const Timeline& t, TimelineReader& reader,
-                                                 const v1::TraceWindowRequest& request) {
+                                                 const v1::TraceWindowRequest& request, int64_t max_window_events) {
   if (t.tracks() == 0 && request.start_ns() == 0 && request.end_ns() == 0) {
     return v1::TraceWindow();  // a trace without events: its whole window is empty, not an error
   }
@@ -191,7 +191,7 @@ absl::StatusOr<v1::TraceWindow> QueryTraceWindow(const Timeline& t, TimelineRead
   window.set_end_ns(end);
   window.set_resolution_ns(resolution);
   std::vector<TimelineEvent> events;
-  int64_t window_left = kMaxEventsPerWindow;  // shared by all tracks: bounds the answer whatever their number
+  int64_t window_left = max_window_events;  // shared by all tracks: bounds the answer whatever their number
   for (uint32_t ti : tracks) {
     const v1::TimelineTrack& track = t.track(ti);
     const bool counter = track.kind() == "counter";

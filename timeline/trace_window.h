@@ -17,9 +17,11 @@ inline constexpr int64_t kMaxEventsPerWindow = 500000;
 inline constexpr int64_t kDefaultWindowSteps = 2000;  // default resolution: window / this
 
 // INVALID_ARGUMENT for an empty or inverted window, a negative resolution, an unknown
-// track or limits out of range.
+// track or limits out of range. `max_window_events` bounds the events of all tracks together
+// (a job's window gives each profile its share).
 absl::StatusOr<v1::TraceWindow> QueryTraceWindow(const Timeline& timeline, TimelineReader& reader,
-                                                 const v1::TraceWindowRequest& request);
+                                                 const v1::TraceWindowRequest& request,
+                                                 int64_t max_window_events = kMaxEventsPerWindow);
 
 absl::StatusOr<v1::RangeBreakdown> QueryRangeBreakdown(const Timeline& timeline, TimelineReader& reader,
                                                        const v1::RangeBreakdownRequest& request);

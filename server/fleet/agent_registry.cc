@@ -125,6 +125,10 @@ absl::Status AgentRegistry::Heartbeat(const std::string& node, const v1::AgentHe
       !std::equal(heartbeat.targets().begin(), heartbeat.targets().end(), it->second.targets().begin(),
                   [](const v1::Target& a, const v1::Target& b) { return a.SerializeAsString() == b.SerializeAsString(); });
   *it->second.mutable_targets() = heartbeat.targets();
+  if (heartbeat.has_clock_offset_ns()) {
+    it->second.set_clock_offset_ns(heartbeat.clock_offset_ns());
+    it->second.set_clock_uncertainty_ns(heartbeat.clock_uncertainty_ns());
+  }
   if (!replica_id_.empty() && (targets_changed || now - refreshed_at_[node] >= kClusterRefreshNs)) {
     refreshed_at_[node] = now;
     it->second.set_replica_id(replica_id_);

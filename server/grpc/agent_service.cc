@@ -57,6 +57,13 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::S
           return;
         }
       }
+      if (in_.has_clock_probe()) {
+        // Answered at once, before anything else is handled: the round trip is the measure.
+        v1::ServerMessage reply;
+        reply.mutable_clock_reply()->set_agent_sent_ns(in_.clock_probe().agent_sent_ns());
+        reply.mutable_clock_reply()->set_server_ns(RealClock()->Now());
+        Send(outbox_, reply);
+      }
       if (in_.has_capture_update() && service_->on_update()) {
         // No read is outstanding until `done`, so the stream cannot finish (nor this reactor be
         // freed) while the update is handled.

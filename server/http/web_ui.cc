@@ -42,7 +42,7 @@ void RegisterWebUi(HttpServer& server) {
     }
     Serve(*page, res);
   };
-  for (const char* path : {"/", "/profiles", "/profiles/*", "/profiles/*/trace", "/compare", "/jobs/*", "/fleet",
+  for (const char* path : {"/", "/profiles", "/profiles/*", "/profiles/*/trace", "/compare", "/jobs/*", "/jobs/*/trace", "/fleet",
                            "/captures"}) {
     server.Route("GET", path, index);
   }

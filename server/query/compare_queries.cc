@@ -1,6 +1,8 @@
 // QueryApi's views across profiles: fetch from the store, then compare/ and diagnosis/.
 #include <algorithm>
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "compare/job_views.h"
 #include "compare/profile_diff.h"
@@ -107,8 +109,40 @@ absl::StatusOr<v1::DiagnoseResponse> QueryApi::Diagnose(const v1::DiagnoseReques
     job_request.set_until_ns(request.until_ns());
     auto series = JobSeries(job_request);
     if (!series.ok()) return series.status();
-    std::vector<v1::JobProfilePoint> points(series->points().begin(), series->points().end());
-    for (v1::Finding& f : diagnosis::DiagnoseJob(points, *thresholds)) *response.add_findings() = std::move(f);
+    diagnosis::JobFacts facts;
+    facts.points.assign(series->points().begin(), series->points().end());
+    // late_rank reads the collectives of one coherent set of ranks: the newest capture among the
+    // selected profiles, else each rank's newest profile.
+    std::string capture;
+    std::vector<std::string> capture_ids;
+    absl::Status listed = ForEachJobProfile(job_request, [&](const v1::ProfileInfo& info) {
+      auto label = info.labels().find("capture_id");
+      if (label == info.labels().end()) return absl::OkStatus();
+      if (capture.empty()) capture = label->second;
+      if (label->second == capture) capture_ids.push_back(info.profile_id());
+      return absl::OkStatus();
+    });
+    if (!listed.ok()) return listed;
+    if (capture_ids.empty()) {
+      std::map<std::string, const v1::JobProfilePoint*> newest;
+      for (const v1::JobProfilePoint& p : facts.points) {
+        if (p.rank().empty()) continue;
+        const v1::JobProfilePoint*& slot = newest[p.rank()];
+        if (slot == nullptr || p.ingested_at_ns() > slot->ingested_at_ns()) slot = &p;
+      }
+      for (const auto& [rank, p] : newest) capture_ids.push_back(p->profile_id());
+    }
+    absl::StatusOr<v1::JobCollectivesResponse> collectives;
+    if (capture_ids.size() >= 2 && capture_ids.size() <= static_cast<size_t>(kMaxJobTraceProfiles)) {
+      v1::JobCollectivesRequest c;
+      c.set_job(request.job());
+      for (const std::string& id : capture_ids) c.add_profile_ids(id);
+      collectives = JobCollectives(c);
+      // A profile without an event store cannot say when its collectives ran: the rule then
+      // has nothing to judge, and the other rules still answer.
+      if (collectives.ok()) facts.collectives = &*collectives;
+    }
+    for (v1::Finding& f : diagnosis::DiagnoseJob(facts, *thresholds)) *response.add_findings() = std::move(f);
     response.set_job(request.job());
   } else {
     auto summary = summaries_.Get(request.profile_id());

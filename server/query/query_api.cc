@@ -174,6 +174,7 @@ absl::StatusOr<v1::DeleteProfileResponse> QueryApi::DeleteProfile(const v1::Dele
   QueryTimer timer(metrics_, "DeleteProfile");
   if (request.profile_id().empty()) return absl::InvalidArgumentError("profile_id is required");
   if (absl::Status s = store_->profiles().Delete(request.profile_id()); !s.ok()) return s;
+  collectives_.Erase(request.profile_id());
   timelines_.Erase(request.profile_id());
   summaries_.Erase(request.profile_id());
   v1::DeleteProfileResponse response;

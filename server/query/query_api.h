@@ -20,6 +20,8 @@
 #include "flame/call_tree_sum.h"
 #include "flame/flame_graph.h"
 #include "server/query/job_rollups.h"
+#include "jobtrace/clock_alignment.h"
+#include "jobtrace/collectives.h"
 #include "server/query/timeline_cache.h"
 #include "storage/storage.h"
 
@@ -83,6 +85,19 @@ class QueryApi {
   absl::StatusOr<v1::TraceWindow> TraceWindow(const v1::TraceWindowRequest& request);
   absl::StatusOr<v1::RangeBreakdown> RangeBreakdown(const v1::RangeBreakdownRequest& request);
 
+  // The job timeline (server/query/job_trace_queries.cc): a capture's profiles (or named ones)
+  // on the lowest rank's clock, as one window or as matched collectives.
+  absl::StatusOr<v1::JobTraceWindow> JobTrace(const v1::JobTraceRequest& request);
+  absl::StatusOr<v1::JobCollectivesResponse> JobCollectives(const v1::JobCollectivesRequest& request);
+  static constexpr int kMaxJobTraceProfiles = 1024;
+
+  // A selected profile of a job view across ranks, with its rank (label, trace, else place).
+  struct JobMember {
+    v1::ProfileInfo info;
+    std::string rank;
+    int place = 0;  // in the selection, oldest ingest first
+  };
+
   // Deletes a profile and everything stored for it (Storage::DeleteProfile).
   absl::StatusOr<v1::DeleteProfileResponse> DeleteProfile(const v1::DeleteProfileRequest& request);
 
@@ -94,10 +109,12 @@ class QueryApi {
   // Drops what is kept of a profile another replica deleted; ForgetAll when some deletions may
   // have gone unheard.
   void Forget(const std::string& profile_id) {
+    collectives_.Erase(profile_id);
     timelines_.Erase(profile_id);
     summaries_.Erase(profile_id);
   }
   void ForgetAll() {
+    collectives_.Clear();
     timelines_.Clear();
     summaries_.Clear();
   }
@@ -139,6 +156,22 @@ class QueryApi {
   // summary cache. FAILED_PRECONDITION when the original cannot be read or analysed.
   absl::StatusOr<analysis::CallTree> CallTreeOf(const std::string& profile_id);
 
+  // The job timeline's selection, in rank order (the reference first). NOT_FOUND for a capture
+  // without profiles or an unknown profile; INVALID_ARGUMENT for a profile of another job.
+  absl::StatusOr<std::vector<JobMember>> SelectJobMembers(const std::string& job, const std::string& capture_id,
+                                                          const google::protobuf::RepeatedPtrField<std::string>& ids);
+  // The members' timelines, collectives, alignment and clock answers, in the members' order.
+  struct JobClocks {
+    std::vector<std::shared_ptr<const timeline::Timeline>> timelines;
+    std::vector<std::shared_ptr<const jobtrace::ProfileCollectives>> collectives;
+    std::vector<jobtrace::RankAlignment> alignment;
+    std::vector<v1::JobTraceProfile> profiles;
+  };
+  absl::StatusOr<JobClocks> AlignJob(const std::vector<JobMember>& members);
+  // A profile's collectives, read once from its event store and kept (profiles never change).
+  absl::StatusOr<std::shared_ptr<const jobtrace::ProfileCollectives>> CollectivesOf(
+      const std::string& profile_id, const timeline::Timeline& timeline);
+
   // The stored summary of request.profile_id() after checking the request.
   absl::StatusOr<std::shared_ptr<const v1::ProfileSummary>> Summary(const v1::BreakdownRequest& request);
   // The section `rows` of the summary, timed as `query`, copied into Response's `out`.
@@ -148,6 +181,7 @@ class QueryApi {
 
   static constexpr size_t kTimelineCacheBytes = size_t{256} << 20;
   static constexpr size_t kSummaryCacheBytes = size_t{128} << 20;
+  static constexpr size_t kCollectivesCacheBytes = size_t{64} << 20;
   // A diagnosis holds the profile's events (up to diagnosis::kMaxFactEvents): two at a time.
   static constexpr int kConcurrentDiagnoses = 2;
   static constexpr std::chrono::seconds kDiagnosisWait{30};
@@ -158,6 +192,7 @@ class QueryApi {
   ServerMetrics* metrics_;
   TimelineCache timelines_;
   SummaryCache summaries_;
+  ByteLru<jobtrace::ProfileCollectives> collectives_{kCollectivesCacheBytes};
   // Job ops views kept with the ids they summed (job_rollups.h): at most a million ids.
   JobRollups job_rollups_{size_t{1} << 20};
   // Merged call trees kept with the ids they summed (flame graphs of jobs and Pyroscope's).

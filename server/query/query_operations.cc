@@ -59,6 +59,9 @@ void AddQueryOperations(QueryApi* api, Operations* ops) {
   ops->AddUnary<DiffRequest, DiffResponse>(Method("Diff"), [api](const auto& r) { return api->Diff(r); });
   ops->AddUnary<JobRequest, JobOpsResponse>(Method("JobOps"), [api](const auto& r) { return api->JobOps(r); });
   ops->AddUnary<JobRequest, JobSeriesResponse>(Method("JobSeries"), [api](const auto& r) { return api->JobSeries(r); });
+  ops->AddUnary<JobTraceRequest, JobTraceWindow>(Method("JobTrace"), [api](const auto& r) { return api->JobTrace(r); });
+  ops->AddUnary<JobCollectivesRequest, JobCollectivesResponse>(Method("JobCollectives"),
+                                                               [api](const auto& r) { return api->JobCollectives(r); });
   ops->AddUnary<DiagnoseRequest, DiagnoseResponse>(Method("Diagnose"), [api](const auto& r) { return api->Diagnose(r); });
   // Pyroscope's query API (querier.v1), served over Connect on the HTTP listener and on gRPC.
   const auto pyroscope = [](const char* name) { return absl::StrCat("querier.v1.QuerierService.", name); };

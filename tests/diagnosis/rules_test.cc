@@ -337,7 +337,7 @@ TEST(DiagnosisRules, StragglerRank) {
   // Rank 2's older profile was slow; its latest is the one judged.
   std::vector<v1::JobProfilePoint> job = {Rank("0", 100, 1), Rank("1", 102, 1), Rank("2", 300, 1),
                                           Rank("2", 101, 2), Rank("3", 150, 2)};
-  std::vector<v1::Finding> findings = DiagnoseJob(job, *thresholds);
+  std::vector<v1::Finding> findings = DiagnoseJob({job}, *thresholds);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].rule(), "straggler_rank");
   EXPECT_DOUBLE_EQ(findings[0].metric(), 150.0 / 101.0);  // against the others: median of 100, 101, 102
@@ -345,8 +345,8 @@ TEST(DiagnosisRules, StragglerRank) {
   EXPECT_EQ(findings[0].evidence(0).profile_id(), "p3_2");
 
   job.back() = Rank("3", 110, 2);
-  EXPECT_TRUE(DiagnoseJob(job, *thresholds).empty());
-  EXPECT_TRUE(DiagnoseJob({Rank("0", 100, 1)}, *thresholds).empty());  // one rank: nothing to compare
+  EXPECT_TRUE(DiagnoseJob({job}, *thresholds).empty());
+  EXPECT_TRUE(DiagnoseJob({{Rank("0", 100, 1)}}, *thresholds).empty());  // one rank: nothing to compare
 }
 
 // Before: the median included the rank itself, so of two ranks the slower one was compared with
@@ -354,12 +354,96 @@ TEST(DiagnosisRules, StragglerRank) {
 TEST(DiagnosisRules, StragglerRankWorksForTwoRanks) {
   auto thresholds = ResolveThresholds(RuleScope::kJob, {});
   ASSERT_TRUE(thresholds.ok());
-  std::vector<v1::Finding> findings = DiagnoseJob({Rank("0", 100, 1), Rank("1", 135, 1)}, *thresholds);
+  std::vector<v1::Finding> findings = DiagnoseJob({{Rank("0", 100, 1), Rank("1", 135, 1)}}, *thresholds);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].rule(), "straggler_rank");
   EXPECT_DOUBLE_EQ(findings[0].metric(), 1.35);
   EXPECT_EQ(findings[0].evidence(0).profile_id(), "p1_1");
-  EXPECT_TRUE(DiagnoseJob({Rank("0", 100, 1), Rank("1", 110, 1)}, *thresholds).empty()) << "within 10%";
+  EXPECT_TRUE(DiagnoseJob({{Rank("0", 100, 1), Rank("1", 110, 1)}}, *thresholds).empty()) << "within 10%";
+}
+
+TEST(DiagnosisRules, InputStallWhileTheHostLoadsData) {
+  TraceGen gen;
+  for (int i = 0; i < 10; ++i) {  // each step: 3 ms in the DataLoader, then 7 ms of kernels
+    const int64_t s = kT0 + i * 10 * kMs;
+    gen.Host(absl::StrCat("ProfilerStep#", i + 1), "user_annotation", s, 10 * kMs);
+    gen.Host("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "user_annotation", s, 3 * kMs);
+    for (int k = 3; k < 10; ++k) gen.Launch(s + k * kMs, 5 * kUs, s + k * kMs, kMs);
+  }
+  Diagnosis d = Diagnose(gen);
+  const v1::Finding* f = d.Find("input_stall");
+  ASSERT_NE(f, nullptr) << Listed(d);
+  EXPECT_DOUBLE_EQ(f->metric(), 0.3);  // 3 ms of a 10 ms median step
+  EXPECT_EQ(f->evidence_size(), 9);    // the first step's has no activity before it
+  EXPECT_TRUE(EvidenceCovers(*f, kT0 + 10 * kMs, kT0 + 13 * kMs));
+  EXPECT_EQ(Diagnose(gen, {{"input_stall", 0.5}}).Find("input_stall"), nullptr);
+}
+
+TEST(DiagnosisRules, InputStallOnHostToDeviceCopiesOutsideTheSteps) {
+  TraceGen gen;
+  for (int i = 0; i < 10; ++i) {  // 10 ms steps, 2 ms apart; the next batch is copied in between
+    const int64_t s = kT0 + i * 12 * kMs;
+    gen.Host(absl::StrCat("ProfilerStep#", i + 1), "user_annotation", s, 10 * kMs);
+    for (int k = 0; k < 10; ++k) gen.Launch(s + k * kMs, 5 * kUs, s + k * kMs, kMs);
+    gen.Device("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", s + 10 * kMs + 500 * kUs, kMs, 9);
+  }
+  Diagnosis d = Diagnose(gen);
+  const v1::Finding* f = d.Find("input_stall");
+  ASSERT_NE(f, nullptr) << Listed(d);
+  EXPECT_DOUBLE_EQ(f->metric(), 0.2);
+  EXPECT_TRUE(EvidenceCovers(*f, kT0 + 10 * kMs, kT0 + 12 * kMs));
+  TraceGen inside;  // the same copies inside the steps are not this pattern
+  inside.Steps(kT0, 10);
+  inside.Device("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", kT0 + kMs, kMs, 9);
+  EXPECT_EQ(Diagnose(inside).Find("input_stall"), nullptr);
+}
+
+v1::JobCollectivesResponse Collectives(int instances, int64_t late_count) {
+  v1::JobCollectivesResponse c;
+  c.set_instances(instances);
+  for (int r = 0; r < 3; ++r) {
+    v1::JobTraceProfile* p = c.add_profiles();
+    p->set_profile_id(absl::StrCat("p", r));
+    p->set_rank(absl::StrCat(r));
+    p->set_clock_offset_ns(r * 1000);
+    v1::CollectiveRankTotals* t = c.add_ranks();
+    t->set_rank(absl::StrCat(r));
+    t->set_profile_id(absl::StrCat("p", r));
+    t->set_instances(instances);
+    t->set_last_count(r == 1 ? late_count : 0);
+  }
+  for (int i = 0; i < instances; ++i) {
+    v1::CollectiveInstance* inst = c.add_collectives();
+    inst->set_op("all_reduce");
+    inst->set_seq(i);
+    if (i < late_count) inst->set_last_rank("1");
+    for (int r = 0; r < 3; ++r) {
+      v1::CollectiveRankTiming* t = inst->add_ranks();
+      t->set_profile_id(absl::StrCat("p", r));
+      t->set_rank(absl::StrCat(r));
+      t->set_start_ns(i * kMs + (r == 1 ? 500 * kUs : 0));
+      t->set_end_ns(i * kMs + 900 * kUs);
+      t->set_wait_ns(r == 1 ? 0 : 500 * kUs);
+    }
+  }
+  return c;
+}
+
+TEST(DiagnosisRules, LateRank) {
+  auto thresholds = ResolveThresholds(RuleScope::kJob, {});
+  ASSERT_TRUE(thresholds.ok());
+  const v1::JobCollectivesResponse late = Collectives(8, 6);
+  std::vector<v1::Finding> findings = DiagnoseJob({{}, &late}, *thresholds);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].rule(), "late_rank");
+  EXPECT_DOUBLE_EQ(findings[0].metric(), 0.75);
+  ASSERT_EQ(findings[0].evidence_size(), 6);
+  EXPECT_EQ(findings[0].evidence(0).profile_id(), "p1");
+  EXPECT_EQ(findings[0].evidence(0).start_ns(), 500 * kUs - 1000);  // rank 1's own clock
+  const v1::JobCollectivesResponse seldom = Collectives(8, 3);
+  EXPECT_TRUE(DiagnoseJob({{}, &seldom}, *thresholds).empty()) << "3 of 8 is under one half";
+  const v1::JobCollectivesResponse few = Collectives(4, 4);
+  EXPECT_TRUE(DiagnoseJob({{}, &few}, *thresholds).empty()) << "fewer than 5 instances";
 }
 
 // A profile stored before the event store: the summary rules still judge it.

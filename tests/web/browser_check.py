@@ -730,6 +730,62 @@ def check_trace_viewer(b, args):
     b.assert_clean("trace viewer")
 
 
+def check_job_trace(b, args):
+    """A capture's ranks in one viewer: a heading per rank, a collective clicked on one rank
+    highlighted on every rank with each rank's wait, a rank folded by clicking its heading."""
+    b.call("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
+    b.navigate(f"/jobs/{args.job_trace}/trace?capture={args.job_trace_capture}")
+    viewer = "document.querySelector('.trace-viewer')"
+    b.wait_for(f"Number({viewer}?.dataset.loaded || 0) >= 1", "the job's first trace view", timeout=30)
+    headings = b.evaluate(f"{viewer}.rankHeadings()")
+    ranks = [h["rank"] for h in headings]
+    if len(ranks) != args.job_trace_ranks or ranks != sorted(ranks, key=int):
+        raise CheckFailed(f"(j) expected {args.job_trace_ranks} rank headings in rank order, saw {ranks}")
+    print(f"ok   (j) job trace: {len(ranks)} ranks grouped under headings, in rank order")
+    b.screenshot("job_trace_initial")
+    # Zoom in until a collective (the NCCL stream) is wide enough to click, then click it.
+    b.evaluate("document.querySelector('.trace-canvas').focus()")
+    canvas = b.evaluate("(() => { const r = document.querySelector('.trace-canvas').getBoundingClientRect();"
+                        " return {x: r.left + r.width * 0.5, y: r.top + 40}; })()")
+    mouse(b, "mouseMoved", canvas["x"], canvas["y"])
+    target = None
+    for _ in range(40):
+        boxes = [k for k in (b.evaluate(f"{viewer}.visibleEventBoxes('device')") or []) if "nccl" in k["name"].lower()]
+        if boxes:
+            target = max(boxes, key=lambda k: k["width"])
+            if target["width"] >= 10:
+                break
+        press_key(b, "w")
+        b.cdp.pump(0.3)
+    if not target:
+        raise CheckFailed("(j) no collective became wide enough to click in the job trace")
+    b.evaluate("window.scrollTo(0, 0)")
+    boxes = [k for k in b.evaluate(f"{viewer}.visibleEventBoxes('device')") if "nccl" in k["name"].lower()]
+    target = max(boxes, key=lambda k: k["width"])
+    mouse(b, "mouseMoved", target["x"], target["y"])
+    mouse(b, "mousePressed", target["x"], target["y"])
+    mouse(b, "mouseReleased", target["x"], target["y"])
+    rows = b.wait_for("document.querySelectorAll('.trace-collective-table tbody tr').length",
+                      "the clicked collective's instance on every rank", timeout=20)
+    lit = b.evaluate(f"{viewer}.highlighted().length")
+    if rows != args.job_trace_ranks or lit != args.job_trace_ranks:
+        raise CheckFailed(f"(j) the collective shows {rows} ranks and highlights {lit}, expected {args.job_trace_ranks}")
+    late = b.evaluate("document.querySelector('.trace-collective .explain')?.textContent || ''")
+    print(f"ok   (j) job trace: collective on rank {target['rank']} highlighted on {lit} ranks; {late}")
+    b.screenshot("job_trace_collective")
+    # Fold the first rank: its tracks leave the view.
+    heading = b.evaluate(f"{viewer}.rankHeadings()")[0]
+    mouse(b, "mousePressed", heading["x"], heading["y"])
+    mouse(b, "mouseReleased", heading["x"], heading["y"])
+    b.cdp.pump(0.3)
+    shown = {k["rank"] for k in b.evaluate(f"{viewer}.visibleEventBoxes()")}
+    if heading["rank"] in shown:
+        raise CheckFailed(f"(j) rank {heading['rank']} still draws events after folding it")
+    print(f"ok   (j) job trace: rank {heading['rank']} folded by clicking its heading")
+    b.screenshot("job_trace_folded")
+    b.assert_clean("job trace")
+
+
 def main():
     parser = argparse.ArgumentParser(description="Checks fleetprof's web app in headless Chromium.")
     parser.add_argument("--url", required=True, help="the server's HTTP address, e.g. http://127.0.0.1:7071")
@@ -748,6 +804,9 @@ def main():
     parser.add_argument("--findings-profile", default="", help="the profile for --expect-finding (default --profile-id)")
     parser.add_argument("--compare-with", default="", help="a second profile: check the compare page")
     parser.add_argument("--job", default="", help="check this job's page")
+    parser.add_argument("--job-trace", default="", help="check this job's trace viewer for --job-trace-capture")
+    parser.add_argument("--job-trace-capture", default="")
+    parser.add_argument("--job-trace-ranks", type=int, default=0)
     parser.add_argument("--token", default="", help="the server wants this token: check the prompt, then use it")
     args = parser.parse_args()
     os.makedirs(args.screenshots, exist_ok=True)
@@ -767,6 +826,8 @@ def main():
             checks.append(check_compare)
         if args.job:
             checks.append(check_job)
+        if args.job_trace:
+            checks.append(check_job_trace)
         if args.token:
             checks.insert(0, check_token_prompt)
         if args.capture_job:

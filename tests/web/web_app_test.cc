@@ -10,6 +10,7 @@
 #include "auth/token_hash.h"
 #include "gtest/gtest.h"
 #include "simdjson.h"
+#include "tests/jobtrace/rank_traces.h"
 #include "tests/platform/test_cluster.h"
 #include "tests/test_support.h"
 
@@ -108,6 +109,34 @@ TEST_F(WebAppTest, MarkupInTraceNamesShowsAsText) {
                   "--profile-id", id, "--expect-kernel", hostile, "--screenshots", screenshots},
                  240);
   EXPECT_EQ(browser.exit_code, 0) << browser.out << browser.err;
+}
+
+// A capture of 4 generated ranks (clocks up to 2 s apart, rank 2 late): the job trace viewer
+// groups them by rank and highlights one collective on every rank.
+TEST_F(WebAppTest, TheJobTraceShowsEveryRankOnOneClockAndHighlightsACollectiveOnEach) {
+  RankTraceOptions o;
+  o.ranks = 4;
+  o.collectives = 40;
+  o.skew_ns = {0, 2'000'000'000, -1'500'000'000, 700'000'000};
+  o.late_rank = 2;
+  std::vector<RankTrace> traces = GenerateRankTraces(o);
+  std::string first;
+  for (int r : {2, 0, 3, 1}) {  // uploaded out of order: the viewer orders by rank
+    const std::string path = cluster_.root() + "/rank" + std::to_string(r) + ".json";
+    std::ofstream(path) << traces[static_cast<size_t>(r)].json;
+    CommandResult up = cluster_.Cli({"upload", path, "--job", "ranks", "--label", "capture_id=cap-web", "--json"});
+    ASSERT_EQ(up.exit_code, 0) << up.err;
+    if (r == 0) first = JsonStringField(up.out, "profile_id");
+  }
+  const std::string screenshots = std::string(FLEETPROF_BIN_DIR) + "/../web-screenshots/job-trace";
+  fs::create_directories(screenshots);
+  CommandResult browser =
+      RunCommand({kPython, Source("tests/web/browser_check.py"), "--url", "http://" + cluster_.http_addr(),
+                  "--profile-id", first, "--job-trace", "ranks", "--job-trace-capture", "cap-web",
+                  "--job-trace-ranks", "4", "--screenshots", screenshots},
+                 240);
+  EXPECT_EQ(browser.exit_code, 0) << browser.out << browser.err;
+  std::cout << browser.out;
 }
 
 TEST_F(WebAppTest, EveryGrafanaInfinityQueryAnswersRowsOnALiveServer) {

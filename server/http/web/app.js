@@ -58,6 +58,7 @@ const ROUTES = [
   {pattern: /^\/profiles\/([^/]+)\/trace\/?$/, nav: 'profiles', title: 'Trace', render: renderTracePage},
   {pattern: /^\/profiles\/([^/]+)\/?$/, nav: 'profiles', title: 'Profile', render: renderProfilePage},
   {pattern: /^\/compare\/?$/, nav: 'profiles', title: 'Compare', render: renderComparePage},
+  {pattern: /^\/jobs\/([^/]+)\/trace\/?$/, nav: 'profiles', title: 'Job trace', render: renderJobTracePage},
   {pattern: /^\/jobs\/([^/]+)\/?$/, nav: 'profiles', title: 'Job', render: renderJobPage},
   {pattern: /^\/fleet\/?$/, nav: 'fleet', title: 'Fleet', render: renderFleetPage},
   {pattern: /^\/captures\/?$/, nav: 'captures', title: 'Captures', render: renderCapturesPage},

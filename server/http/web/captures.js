@@ -88,6 +88,8 @@ function captureView(capture) {
       running ? h('span', {class: 'live'}, h('span', {class: 'spinner'}), 'live') : null),
     h('dl', {class: 'meta-grid'}, meta.map(([k, v]) => h('div', {class: 'meta'}, h('dt', null, k), h('dd', null, v)))),
     capture.error ? h('div', {class: 'notice error-notice capture-error'}, capture.error) : null,
+    indexed > 0 && request.job ? h('div', {class: 'link-row'}, h('a', {class: 'btn job-trace-link',
+      href: urlWith(`/jobs/${enc(request.job)}/trace`, {capture: capture.capture_id})}, 'All ranks on one clock →')) : null,
     targets.length ? h('div', {class: 'table-scroll'}, h('table', {class: 'data-table capture-targets'},
       h('thead', null, h('tr', null, ['Node', 'Target', 'Job', 'State', 'Profile / reason'].map((t) => h('th', {scope: 'col'}, t)))),
       h('tbody', null, targets.map(captureTargetRow)))) : emptyBlock('This capture has no targets.'));

@@ -78,10 +78,62 @@ async function renderTracePage(page, profileId) {
   viewer.start();
 }
 
-function createTraceViewer(page, profileId, base, first, steps) {
+// /jobs/{job}/trace?capture=C (or ?profile=A&profile=B…): every rank of a capture in one viewer,
+// on the lowest rank's clock (../shared/DESIGN.md, "Job timeline").
+async function renderJobTracePage(page, jobName) {
+  const q = query();
+  const capture = q.get('capture') || q.get('capture_id') || '';
+  const profiles = q.getAll('profile');
+  const base = `/api/v1/jobs/${enc(jobName)}`;
+  const head = h('section', {class: 'card trace-head'}, loadingBlock('Aligning the ranks…'));
+  page.main.append(head);
+  if (!capture && !profiles.length) {
+    clear(head).append(h('h1', null, 'Job trace ', h('span', {class: 'mono'}, jobName)),
+      emptyBlock(['Name a capture (?capture=ID, from the Captures page) or profiles (?profile=A&profile=B) ',
+                  'to see their ranks together.']),
+      h('div', {class: 'link-row'}, h('a', {class: 'btn', href: `/jobs/${enc(jobName)}`}, '← Job')));
+    return;
+  }
+  const selection = capture ? new URLSearchParams({capture_id: capture}).toString()
+    : new URLSearchParams(profiles.map((p) => ['profile', p])).toString();
+  const first = await page.load(api(`${base}/trace?${selection}&max_events_per_track=1`), head, 'Could not load the job\'s trace');
+  if (!first || !page.alive()) return;
+  const reference = first.profiles.find((p) => p.reference) || first.profiles[0];
+  const steps = reference ? await api(`/api/v1/profiles/${enc(reference.profile_id)}/steps`).catch(() => ({steps: []})) : {steps: []};
+  if (!first.tracks.length) {
+    clear(head).append(h('h1', null, 'Job trace ', h('span', {class: 'mono'}, jobName)),
+      emptyBlock('These profiles have no events to show.'));
+    return;
+  }
+  const offsets = new Map(first.profiles.map((p) => [p.profile_id, exactInt(p, 'clock_offset_ns') || 0n]));
+  const job = {selection, offsets, ranks: first.profiles, collectives: `${base}/collectives?${selection}&limit=100000`};
+  const viewer = createTraceViewer(page, jobName, base, first, (steps && steps.steps) || [], job);
+  const unaligned = first.profiles.filter((p) => !p.reference && p.offset_source === 'none');
+  clear(head).append(
+    h('div', {class: 'trace-title'},
+      h('h1', null, 'Job trace ', h('span', {class: 'mono'}, jobName)),
+      h('span', {class: 'muted'}, `${capture ? `capture ${capture}` : `${profiles.length} profiles`} · ${first.profiles.length} ranks`),
+      h('a', {class: 'btn', href: `/jobs/${enc(jobName)}`}, '← Job')),
+    h('p', {class: 'explain'},
+      `Every rank on rank ${reference ? reference.rank : '?'}'s clock: each profile's times plus its clock offset, measured from `,
+      'the ends of collectives the ranks share (they end together). Click a rank\'s heading to fold it; click a ',
+      'collective to see the same instance on every rank and who waited for whom. W/S zoom, A/D pan, 0 shows everything.'),
+    unaligned.length ? h('div', {class: 'notice'}, `Not aligned (no collective in common with the reference): rank `,
+      unaligned.map((p) => p.rank).join(', '), '. Their times are their own clocks.') : '',
+    viewer.toolbar);
+  page.main.append(viewer.element);
+  viewer.start();
+}
+
+// `job` (a job's window, trace.js renderJobTracePage): {selection: 'capture_id=C', offsets:
+// Map(profile id -> BigInt offset), ranks: [{rank, profile_id, …}], collectives: url}. Its tracks
+// carry profile_id and rank and are keyed by both; details read each event from its own profile.
+function createTraceViewer(page, profileId, base, first, steps, job = null) {
   const origin = exactInt(first, 'start_ns');
   const total = Number(exactInt(first, 'end_ns') - origin);
-  const tracks = first.tracks.map((t) => ({id: t.id, name: t.name, kind: t.kind, group: t.group}));
+  const keyOf = (t) => (t.profile_id ? `${t.profile_id}|${t.id}` : t.id);
+  const tracks = first.tracks.map((t) => ({id: t.id, name: t.name, kind: t.kind, group: t.group,
+                                           profile_id: t.profile_id, rank: t.rank}));
   const q = query();
   // ?start_ns=&end_ns= (absolute, trace clock, as findings link them) or ?from=&to= (offsets).
   const absolute = (key) => {
@@ -98,6 +150,8 @@ function createTraceViewer(page, profileId, base, first, steps) {
     search: q.get('search') || '',
     loading: false,
     requestSeq: 0,
+    collapsed: new Set(),   // ranks folded away (job windows)
+    highlight: null,        // Set of `${profile_id}|${start_ns}`: one collective on every rank
   };
   if (!(v.e > v.s)) { v.s = 0; v.e = total; }
   const toAbs = (offset) => (origin + BigInt(Math.round(offset))).toString();
@@ -119,7 +173,7 @@ function createTraceViewer(page, profileId, base, first, steps) {
   const toolbar = h('div', {class: 'trace-toolbar'},
     searchBox,
     h('button', {class: 'btn', type: 'button', onclick: () => zoomTo(0, total)}, 'Show all'),
-    exportBtn, perfettoBtn, status);
+    ...(job ? [] : [exportBtn, perfettoBtn]), status);
   const element = h('div', {class: 'trace-viewer'},
     h('section', {class: 'card trace-card'}, scroller, tooltip), rangePanel, details);
 
@@ -131,7 +185,19 @@ function createTraceViewer(page, profileId, base, first, steps) {
     layout = [];
     let y = TRACE.axis;
     let group = null;
+    let rank = null;
     for (const t of tracks) {
+      if (job && t.rank !== rank) {
+        rank = t.rank;
+        group = null;
+        const r = job.ranks.find((x2) => x2.profile_id === t.profile_id) || {};
+        const clock = r.reference ? 'reference clock' : r.offset_source === 'none' ? 'clock not aligned'
+          : `clock ${num(r.clock_offset_ns) < 0 ? '−' : '+'}${fmtDuration(Math.abs(num(r.clock_offset_ns)))} ± ${fmtDuration(num(r.offset_uncertainty_ns))} (${r.offset_source})`;
+        layout.push({heading: `${v.collapsed.has(rank) ? '▸' : '▾'} Rank ${rank} · ${r.node || ''} · ${clock}`,
+                     rank, y, rankHeading: true});
+        y += TRACE.groupHead;
+      }
+      if (job && v.collapsed.has(t.rank)) continue;
       const key = `${t.kind}:${t.group}`;
       if (key !== group) {
         group = key;
@@ -139,7 +205,7 @@ function createTraceViewer(page, profileId, base, first, steps) {
         layout.push({heading: label, y});
         y += TRACE.groupHead;
       }
-      const d = v.data.get(t.id);
+      const d = v.data.get(keyOf(t));
       let height = TRACE.row;
       if (t.kind === 'counter') {
         height = TRACE.counter;
@@ -186,7 +252,7 @@ function createTraceViewer(page, profileId, base, first, steps) {
     const started = performance.now();
     let win;
     try {
-      win = await api(`${base}/trace?${params}`);
+      win = await api(`${base}/trace?${job ? `${job.selection}&` : ''}${params}`);
     } catch (err) {
       if (seq === v.requestSeq && page.alive()) { showError(err, 'Could not load the trace window'); status.textContent = ''; }
       return;
@@ -202,7 +268,7 @@ function createTraceViewer(page, profileId, base, first, steps) {
       const merged = t.merged.map((m) => ({s: offsetOf(m, 'start_ns'), e: offsetOf(m, 'end_ns'), count: num(m.count),
                                            max: m.max_value !== undefined ? num(m.max_value) : undefined}));
       const depth = t.kind === 'counter' ? 0 : assignDepths(events);
-      v.data.set(t.id, {events, merged, depth, truncated: t.truncated, omitted: num(t.omitted_events)});
+      v.data.set(keyOf(t), {events, merged, depth, truncated: t.truncated, omitted: num(t.omitted_events)});
       shown += events.length;
       for (const m of merged) folded += m.count;
       if (t.truncated) truncated += num(t.omitted_events);
@@ -247,7 +313,7 @@ function createTraceViewer(page, profileId, base, first, steps) {
     drawAxis(c, width);
     for (const item of layout) {
       if (item.heading) {
-        c.fillStyle = '#eef1f6';
+        c.fillStyle = item.rankHeading ? '#dfe6f3' : '#eef1f6';
         c.fillRect(0, item.y, width, TRACE.groupHead - 2);
         c.fillStyle = '#1d2430';
         c.font = 'bold 11px sans-serif';
@@ -297,7 +363,7 @@ function createTraceViewer(page, profileId, base, first, steps) {
 
   function drawTrack(c, item, width) {
     const t = item.track;
-    const d = v.data.get(t.id);
+    const d = v.data.get(keyOf(t));
     c.save();
     c.beginPath();
     c.rect(0, item.y, width, item.height);
@@ -330,6 +396,8 @@ function createTraceViewer(page, profileId, base, first, steps) {
         c.fillRect(x0, y + 1, w, TRACE.row - 2);
         if (v.selected && v.selected.event === e) {
           c.strokeStyle = '#1d2430'; c.lineWidth = 2; c.strokeRect(x0, y + 1, w, TRACE.row - 2); c.lineWidth = 1;
+        } else if (v.highlight && v.highlight.has(`${t.profile_id}|${exactInt(e.raw, 'start_ns')}`)) {
+          c.strokeStyle = '#d9480f'; c.lineWidth = 3; c.strokeRect(x0 - 1, y, w + 2, TRACE.row); c.lineWidth = 1;
         }
         if (w > 30) {
           const left = Math.max(x0, TRACE.labelWidth);
@@ -364,7 +432,7 @@ function createTraceViewer(page, profileId, base, first, steps) {
   function hit(px, py) {
     const item = layout.find((l) => l.track && py >= l.y && py < l.y + l.height);
     if (!item || px < TRACE.labelWidth) return null;
-    const d = v.data.get(item.track.id);
+    const d = v.data.get(keyOf(item.track));
     if (!d || item.track.kind === 'counter') return null;
     const depth = Math.floor((py - item.y) / TRACE.row);
     const t = timeAt(px);
@@ -383,20 +451,27 @@ function createTraceViewer(page, profileId, base, first, steps) {
     v.selected = sel;
     draw();
     const e = sel.event;
+    // Arguments and linked events come from the event's own profile, on its own clock.
+    const own = job && sel.track.profile_id
+      ? {base: `/api/v1/profiles/${enc(sel.track.profile_id)}`, shift: job.offsets.get(sel.track.profile_id) || 0n}
+      : {base, shift: 0n};
     const rows = [
       ['Name', h('span', {class: 'mono trace-event-name'}, e.name)],
-      ['Track', `${sel.track.kind} · ${sel.track.group} · ${sel.track.name}`],
+      ['Track', `${job ? `rank ${sel.track.rank} · ` : ''}${sel.track.kind} · ${sel.track.group} · ${sel.track.name}`],
       ['Start', h('span', {title: `${exactInt(e.raw, 'start_ns')} ns in the trace clock`}, `${fmtOffset(e.s)} (${exactInt(e.raw, 'start_ns')} ns)`)],
       ['Duration', h('span', {class: 'trace-event-dur'}, `${fmtDuration(e.d)} (${fmtInt(e.d)} ns)`)],
     ];
     if (e.corr !== undefined) rows.push(['Correlation', String(e.corr)]);
     const list = h('dl', {class: 'kv-list'}, rows.map(([k, val]) => [h('dt', null, k), h('dd', null, val)]));
     const links = h('div', {class: 'trace-links'});
-    clear(details).append(h('div', {class: 'card-head'}, h('h2', null, 'Details')), list, links);
-    // Arguments and linked events, fetched for this one event.
-    const args = new URLSearchParams({start_ns: exactInt(e.raw, 'start_ns').toString(),
-      end_ns: (exactInt(e.raw, 'start_ns') + 1n).toString(), resolution_ns: '1', args: '1', track: sel.track.id});
-    const one = await api(`${base}/trace?${args}`).catch(() => null);
+    const collective = h('div', {class: 'trace-collective'});
+    clear(details).append(h('div', {class: 'card-head'}, h('h2', null, 'Details')), list, collective, links);
+    if (job && sel.track.kind === 'device') showCollective(sel, collective);
+    else if (v.highlight) { v.highlight = null; draw(); }
+    const ownStart = exactInt(e.raw, 'start_ns') - own.shift;
+    const args = new URLSearchParams({start_ns: ownStart.toString(),
+      end_ns: (ownStart + 1n).toString(), resolution_ns: '1', args: '1', track: sel.track.id});
+    const one = await api(`${own.base}/trace?${args}`).catch(() => null);
     if (!page.alive() || v.selected !== sel) return;
     const match = one && one.tracks[0] && one.tracks[0].events.find((x2) => x2.name === e.name && num(x2.dur_ns) === e.d);
     if (match && match.args) {
@@ -406,13 +481,16 @@ function createTraceViewer(page, profileId, base, first, steps) {
     if (e.corr === undefined) return;
     links.append(loadingBlock(sel.track.kind === 'device' ? 'Looking for the launching call…' : 'Looking for launched kernels…'));
     const flow = new URLSearchParams({correlation: String(e.corr), resolution_ns: '1',
-      start_ns: toAbs(Math.max(0, e.s - TRACE.flowWindowNs)), end_ns: toAbs(Math.min(total, e.s + e.d + TRACE.flowWindowNs))});
-    const linked = await api(`${base}/trace?${flow}`).catch(() => null);
+      start_ns: (BigInt(toAbs(Math.max(0, e.s - TRACE.flowWindowNs))) - own.shift).toString(),
+      end_ns: (BigInt(toAbs(Math.min(total, e.s + e.d + TRACE.flowWindowNs))) - own.shift).toString()});
+    const linked = await api(`${own.base}/trace?${flow}`).catch(() => null);
     if (!page.alive() || v.selected !== sel) return;
     clear(links);
     const others = [];
-    for (const t of (linked ? linked.tracks : [])) {
-      for (const ev of t.events) {
+    for (const t0 of (linked ? linked.tracks : [])) {
+      const t = job ? Object.assign({}, t0, {profile_id: sel.track.profile_id, rank: sel.track.rank}) : t0;
+      for (const ev0 of t.events) {
+        const ev = own.shift ? Object.assign({}, ev0, {start_ns: (exactInt(ev0, 'start_ns') + own.shift).toString()}) : ev0;
         if (t.id === sel.track.id && offsetOf(ev, 'start_ns') === e.s) continue;
         others.push([t, ev]);
       }
@@ -420,7 +498,7 @@ function createTraceViewer(page, profileId, base, first, steps) {
     if (!others.length) { links.append(h('p', {class: 'muted'}, 'No other event shares this correlation id nearby.')); return; }
     links.append(h('h3', null, sel.track.kind === 'device' ? 'Launched by' : 'Launches'));
     for (const [t, ev] of others.slice(0, 20)) {
-      links.append(h('button', {class: 'btn trace-jump', type: 'button', onclick: () => jumpTo(t.id, ev)},
+      links.append(h('button', {class: 'btn trace-jump', type: 'button', onclick: () => jumpTo(keyOf(t), ev)},
         `${t.kind === 'device' ? 'kernel' : 'call'} ${ev.name.slice(0, 60)} · ${fmtDuration(num(ev.dur_ns))} on ${t.id}`));
     }
   }
@@ -432,7 +510,38 @@ function createTraceViewer(page, profileId, base, first, steps) {
     const e = d && d.events.find((x2) => x2.s === p.s && x2.d === p.d && x2.name === p.name);
     if (!e) return;
     v.pendingSelect = null;
-    showDetails({track: tracks.find((t) => t.id === p.trackId), event: e});
+    showDetails({track: tracks.find((t) => keyOf(t) === p.trackId), event: e});
+  }
+
+  // A job's collective: the same instance on every rank, highlighted, with each rank's wait.
+  let collectives = null;  // the job's matched instances, fetched once
+  async function showCollective(sel, box) {
+    if (!collectives) {
+      box.append(loadingBlock('Matching this collective across ranks…'));
+      collectives = await api(job.collectives).catch((err) => ({error: err}));
+      if (!page.alive() || v.selected !== sel) return;
+      clear(box);
+    }
+    const start = exactInt(sel.event.raw, 'start_ns');
+    const instance = (collectives.collectives || []).find((c) => c.ranks.some((r) =>
+      r.profile_id === sel.track.profile_id && exactInt(r, 'start_ns') === start));
+    if (!instance) {
+      if (v.highlight) { v.highlight = null; draw(); }
+      if (collectives.error) box.append(h('p', {class: 'muted'}, `Collectives could not be matched: ${collectives.error.message}`));
+      return;
+    }
+    v.highlight = new Set(instance.ranks.map((r) => `${r.profile_id}|${exactInt(r, 'start_ns')}`));
+    draw();
+    box.append(h('h3', null, `${instance.op} #${instance.seq} on ${instance.ranks.length} ranks`),
+      h('p', {class: 'explain'}, instance.last_rank ? `Rank ${instance.last_rank} arrived last; the others waited for it.`
+        : 'No rank arrived later than the others by more than the clocks\' uncertainty.'),
+      h('table', {class: 'data-table trace-collective-table'},
+        h('thead', null, h('tr', null, h('th', null, 'Rank'), h('th', {class: 'num'}, 'Start'), h('th', {class: 'num'}, 'End'),
+          h('th', {class: 'num'}, 'Waited'))),
+        h('tbody', null, instance.ranks.map((r) => h('tr', {class: r.rank === instance.last_rank ? 'trace-last-rank' : ''},
+          h('td', null, r.rank), h('td', {class: 'num'}, fmtOffset(Number(exactInt(r, 'start_ns') - origin))),
+          h('td', {class: 'num'}, fmtOffset(Number(exactInt(r, 'end_ns') - origin))),
+          h('td', {class: 'num'}, fmtDuration(num(r.wait_ns))))))));
   }
 
   function jumpTo(trackId, ev) {
@@ -446,6 +555,15 @@ function createTraceViewer(page, profileId, base, first, steps) {
   // ---- range selection ----
   async function showRange() {
     const r = v.range;
+    if (job) {  // range totals are a profile's: each rank's own trace has them
+      rangePanel.classList.remove('hidden');
+      clear(rangePanel).append(h('div', {class: 'card-head'}, h('h2', null, `Selection · ${fmtDuration(r.e - r.s)}`),
+        h('p', {class: 'explain'}, 'Totals of a selection are per profile: open a rank\'s own trace.')),
+        h('div', {class: 'link-row'}, job.ranks.map((p) => h('a', {class: 'btn', href: urlWith(`/profiles/${enc(p.profile_id)}/trace`,
+          {start_ns: (BigInt(toAbs(r.s)) - (job.offsets.get(p.profile_id) || 0n)).toString(),
+           end_ns: (BigInt(toAbs(r.e)) - (job.offsets.get(p.profile_id) || 0n)).toString()})}, `Rank ${p.rank}`))));
+      return;
+    }
     rangePanel.classList.remove('hidden');
     clear(rangePanel).append(h('div', {class: 'card-head'}, h('h2', null, `Selection · ${fmtDuration(r.e - r.s)}`),
       h('p', {class: 'explain'}, 'Time of each name inside the selection (events cut at its edges count only their part inside).')),
@@ -508,7 +626,7 @@ function createTraceViewer(page, profileId, base, first, steps) {
   let drag = null;
   canvas.addEventListener('mousedown', (event) => {
     const px = event.offsetX;
-    if (px < TRACE.labelWidth) return;
+    if (px < TRACE.labelWidth && !job) return;
     drag = {x: px, s: v.s, e: v.e, t: timeAt(px), moved: false, select: event.shiftKey};
     canvas.focus();
   });
@@ -538,7 +656,15 @@ function createTraceViewer(page, profileId, base, first, steps) {
       return;
     }
     const rect = canvas.getBoundingClientRect();
-    const found = hit(event.clientX - rect.left, event.clientY - rect.top);
+    const py = event.clientY - rect.top;
+    const heading = job && layout.find((l) => l.rankHeading && py >= l.y && py < l.y + TRACE.groupHead);
+    if (heading) {
+      if (v.collapsed.has(heading.rank)) v.collapsed.delete(heading.rank); else v.collapsed.add(heading.rank);
+      computeLayout();
+      draw();
+      return;
+    }
+    const found = hit(event.clientX - rect.left, py);
     if (found && found.event) showDetails(found);
     else if (found && found.merged) {
       zoomTo(found.merged.s - (found.merged.e - found.merged.s) * 0.1, found.merged.e + (found.merged.e - found.merged.s) * 0.1);
@@ -620,11 +746,11 @@ function createTraceViewer(page, profileId, base, first, steps) {
     const out = [];
     for (const item of layout) {
       if (!item.track || (kind && item.track.kind !== kind)) continue;
-      const d = v.data.get(item.track.id);
+      const d = v.data.get(keyOf(item.track));
       for (const e of (d ? d.events : [])) {
         const x0 = Math.max(TRACE.labelWidth, x(e.s)), x1 = Math.min(canvas.clientWidth, x(e.s + e.d));
         if (x1 - x0 < 4) continue;
-        out.push({name: e.name, track: item.track.id, x: rect.left + window.scrollX + (x0 + x1) / 2,
+        out.push({name: e.name, track: item.track.id, rank: item.track.rank, profile_id: item.track.profile_id, x: rect.left + window.scrollX + (x0 + x1) / 2,
                   y: rect.top + window.scrollY + item.y + e.depth * TRACE.row + TRACE.row / 2 - scroller.scrollTop,
                   width: x1 - x0, dur_ns: e.d, correlation: e.corr});
       }
@@ -632,6 +758,11 @@ function createTraceViewer(page, profileId, base, first, steps) {
     return out;
   };
   element.viewSpanNs = () => v.e - v.s;
+  element.highlighted = () => (v.highlight ? [...v.highlight] : []);
+  element.rankHeadings = () => layout.filter((l) => l.rankHeading).map((l) => {
+    const rect = canvas.getBoundingClientRect();
+    return {rank: l.rank, x: rect.left + window.scrollX + TRACE.labelWidth / 2, y: rect.top + window.scrollY + l.y + TRACE.groupHead / 2 - scroller.scrollTop};
+  });
 
   return {
     element, toolbar,
