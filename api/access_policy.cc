@@ -36,6 +36,13 @@ absl::StatusOr<AccessRule> RuleForGrpcMethod(std::string_view full_method) {
 
 AccessRule RuleForHttp(std::string_view method, std::string_view path) {
   if (path == "/metrics") return Needs(Scope::kRead);
+  if (method == "POST") {
+    // A Connect call: the method's own scope, as on gRPC (the catalog refuses one without).
+    if (const ApiMethod* connect = ApiCatalog::Get().FindConnectMethod(absl::string_view(path.data(), path.size()));
+        connect != nullptr) {
+      return Needs(*connect->scope);
+    }
+  }
   if (path.substr(0, 5) != "/api/") return kPublic;  // /healthz, the web app and its assets
   if (const ApiRoute* route = ApiCatalog::Get().FindRoute(
           method == "HEAD" ? absl::string_view("GET") : absl::string_view(method.data(), method.size()),

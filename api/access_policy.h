@@ -22,7 +22,8 @@ absl::StatusOr<AccessRule> RuleForGrpcMethod(std::string_view full_method);
 
 // HTTP: a declared /api/ route needs its method's scope; an undeclared GET or HEAD under
 // /api/ needs read (and then finds nothing), any other undeclared write admin; /metrics read;
-// /healthz and the web app are public.
+// /healthz and the web app are public; a POST to a Connect method's path
+// ("/querier.v1.QuerierService/ProfileTypes") needs that method's scope.
 AccessRule RuleForHttp(std::string_view method, std::string_view path);
 
 }  // namespace fleetprof

@@ -111,6 +111,10 @@ absl::Status ApiCatalog::AddService(const google::protobuf::ServiceDescriptor* s
     method->descriptor = descriptor;
     method->grpc_path = absl::StrCat("/", service->full_name(), "/", descriptor->name());
     method->scope = ScopeOf(descriptor->options().GetExtension(v1::scope));
+    method->connect = service->options().GetExtension(v1::connect);
+    if (method->connect && !method->scope.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(descriptor->full_name(), " is served with Connect but has no (scope)"));
+    }
     const ApiMethod* added = method.get();
     by_grpc_path_[method->grpc_path] = added;
     methods_.push_back(std::move(method));

@@ -26,6 +26,9 @@ struct ApiMethod {
   const google::protobuf::MethodDescriptor* descriptor = nullptr;
   std::string grpc_path;       // "/fleetprof.v1.QueryService/ListProfiles"
   std::optional<Scope> scope;  // nullopt: the method has no (scope) option and nobody may call it
+  // Its service has the (connect) option: also served with the Connect protocol on the HTTP
+  // listener, at grpc_path (server/http/connect_api.h).
+  bool connect = false;
 };
 
 // One HTTP route of one method, from its (http) option.
@@ -63,6 +66,11 @@ class ApiCatalog {
 
   // The method at `grpc_path` ("/fleetprof.v1.QueryService/ListProfiles"); null if none.
   const ApiMethod* FindMethod(absl::string_view grpc_path) const;
+  // The Connect method at `path` ("/querier.v1.QuerierService/ProfileTypes"); null if none.
+  const ApiMethod* FindConnectMethod(absl::string_view path) const {
+    const ApiMethod* method = FindMethod(path);
+    return method != nullptr && method->connect ? method : nullptr;
+  }
 
   struct Match {
     const ApiRoute* route = nullptr;

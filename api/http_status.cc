@@ -1,5 +1,6 @@
 #include "api/http_status.h"
 
+#include "absl/strings/ascii.h"
 #include "proto/proto_json.h"
 
 namespace fleetprof {
@@ -73,6 +74,18 @@ std::string HttpErrorJson(std::string_view code, std::string_view message) {
 std::string HttpErrorJson(const absl::Status& status) {
   return HttpErrorJson(absl::StatusCodeToString(status.code()),
                        std::string_view(status.message().data(), status.message().size()));
+}
+
+std::string ConnectErrorJson(const absl::Status& status) {
+  const std::string code = status.code() == absl::StatusCode::kCancelled
+                               ? "canceled"
+                               : absl::AsciiStrToLower(absl::StatusCodeToString(status.code()));
+  std::string out = "{\"code\":";
+  AppendJsonString(&out, code);
+  out += ",\"message\":";
+  AppendJsonString(&out, std::string_view(status.message().data(), status.message().size()));
+  out += "}";
+  return out;
 }
 
 }  // namespace fleetprof

@@ -17,5 +17,9 @@ std::string HttpStatusCodeName(int http_status);
 // {"error":{"code":CODE,"message":MESSAGE}}
 std::string HttpErrorJson(std::string_view code, std::string_view message);
 std::string HttpErrorJson(const absl::Status& status);
+// The Connect protocol's error body, {"code":"invalid_argument","message":MESSAGE} (codes in
+// lower case, "canceled" with one l), sent with HttpStatusFor's status: Connect maps codes to
+// HTTP statuses as this API does.
+std::string ConnectErrorJson(const absl::Status& status);
 
 }  // namespace fleetprof

@@ -1,6 +1,8 @@
 #include "flame/flame_graph.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,7 +36,43 @@ absl::StatusOr<FlameValue> ParseFlameValue(std::string_view value) {
       absl::StrCat("unknown flame graph value '", std::string(value), "': device_ns, host_self_ns or count"));
 }
 
-v1::FlameGraph RenderFlameGraph(const analysis::CallTree& tree, FlameValue value) {
+int64_t CallTreeTotal(const analysis::CallTree& tree, FlameValue value) {
+  int64_t total = 0;
+  for (const analysis::CallTreeNode& node : tree.nodes) total = SaturatingAdd(total, ValueOf(node, value));
+  return total;
+}
+
+namespace {
+
+// Which frames a graph of at most `max_nodes` frames keeps: the largest totals, ties in
+// pre-order, never a frame without its parent; the others' totals move to their parent's self.
+std::vector<bool> KeepLargest(const std::vector<uint32_t>& parent, const std::vector<int64_t>& total,
+                              std::vector<int64_t>& self, int64_t max_nodes) {
+  const size_t n = total.size();
+  std::vector<bool> keep(n, true);
+  if (max_nodes <= 0 || static_cast<int64_t>(n) <= max_nodes) return keep;
+  std::vector<int64_t> sorted(total.begin() + 1, total.end());
+  const size_t k = static_cast<size_t>(max_nodes - 1);  // the root is always drawn
+  int64_t threshold = INT64_MAX;
+  if (k > 0) {
+    std::nth_element(sorted.begin(), sorted.begin() + (k - 1), sorted.end(), std::greater<int64_t>());
+    threshold = sorted[k - 1];
+  }
+  size_t kept = 0;
+  for (size_t i = 1; i < n; ++i) {
+    keep[i] = keep[parent[i]] && kept < k && total[i] >= threshold && total[i] > 0;
+    if (keep[i]) {
+      ++kept;
+    } else if (keep[parent[i]]) {
+      self[parent[i]] = SaturatingAdd(self[parent[i]], total[i]);
+    }
+  }
+  return keep;
+}
+
+}  // namespace
+
+v1::FlameGraph RenderFlameGraph(const analysis::CallTree& tree, FlameValue value, int64_t max_nodes) {
   v1::FlameGraph graph;
   const size_t n = tree.nodes.size();
   if (n == 0) {
@@ -54,6 +92,7 @@ v1::FlameGraph RenderFlameGraph(const analysis::CallTree& tree, FlameValue value
   std::vector<int64_t> self(n), total(n);
   for (size_t i = 0; i < n; ++i) total[i] = self[i] = ValueOf(tree.nodes[i], value);
   for (size_t i = n - 1; i > 0; --i) total[parent[i]] = SaturatingAdd(total[parent[i]], total[i]);
+  const std::vector<bool> keep = KeepLargest(parent, total, self, max_nodes);
   // Children by name (CSR).
   std::vector<uint32_t> first(n + 1, 0);
   for (size_t i = 1; i < n; ++i) ++first[parent[i] + 1];
@@ -81,7 +120,7 @@ v1::FlameGraph RenderFlameGraph(const analysis::CallTree& tree, FlameValue value
   while (!stack.empty()) {
     const auto [i, x] = stack.back();
     stack.pop_back();
-    if (i != 0 && total[i] == 0) continue;
+    if (i != 0 && (total[i] == 0 || !keep[i])) continue;
     const uint32_t depth = tree.nodes[i].depth;
     if (level_end.size() <= depth) {
       level_end.resize(depth + 1, 0);

@@ -18,8 +18,13 @@ enum class FlameValue { kDeviceNs, kHostSelfNs, kCount };
 // "device_ns" (or empty), "host_self_ns", "count"; anything else is INVALID_ARGUMENT.
 absl::StatusOr<FlameValue> ParseFlameValue(std::string_view value);
 
+// The sum of `value` over every frame of `tree`: the flame graph's total (saturating).
+int64_t CallTreeTotal(const analysis::CallTree& tree, FlameValue value);
+
 // REQUIRES: `tree` is in pre-order with depths as analysis::CallTree says (the codec checks
-// stored trees). Totals saturate at the int64 range.
-v1::FlameGraph RenderFlameGraph(const analysis::CallTree& tree, FlameValue value);
+// stored trees). Totals saturate at the int64 range. With `max_nodes` > 0, only that many
+// frames (the root included) are drawn, those with the largest totals (Pyroscope's maxNodes):
+// a frame left out adds its total to its parent's self, so every total stays exact.
+v1::FlameGraph RenderFlameGraph(const analysis::CallTree& tree, FlameValue value, int64_t max_nodes = 0);
 
 }  // namespace fleetprof::flame

@@ -8,7 +8,7 @@
 
 namespace fleetprof {
 
-// "fleetprof/v1/query.proto", …: every file of proto/CMakeLists.txt's FLEETPROF_PROTOS.
+// "fleetprof/v1/query.proto", "querier/v1/querier.proto", …: every file of proto/CMakeLists.txt's API_PROTOS.
 const std::vector<std::string>& ApiProtoFileNames();
 
 }  // namespace fleetprof

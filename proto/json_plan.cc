@@ -11,7 +11,7 @@ namespace {
 using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
 
-using PlanMap = absl::flat_hash_map<const Descriptor*, std::unique_ptr<MessagePlan>>;
+using PlanMap = absl::flat_hash_map<std::pair<const Descriptor*, JsonStyle>, std::unique_ptr<MessagePlan>>;
 
 ValueKind KindOf(const FieldDescriptor* field) {
   switch (field->cpp_type()) {
@@ -48,9 +48,9 @@ std::string Quoted(std::string_view text) {
   return out;
 }
 
-const MessagePlan* Build(const Descriptor* descriptor, PlanMap& plans);
+const MessagePlan* Build(const Descriptor* descriptor, JsonStyle style, PlanMap& plans);
 
-FieldPlan BuildField(const FieldDescriptor* field, PlanMap& plans) {
+FieldPlan BuildField(const FieldDescriptor* field, JsonStyle style, PlanMap& plans) {
   FieldPlan f;
   f.field = field;
   f.kind = KindOf(field);
@@ -58,8 +58,10 @@ FieldPlan BuildField(const FieldDescriptor* field, PlanMap& plans) {
             : field->is_repeated() ? Shape::kList
             : field->has_presence() ? Shape::kWhenSet
                                     : Shape::kAlways;
-  f.key = "," + Quoted(field->name()) + ":";
-  if (f.kind == ValueKind::kMessage) f.message = Build(field->message_type(), plans);
+  const bool proto3 = style == JsonStyle::kProto3;
+  f.key = "," + Quoted(proto3 ? field->json_name() : field->name()) + ":";
+  f.quoted = proto3 && (f.kind == ValueKind::kInt64 || f.kind == ValueKind::kUInt64);
+  if (f.kind == ValueKind::kMessage) f.message = Build(field->message_type(), style, plans);
   if (f.kind == ValueKind::kEnum) {
     const auto* type = field->enum_type();
     for (int v = 0; v < type->value_count(); ++v) {
@@ -71,8 +73,8 @@ FieldPlan BuildField(const FieldDescriptor* field, PlanMap& plans) {
 
 // The plan enters the map before its fields are built, so a message that contains itself
 // (directly or not) finds it there instead of recursing forever.
-const MessagePlan* Build(const Descriptor* descriptor, PlanMap& plans) {
-  auto [it, inserted] = plans.try_emplace(descriptor, nullptr);
+const MessagePlan* Build(const Descriptor* descriptor, JsonStyle style, PlanMap& plans) {
+  auto [it, inserted] = plans.try_emplace(std::make_pair(descriptor, style), nullptr);
   if (!inserted) return it->second.get();
   it->second = std::make_unique<MessagePlan>();
   MessagePlan* plan = it->second.get();  // stable: the map holds pointers, not plans
@@ -83,7 +85,7 @@ const MessagePlan* Build(const Descriptor* descriptor, PlanMap& plans) {
     plan->generated_type = &typeid(*prototype);
     plan->reflection = prototype->GetReflection();
   }
-  for (int i = 0; i < descriptor->field_count(); ++i) plan->fields.push_back(BuildField(descriptor->field(i), plans));
+  for (int i = 0; i < descriptor->field_count(); ++i) plan->fields.push_back(BuildField(descriptor->field(i), style, plans));
   return plan;
 }
 
@@ -99,17 +101,17 @@ PlanCache& Cache() {
 
 }  // namespace
 
-const MessagePlan& PlanFor(const Descriptor* descriptor) {
+const MessagePlan& PlanFor(const Descriptor* descriptor, JsonStyle style) {
   PlanCache& cache = Cache();
   {
     absl::ReaderMutexLock lock(&cache.mu);
-    auto it = cache.plans.find(descriptor);
+    auto it = cache.plans.find(std::make_pair(descriptor, style));
     if (it != cache.plans.end()) return *it->second;
   }
   // A plan and everything it reaches are complete before the lock is released, so a reader
   // that finds one never sees it half built.
   absl::MutexLock lock(&cache.mu);
-  return *Build(descriptor, cache.plans);
+  return *Build(descriptor, style, cache.plans);
 }
 
 }  // namespace fleetprof::json_plan

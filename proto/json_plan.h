@@ -20,6 +20,11 @@ namespace fleetprof::json_plan {
 // The C++ type of a value, which decides the Reflection getter and the JSON form.
 enum class ValueKind : uint8_t { kInt32, kInt64, kUInt32, kUInt64, kDouble, kFloat, kBool, kEnum, kString, kMessage };
 
+// Which JSON: fleetprof's own (field names, integers as numbers: proto_json.h), or proto3's
+// canonical mapping (json_name in lowerCamelCase, 64-bit integers as strings) for the clients
+// of a foreign protocol (Pyroscope's, server/http/connect_api.h).
+enum class JsonStyle : uint8_t { kFleetprof, kProto3 };
+
 // How a member appears: always (implicit presence), only when set, as a list, as an object.
 enum class Shape : uint8_t { kAlways, kWhenSet, kList, kMap };
 
@@ -31,6 +36,8 @@ struct FieldPlan {
   Shape shape = Shape::kAlways;
   // `,"name":` — a message's first member is written from key.data() + 1.
   std::string key;
+  // Integers written as strings (proto3 JSON's int64 and uint64).
+  bool quoted = false;
   // kMessage: the value's plan. kMap: the entry's (its fields[0] the key, fields[1] the value).
   const MessagePlan* message = nullptr;
   // kEnum: the quoted name of each number (the first value declared with it, as
@@ -55,8 +62,8 @@ struct MessagePlan {
   }
 };
 
-// The plan of `descriptor`, built on first use (with those of the messages it contains).
-// Thread-safe; the reference stays valid for the life of the process.
-const MessagePlan& PlanFor(const google::protobuf::Descriptor* descriptor);
+// The plan of `descriptor` in `style`, built on first use (with those of the messages it
+// contains). Thread-safe; the reference stays valid for the life of the process.
+const MessagePlan& PlanFor(const google::protobuf::Descriptor* descriptor, JsonStyle style = JsonStyle::kFleetprof);
 
 }  // namespace fleetprof::json_plan

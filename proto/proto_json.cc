@@ -40,8 +40,11 @@ void WriteValue(JsonBuffer& out, std::string_view prefix, const FieldPlan& f, co
                 int index) {
   const bool rep = index >= 0;
   const auto number = [&](auto value) {
-    char* p = JsonBuffer::Copy(out.Reserve(prefix.size() + JsonBuffer::kMaxNumber), prefix);
-    out.Commit(JsonBuffer::Integer(p, value));
+    char* p = JsonBuffer::Copy(out.Reserve(prefix.size() + JsonBuffer::kMaxNumber + 2), prefix);
+    if (f.quoted) *p++ = '"';
+    p = JsonBuffer::Integer(p, value);
+    if (f.quoted) *p++ = '"';
+    out.Commit(p);
   };
   switch (f.kind) {
     case ValueKind::kInt32:
@@ -202,9 +205,18 @@ std::string ProtoToJson(const Message& message) {
   return out;
 }
 
-absl::Status ProtoFromJson(std::string_view json, Message* message) {
+std::string ProtoToProto3Json(const Message& message) {
+  std::string out;
+  {
+    JsonBuffer buffer(&out);
+    WriteMessage(buffer, json_plan::PlanFor(message.GetDescriptor(), json_plan::JsonStyle::kProto3), message);
+  }
+  return out;
+}
+
+absl::Status ProtoFromJson(std::string_view json, Message* message, bool ignore_unknown_fields) {
   google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = false;
+  options.ignore_unknown_fields = ignore_unknown_fields;
   auto status = google::protobuf::util::JsonStringToMessage(
       google::protobuf::StringPiece(json.data(), json.size()), message, options);
   if (!status.ok()) {

@@ -28,11 +28,18 @@ namespace fleetprof {
 std::string ProtoToJson(const google::protobuf::Message& message);
 void AppendProtoJson(std::string* out, const google::protobuf::Message& message);
 
+// proto3's canonical JSON for the clients of a foreign protocol (Pyroscope's Connect API):
+// members by their json_name (lowerCamelCase), 64-bit integers as strings; every other rule
+// as above. The same writer in another style, not a second writer.
+std::string ProtoToProto3Json(const google::protobuf::Message& message);
+
 // Appends `s` as a JSON string literal (quotes and escapes included).
 void AppendJsonString(std::string* out, std::string_view s);
 
 // Reads a request body into `message`: snake_case or lowerCamel names, numbers or numeric
-// strings for integers. An unknown field or a wrong type is INVALID_ARGUMENT naming it.
-absl::Status ProtoFromJson(std::string_view json, google::protobuf::Message* message);
+// strings for integers. An unknown field (unless `ignore_unknown_fields`: a Connect client may
+// send fields of a newer protocol) or a wrong type is INVALID_ARGUMENT naming it.
+absl::Status ProtoFromJson(std::string_view json, google::protobuf::Message* message,
+                           bool ignore_unknown_fields = false);
 
 }  // namespace fleetprof

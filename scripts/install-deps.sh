@@ -52,6 +52,17 @@ if [[ "${1:-}" != "--build-only" ]]; then
     $SUDO cp "$here/tests/cluster/s3rver/package.json" "$here/tests/cluster/s3rver/package-lock.json" "$s3rver_dir/"
     (cd "$s3rver_dir" && $SUDO npm ci --no-audit --no-fund --loglevel=error)
   fi
+  # A real Connect client (connect-node, @bufbuild/protobuf and protoc-gen-es, which generates
+  # its code from proto/querier) for tests/platform/connect_api_test.cc, under
+  # /opt/fleetprof-test/connect ($FLEETPROF_CONNECT_CLIENT overrides), pinned by its lockfile.
+  connect_dir=$s3rver_dir/connect
+  if ! cmp -s "$here/tests/connect_client/package-lock.json" "$connect_dir/package-lock.json" ||
+     [[ ! -x "$connect_dir/node_modules/.bin/protoc-gen-es" ]]; then
+    echo "install-deps: installing the Connect client (npm) into $connect_dir"
+    $SUDO mkdir -p "$connect_dir"
+    $SUDO cp "$here/tests/connect_client/package.json" "$here/tests/connect_client/package-lock.json" "$connect_dir/"
+    (cd "$connect_dir" && $SUDO npm ci --no-audit --no-fund --loglevel=error)
+  fi
   # The Kubernetes API schemas (kubernetes-models, prometheus-operator's) that tests/kubernetes
   # validates the rendered manifests against, offline; $FLEETPROF_K8S_VALIDATOR overrides.
   validator_dir=$s3rver_dir/kubernetes-validate

@@ -13,6 +13,7 @@
 #include "prometheus/text_serializer.h"
 #include "server/fleet/cluster_view.h"
 #include "server/fleet/fleet_operations.h"
+#include "server/http/connect_api.h"
 #include "server/http/http_access.h"
 #include "server/http/web_ui.h"
 #include "server/query/query_operations.h"
@@ -336,6 +337,7 @@ absl::Status Server::StartHttp() {
   };
   RegisterHttpAccess(*http_, guard_.get(), flags_.http.Browser());
   RegisterHttpApi(*http_, backends);
+  RegisterConnectApi(*http_, &ApiCatalog::Get(), &operations_);
   RegisterWebUi(*http_);
   auto port = http_->Start();
   if (!port.ok()) return port.status();

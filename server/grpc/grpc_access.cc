@@ -1,8 +1,8 @@
 #include "server/grpc/grpc_access.h"
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "api/access_policy.h"
+#include "api/api_catalog.h"
 
 namespace fleetprof {
 namespace {
@@ -23,9 +23,9 @@ class AccessInterceptor : public grpc::experimental::Interceptor {
       if (it != metadata->end()) authorization = std::string_view(it->second.data(), it->second.size());
       access_->Decide(info_->server_context(), info_->method(), authorization);
       decided_ = true;
-      // Only our own services ask Caller(); gRPC's are stopped here when refused.
-      if (!absl::StartsWith(info_->method(), "/fleetprof.") &&
-          !access_->Caller(info_->server_context()).ok()) {
+      // Only the services of our .proto files (the catalog's: fleetprof's and the Pyroscope
+      // query API) ask Caller(); gRPC's are stopped here when refused.
+      if (ApiCatalog::Get().FindMethod(info_->method()) == nullptr && !access_->Caller(info_->server_context()).ok()) {
         info_->server_context()->TryCancel();
       }
     }

@@ -98,7 +98,9 @@ grpc::ServerGenericBidiReactor* GrpcOperations::CreateReactor(grpc::GenericCallb
 }
 
 WorkerPool* GrpcOperations::WorkersFor(const google::protobuf::MethodDescriptor* method) const {
-  return method->service()->full_name() == "fleetprof.v1.QueryService" ? query_workers_ : fleet_workers_;
+  const std::string& service = method->service()->full_name();
+  return service == "fleetprof.v1.QueryService" || service == "querier.v1.QuerierService" ? query_workers_
+                                                                                             : fleet_workers_;
 }
 
 bool GrpcOperations::Admit() {

@@ -6,9 +6,10 @@
 //
 // A call is read on gRPC's callback thread and run on a worker (an operation may read the store
 // for seconds), at most `max_in_flight` at once: beyond that it is answered RESOURCE_EXHAUSTED,
-// never queued without bound. Queries (QueryService: a diagnosis may wait its turn for seconds)
-// run on their own pool, so they never hold up the fleet's quick calls (captures, schedules,
-// agents); a call cancelled while it waited for a worker is not run.
+// never queued without bound. Queries (QueryService, where a diagnosis may wait its turn for
+// seconds, and Pyroscope's QuerierService) run on their own pool, so they never hold up the
+// fleet's quick calls (captures, schedules, agents); a call cancelled while it waited for a
+// worker is not run.
 
 #include <atomic>
 #include <memory>

@@ -3,15 +3,19 @@
 #include <utility>
 
 #include "api/access_policy.h"
+#include "api/api_catalog.h"
 #include "api/http_status.h"
 
 namespace fleetprof {
 namespace {
 
-bool Refuse(const absl::Status& status, HttpResponse& res) {
+// A Connect call (api/api_catalog.h) hears the refusal in Connect's error format, the rest in
+// the API's.
+bool Refuse(const HttpRequest& req, const absl::Status& status, HttpResponse& res) {
   res.status = HttpStatusFor(status.code());
   if (res.status == 401) res.SetHeader("WWW-Authenticate", "Bearer realm=\"fleetprof\"");
-  res.SetContent(HttpErrorJson(status), "application/json");
+  const bool connect = req.method == "POST" && ApiCatalog::Get().FindConnectMethod(req.path) != nullptr;
+  res.SetContent(connect ? ConnectErrorJson(status) : HttpErrorJson(status), "application/json");
   return true;
 }
 
@@ -34,10 +38,10 @@ void RegisterHttpAccess(HttpServer& server, const AccessGuard* guard, BrowserPol
     seen.origin = req.Header("Origin");
     seen.sec_fetch_site = req.Header("Sec-Fetch-Site");
     seen.host = req.Header("Host");
-    if (absl::Status s = CheckBrowserRequest(seen, browser); !s.ok()) return Refuse(s, res);
+    if (absl::Status s = CheckBrowserRequest(seen, browser); !s.ok()) return Refuse(req, s, res);
     absl::StatusOr<Principal> caller = guard->Authorize(req.Header("Authorization"), rule.scope);
     if (caller.ok()) return false;
-    return Refuse(caller.status(), res);
+    return Refuse(req, caller.status(), res);
   });
 }
 

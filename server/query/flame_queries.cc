@@ -55,15 +55,25 @@ absl::StatusOr<v1::FlameGraph> QueryApi::FlameGraph(const v1::FlameGraphRequest&
   *job_request.mutable_labels() = request.labels();
   job_request.set_since_ns(request.since_ns());
   job_request.set_until_ns(request.until_ns());
-  flame::CallTreeSum sum;
+  std::vector<std::string> ids;
   absl::Status s = ForEachJobProfile(job_request, [&](const v1::ProfileInfo& info) {
-    auto tree = CallTreeOf(info.profile_id());
-    if (!tree.ok()) return tree.status();
-    sum.Add(*tree);
+    ids.push_back(info.profile_id());
     return absl::OkStatus();
   });
   if (!s.ok()) return s;
-  return flame::RenderFlameGraph(sum.Finish(), *value);
+  auto sum = SumCallTrees(absl::StrCat("job ", JobRollups::Key(job_request)), ids);
+  if (!sum.ok()) return sum.status();
+  return flame::RenderFlameGraph(*sum, *value);
+}
+
+absl::StatusOr<analysis::CallTree> QueryApi::SumCallTrees(const std::string& key,
+                                                          const std::vector<std::string>& profile_ids) {
+  return tree_rollups_.Sum(key, profile_ids, [this](const std::string& id, flame::CallTreeSum* sum) {
+    auto tree = CallTreeOf(id);
+    if (!tree.ok()) return tree.status();
+    sum->Add(*tree);
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace fleetprof

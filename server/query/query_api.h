@@ -13,8 +13,12 @@
 #include "analysis/byte_source.h"
 #include "analysis/trace_summary.h"
 #include "fleetprof/v1/query.pb.h"
+#include "querier/v1/querier.pb.h"
+#include "server/query/label_selector.h"
 #include "common/concurrency_slots.h"
 #include "server/server_metrics.h"
+#include "flame/call_tree_sum.h"
+#include "flame/flame_graph.h"
 #include "server/query/job_rollups.h"
 #include "jobtrace/clock_alignment.h"
 #include "jobtrace/collectives.h"
@@ -61,6 +65,21 @@ class QueryApi {
   // (server/query/flame_queries.cc). INVALID_ARGUMENT for an unknown value or neither/both of
   // profile_id and job.
   absl::StatusOr<v1::FlameGraph> FlameGraph(const v1::FlameGraphRequest& request);
+
+  // Pyroscope's query API (querier.v1, server/query/pyroscope_queries.cc): profiles selected by
+  // label selectors (server/query/label_selector.h) over the labels of pyroscope_labels.h and
+  // by ingest time (epoch ms; an end of 0 is no bound). INVALID_ARGUMENT for a bad selector or
+  // an unknown profile type.
+  absl::StatusOr<querier::v1::ProfileTypesResponse> ProfileTypes(const querier::v1::ProfileTypesRequest& request);
+  absl::StatusOr<types::v1::LabelNamesResponse> LabelNames(const types::v1::LabelNamesRequest& request);
+  absl::StatusOr<types::v1::LabelValuesResponse> LabelValues(const types::v1::LabelValuesRequest& request);
+  // The selected profiles' call trees added up as FlameGraph() adds up a job's, drawn with at
+  // most max_nodes frames when set (flame::RenderFlameGraph).
+  absl::StatusOr<querier::v1::SelectMergeStacktracesResponse> SelectMergeStacktraces(
+      const querier::v1::SelectMergeStacktracesRequest& request);
+  // One series per distinct group_by label set, a point per profile at its ingest time (ms)
+  // valued at its tree's total; with a step, the points of each step added up (or averaged).
+  absl::StatusOr<querier::v1::SelectSeriesResponse> SelectSeries(const querier::v1::SelectSeriesRequest& request);
 
   // The trace viewer's reads, from the event store (timeline/trace_window.h).
   absl::StatusOr<v1::TraceWindow> TraceWindow(const v1::TraceWindowRequest& request);
@@ -119,6 +138,19 @@ class QueryApi {
   absl::Status ForEachJobProfile(const v1::JobRequest& request,
                                  const std::function<absl::Status(const v1::ProfileInfo&)>& visit);
 
+  // Calls `visit(info, labels)` for every profile that one of `selectors` selects (all when
+  // none) and whose ingest time is within [start_ms, end_ms] (end 0: no bound), newest first.
+  absl::Status ForEachSelected(const std::vector<LabelSelector>& selectors, int64_t start_ms, int64_t end_ms,
+                               const std::function<absl::Status(const v1::ProfileInfo&, const LabelSet&)>& visit);
+  // The call trees of `profile_ids` added up (flame::CallTreeSum): a job's flame graph and
+  // Pyroscope's merged stack traces alike, kept as a rollup under `key` (the selection, without
+  // its time range: the listed ids decide) so the next call adds only new profiles.
+  absl::StatusOr<analysis::CallTree> SumCallTrees(const std::string& key, const std::vector<std::string>& profile_ids);
+
+  // The sum of `value` over the profile's call tree (flame::CallTreeTotal), read off the stored
+  // columns without decoding the tree when it has one.
+  absl::StatusOr<int64_t> CallTreeTotalOf(const std::string& profile_id, flame::FlameValue value);
+
   // The call tree stored with the profile's summary; for a profile stored before trees existed,
   // one built anew from its original upload (at most kConcurrentTreeBuilds at once), kept in the
   // summary cache. FAILED_PRECONDITION when the original cannot be read or analysed.
@@ -163,6 +195,8 @@ class QueryApi {
   ByteLru<jobtrace::ProfileCollectives> collectives_{kCollectivesCacheBytes};
   // Job ops views kept with the ids they summed (job_rollups.h): at most a million ids.
   JobRollups job_rollups_{size_t{1} << 20};
+  // Merged call trees kept with the ids they summed (flame graphs of jobs and Pyroscope's).
+  Rollups<flame::CallTreeSum> tree_rollups_{size_t{1} << 20};
   ConcurrencySlots diagnoses_{kConcurrentDiagnoses};
   ConcurrencySlots tree_builds_{kConcurrentTreeBuilds};
 };

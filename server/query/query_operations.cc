@@ -63,6 +63,18 @@ void AddQueryOperations(QueryApi* api, Operations* ops) {
   ops->AddUnary<JobCollectivesRequest, JobCollectivesResponse>(Method("JobCollectives"),
                                                                [api](const auto& r) { return api->JobCollectives(r); });
   ops->AddUnary<DiagnoseRequest, DiagnoseResponse>(Method("Diagnose"), [api](const auto& r) { return api->Diagnose(r); });
+  // Pyroscope's query API (querier.v1), served over Connect on the HTTP listener and on gRPC.
+  const auto pyroscope = [](const char* name) { return absl::StrCat("querier.v1.QuerierService.", name); };
+  ops->AddUnary<querier::v1::ProfileTypesRequest, querier::v1::ProfileTypesResponse>(
+      pyroscope("ProfileTypes"), [api](const auto& r) { return api->ProfileTypes(r); });
+  ops->AddUnary<types::v1::LabelNamesRequest, types::v1::LabelNamesResponse>(
+      pyroscope("LabelNames"), [api](const auto& r) { return api->LabelNames(r); });
+  ops->AddUnary<types::v1::LabelValuesRequest, types::v1::LabelValuesResponse>(
+      pyroscope("LabelValues"), [api](const auto& r) { return api->LabelValues(r); });
+  ops->AddUnary<querier::v1::SelectMergeStacktracesRequest, querier::v1::SelectMergeStacktracesResponse>(
+      pyroscope("SelectMergeStacktraces"), [api](const auto& r) { return api->SelectMergeStacktraces(r); });
+  ops->AddUnary<querier::v1::SelectSeriesRequest, querier::v1::SelectSeriesResponse>(
+      pyroscope("SelectSeries"), [api](const auto& r) { return api->SelectSeries(r); });
   ops->AddFile<ExportProfileRequest>(Method("ExportProfile"), [api](const auto& r) { return ExportAsFile(api, r); });
 }
 

@@ -10,6 +10,9 @@
 #include <vector>
 
 #include "fleetprof/v1/query.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "querier/v1/querier.pb.h"
 #include "google/protobuf/descriptor.pb.h"
 #include "google/protobuf/struct.pb.h"
 #include "gtest/gtest.h"
@@ -146,6 +149,37 @@ TEST(ProtoJsonPlan, ThreadsBuildingPlansAtOnceAllPrintTheSame) {
   }
   for (auto& t : threads) t.join();
   for (size_t i = 0; i < messages.size(); ++i) EXPECT_EQ(out[i], reference::ProtoToJson(messages[i]));
+}
+
+// The proto3 style (Pyroscope's Connect API): json_name keys, 64-bit integers as strings,
+// the rest as fleetprof's; protobuf's own parser reads every answer type back unchanged.
+TEST(ProtoJsonPlan, Proto3StyleUsesJsonNamesQuotesInt64AndReadsBackThroughProtobuf) {
+  querier::v1::SelectMergeStacktracesResponse merged;
+  v1::FlameGraph* graph = merged.mutable_flamegraph();
+  graph->add_names("total");
+  graph->add_levels()->add_values(std::numeric_limits<int64_t>::max());
+  graph->set_total(42);
+  graph->set_max_self(7);
+  EXPECT_EQ(ProtoToProto3Json(merged),
+            R"({"flamegraph":{"names":["total"],"levels":[{"values":["9223372036854775807"]}],"total":"42","maxSelf":"7"}})");
+  querier::v1::ProfileTypesResponse types;
+  types.add_profile_types()->set_id("a:b:c:d:e");
+  EXPECT_EQ(ProtoToProto3Json(types),
+            R"({"profileTypes":[{"ID":"a:b:c:d:e","name":"","sampleType":"","sampleUnit":"","periodType":"","periodUnit":""}]})");
+  querier::v1::SelectSeriesResponse series;
+  types::v1::Series* one = series.add_series();
+  one->add_labels()->set_name("node");
+  one->add_points()->set_timestamp(1700000000123);
+  one->mutable_points(0)->set_value(1.5);
+  EXPECT_EQ(ProtoToProto3Json(series),
+            R"({"series":[{"labels":[{"name":"node","value":""}],"points":[{"value":1.5,"timestamp":"1700000000123"}]}]})");
+  // And fleetprof's own style is untouched by the other plan of the same type.
+  EXPECT_EQ(ProtoToJson(*graph), R"({"names":["total"],"levels":[{"values":[9223372036854775807]}],"total":42,"max_self":7})");
+  for (const google::protobuf::Message* m : std::initializer_list<const google::protobuf::Message*>{&merged, &types, &series}) {
+    std::unique_ptr<google::protobuf::Message> back(m->New());
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(ProtoToProto3Json(*m), back.get()).ok());
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*m, *back)) << m->GetTypeName();
+  }
 }
 
 }  // namespace

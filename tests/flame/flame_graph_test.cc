@@ -40,6 +40,33 @@ std::vector<int64_t> Level(const v1::FlameGraph& graph, int level) {
   return std::vector<int64_t>(values.begin(), values.end());
 }
 
+TEST(FlameGraph, MaxNodesDrawsTheLargestFramesAndKeepsEveryTotal) {
+  const CallTree tree = TreeOf({{"total", 0, 0, 0, 0},
+                                {"a", 1, 1, 0, 0},
+                                {"a1", 2, 6, 0, 0},
+                                {"a2", 2, 1, 0, 0},
+                                {"b", 1, 2, 0, 0},
+                                {"b1", 2, 1, 0, 0}});
+  // Totals: a 8, a1 6, b 3, a2 1, b1 1. Four frames: total, a, a1, b; a2 and b1 go to their
+  // parents' self.
+  const v1::FlameGraph graph = RenderFlameGraph(tree, FlameValue::kCount, 4);
+  EXPECT_EQ(graph.total(), 11);
+  ASSERT_EQ(graph.levels_size(), 3);
+  auto name = [&](int64_t i) { return graph.names(static_cast<int>(i)); };
+  const std::vector<int64_t> one = Level(graph, 1);
+  ASSERT_EQ(one.size(), 8u);
+  EXPECT_EQ(name(one[3]), "a");
+  EXPECT_EQ((std::vector<int64_t>{one[1], one[2]}), (std::vector<int64_t>{8, 2}));  // a: 1 + a2's 1
+  EXPECT_EQ(name(one[7]), "b");
+  EXPECT_EQ((std::vector<int64_t>{one[5], one[6]}), (std::vector<int64_t>{3, 3}));  // b: 2 + b1's 1
+  const std::vector<int64_t> two = Level(graph, 2);
+  ASSERT_EQ(two.size(), 4u);
+  EXPECT_EQ(name(two[3]), "a1");
+  // Without a limit, or with one above the size, every frame.
+  EXPECT_EQ(Level(RenderFlameGraph(tree, FlameValue::kCount, 100), 2).size(), 12u);
+  EXPECT_EQ(Level(RenderFlameGraph(tree, FlameValue::kCount), 2).size(), 12u);
+}
+
 TEST(FlameGraph, OffsetsCountFromThePreviousNodeOfTheLevelWhateverItsParent) {
   // Siblings come by name (b before a in the input); c has nothing to show and is left out.
   const CallTree tree = TreeOf({{"total", 0, 0, 0, 0},

@@ -123,7 +123,7 @@ std::vector<std::string> AllFleetprofMethods() {
 }
 
 // Every /api route the .proto files declare, with a made-up value in each path segment and
-// each required query parameter, and the scope its method needs.
+// each required query parameter, and every Connect method's path, with the scope its method needs.
 struct Route {
   std::string method, path, scope;
 };
@@ -136,6 +136,10 @@ std::vector<Route> AllHttpRoutes() {
     }
     for (size_t i = 0; i < route.required.size(); ++i) path += (i == 0 ? "?" : "&") + route.required[i] + "=x1";
     routes.push_back({route.verb, path, ScopeName(*route.method->scope)});
+  }
+  // The Connect methods (Pyroscope's query API) on the same listener, by their paths.
+  for (const auto& method : ApiCatalog::Get().methods()) {
+    if (method->connect) routes.push_back({"POST", method->grpc_path, ScopeName(*method->scope)});
   }
   return routes;
 }

@@ -14,6 +14,13 @@
     way Grafana would send it (${job} -> --job, ${profile} -> the id of the job's newest profile,
     url_options.params appended), and must answer 200 with JSON whose root_selector is a
     non-empty array whose first row has every column selector.
+(d) With --url: every query of the core Pyroscope data source (grafana-pyroscope-datasource) is
+    sent as Grafana's Pyroscope backend sends it, a Connect call in JSON to
+    /querier.v1.QuerierService/... over the dashboard's default time range (${job} -> --job):
+    a flame graph query (queryType profile) is SelectMergeStacktraces and must answer a graph
+    with a total > 0; a series query (metrics) is SelectSeries and must answer a series with
+    points; a labelValue variable is LabelValues and must list --job; every profileTypeId must
+    be one ProfileTypes lists.
 
 Prints one line per check that passed; exits 1 at the first failure, naming it.
 Standard library only; the token comes from --token_file or $FLEETPROF_TOKEN when given.
@@ -30,6 +37,7 @@ import urllib.parse
 import urllib.request
 
 INFINITY = "yesoreyeram-infinity-datasource"
+PYROSCOPE = "grafana-pyroscope-datasource"
 PROMETHEUS = "prometheus"
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 
@@ -412,6 +420,109 @@ def check_infinity(server, queries, job):
     return checked
 
 
+# ---------------------------------------------------------------- (d) Pyroscope queries, live
+
+def connect_call(server, method, request):
+    """A Connect unary call in JSON; the answer's JSON, or a failure naming the error."""
+    url = server.url_for("/querier.v1.QuerierService/" + method)
+    body = json.dumps(request).encode()
+    http = urllib.request.Request(url, data=body, method="POST",
+                                  headers={"Content-Type": "application/json",
+                                           "Connect-Protocol-Version": "1"})
+    if server.token:
+        http.add_header("Authorization", f"Bearer {server.token}")
+    try:
+        with urllib.request.urlopen(http, timeout=30) as response:
+            status, answer = response.status, response.read()
+    except urllib.error.HTTPError as e:
+        fail(f"POST {url} {body.decode()}: HTTP {e.code} {e.read()[:300].decode(errors='replace')}")
+    except (urllib.error.URLError, OSError) as e:
+        fail(f"POST {url}: {getattr(e, 'reason', e)}")
+    if status != 200:
+        fail(f"POST {url}: HTTP {status}, want 200")
+    try:
+        return json.loads(answer)
+    except json.JSONDecodeError as e:
+        fail(f"POST {url}: not JSON ({e}): {answer[:200]!r}")
+
+
+def time_range_ms(dash, where):
+    """The dashboard's default range ("now-7d" .. "now") in epoch ms."""
+    now = int(__import__("time").time() * 1000)
+    units = {"s": 1000, "m": 60000, "h": 3600000, "d": 86400000, "w": 604800000}
+
+    def at(text):
+        if text == "now":
+            return now
+        m = re.fullmatch(r"now-(\d+)([smhdw])", text or "")
+        if not m:
+            fail(f"{where}: time {text!r} is not now or now-N[smhdw]")
+        return now - int(m.group(1)) * units[m.group(2)]
+
+    t = dash.get("time") or {}
+    return at(t.get("from", "now-6h")), at(t.get("to", "now"))
+
+
+def check_pyroscope(server, dashboards, known, job):
+    types = connect_call(server, "ProfileTypes", {})
+    type_ids = {t.get("ID") for t in types.get("profileTypes") or []}
+    if not type_ids:
+        fail(f"ProfileTypes answered no profile types: {json.dumps(types)[:200]}")
+    print(f"ok    ProfileTypes: {', '.join(sorted(type_ids))}")
+    checked = 0
+    for path, dash in dashboards:
+        start, end = time_range_ms(dash, dash["uid"])
+        values = {"job": job}
+        for panel in all_panels(dash["panels"]):
+            where = f"{dash['uid']} / {panel.get('title')}"
+            for target in panel.get("targets") or []:
+                ds = target.get("datasource") or panel.get("datasource")
+                if datasource_of(where, ds, known) != PYROSCOPE:
+                    continue
+                where_q = f"{where} [{target.get('refId', '?')}]"
+                type_id = target.get("profileTypeId")
+                if type_id not in type_ids:
+                    fail(f"{where_q}: profileTypeId {type_id!r} is not one ProfileTypes lists")
+                selector = substitute(target.get("labelSelector") or "{}", values, where_q)
+                query_type = target.get("queryType", "both")
+                if query_type not in ("profile", "metrics", "both"):
+                    fail(f"{where_q}: queryType {query_type!r} is not profile, metrics or both")
+                if query_type in ("profile", "both"):
+                    answer = connect_call(server, "SelectMergeStacktraces", {
+                        "profileTypeID": type_id, "labelSelector": selector, "start": start, "end": end,
+                        "maxNodes": 16384})
+                    graph = answer.get("flamegraph") or {}
+                    if int(graph.get("total", "0")) <= 0 or not graph.get("levels"):
+                        fail(f"{where_q}: SelectMergeStacktraces {selector} answered no data: "
+                             f"{json.dumps(answer)[:200]}")
+                    print(f"ok    {where_q}: SelectMergeStacktraces {selector} -> total {graph['total']}, "
+                          f"{len(graph.get('names') or [])} names")
+                    checked += 1
+                if query_type in ("metrics", "both"):
+                    step = max(15.0, (end - start) / 1000 / 1000)
+                    answer = connect_call(server, "SelectSeries", {
+                        "profileTypeID": type_id, "labelSelector": selector, "start": start, "end": end,
+                        "groupBy": target.get("groupBy") or [], "step": step})
+                    series = answer.get("series") or []
+                    if not series or not series[0].get("points"):
+                        fail(f"{where_q}: SelectSeries {selector} answered no series: {json.dumps(answer)[:200]}")
+                    print(f"ok    {where_q}: SelectSeries {selector} -> {len(series)} series")
+                    checked += 1
+        for var in query_variables(dash):
+            where = f"{dash['uid']} / variable ${var.get('name')}"
+            if datasource_of(where, var.get("datasource"), known) != PYROSCOPE:
+                continue
+            query = var.get("query") or {}
+            if query.get("type") != "labelValue" or not query.get("labelName"):
+                fail(f"{where}: a Pyroscope variable here must be a labelValue query with a labelName")
+            answer = connect_call(server, "LabelValues", {"name": query["labelName"], "start": start, "end": end})
+            if job not in (answer.get("names") or []):
+                fail(f"{where}: LabelValues {query['labelName']} does not list {job!r}: {json.dumps(answer)[:200]}")
+            print(f"ok    {where}: LabelValues {query['labelName']} -> {len(answer['names'])} values")
+            checked += 1
+    return checked
+
+
 # ---------------------------------------------------------------- main
 
 def main():
@@ -423,7 +534,7 @@ def main():
     parser.add_argument("--sources", default=str(here.parents[2]),
                         help="source root whose *.cc files define the metric names (default: the repo)")
     parser.add_argument("--url", help="fleetprof-server HTTP address, e.g. http://127.0.0.1:7071; "
-                        "without it the live Infinity check (c) is skipped")
+                        "without it the live checks (c) and (d) are skipped")
     parser.add_argument("--job", help="job whose latest profile the live check reads (with --url)")
     parser.add_argument("--token_file", help="file with a bearer token (else $FLEETPROF_TOKEN)")
     args = parser.parse_args()
@@ -436,17 +547,20 @@ def main():
     try:
         known = provisioned_datasources(provisioning)
         queries = []
-        for path, dash in load_dashboards(args.dashboards):
+        dashboards = load_dashboards(args.dashboards)
+        for path, dash in dashboards:
             queries += check_structure(path, dash, known)
         metrics = exported_metrics(args.sources)
         n_prom = check_metrics(queries, metrics)
-        n_inf = "skipped (no --url)"
+        n_inf = n_pyro = "skipped (no --url)"
         if args.url:
             n_inf = check_infinity(Server(args.url, token), queries, args.job)
+            n_pyro = check_pyroscope(Server(args.url, token), dashboards, known, args.job)
     except CheckFailed as e:
         print(f"FAIL  {e}", file=sys.stderr)
         return 1
-    print(f"grafana_check: ok ({n_prom} Prometheus expressions, Infinity queries: {n_inf})")
+    print(f"grafana_check: ok ({n_prom} Prometheus expressions, Infinity queries: {n_inf}, "
+          f"Pyroscope queries: {n_pyro})")
     return 0
 
 
