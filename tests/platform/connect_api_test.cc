@@ -242,7 +242,9 @@ TEST_F(ConnectApiTest, BadRequestsAreConnectErrors) {
     auto res = Post(method, body, type);
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, status) << res->body;
-    if (!code.empty()) EXPECT_NE(res->body.find("{\"code\":\"" + code + "\""), std::string::npos) << res->body;
+    if (!code.empty()) {
+      EXPECT_NE(res->body.find("{\"code\":\"" + code + "\""), std::string::npos) << res->body;
+    }
     EXPECT_NE(res->body.find(says), std::string::npos) << res->body;
   };
   expect("SelectMergeStacktraces", "{\"profileTypeID\":\"process_cpu:cpu:nanoseconds:cpu:nanoseconds\"}",
