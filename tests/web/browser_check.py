@@ -341,12 +341,20 @@ class Browser:
         if not ok:
             raise CheckFailed(f"no input at {selector}")
 
-    def screenshot(self, name):
+    def screenshot(self, name, selector=None):
+        """The whole page, or only the element `selector` matches."""
         self.cdp.pump(0.3)  # let charts drawn on the next animation frame appear
         metrics = self.call("Page.getLayoutMetrics")
         size = metrics.get("cssContentSize") or metrics["contentSize"]
         clip = {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 12000), "scale": 1}
-        data = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip},
+        beyond = True
+        if selector:  # in view, as the user sees it (a capture beyond the viewport resizes the page)
+            box = self.evaluate(f"(() => {{ const e = document.querySelector({json.dumps(selector)}); e.scrollIntoView({{block: 'nearest'}});"
+                                " const r = e.getBoundingClientRect();"
+                                " return {x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height}; })()")
+            clip = dict(box, scale=1)
+            beyond = False
+        data = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": beyond, "clip": clip},
                          timeout=60)["data"]
         path = os.path.join(self.screenshot_dir, f"{name}.png")
         with open(path, "wb") as f:
@@ -746,7 +754,7 @@ def check_flame(b, args):
     if len(boxes) < 3 or boxes[0]["level"] != 0:
         raise CheckFailed(f"(k) the flame graph draws {len(boxes)} frames")
     total = b.evaluate(f"{card}.flameState().total")
-    shot = b.screenshot("flame_profile")
+    shot = b.screenshot("flame_profile", ".flame-card")
     # Hover the widest frame below the root: the tooltip has its exact value and share.
     target = max([x for x in boxes if x["level"] == 1], key=lambda x: x["width"])
     mouse(b, "mouseMoved", target["x"], target["y"])
@@ -757,14 +765,14 @@ def check_flame(b, args):
     mouse(b, "mousePressed", target["x"], target["y"])
     mouse(b, "mouseReleased", target["x"], target["y"])
     b.wait_for(f"{card}.flameState().zoom === {json.dumps(target['name'])}", "the zoom into the clicked frame")
-    shot_zoom = b.screenshot("flame_zoomed")
+    shot_zoom = b.screenshot("flame_zoomed", ".flame-card")
     # Search: the frames matching a kernel's name add up to a share.
     leaf = max([x for x in boxes if x["level"] >= 2], key=lambda x: x["total"], default=target)
     needle = leaf["name"][:12]
     b.evaluate(f"(() => {{ const s = {card}.querySelector('.flame-search'); s.value = {json.dumps(needle)};"
                " s.dispatchEvent(new Event('input')); return true; })()")
     matched = b.wait_for(f"{card}.flameState().matched", "the search to highlight frames")
-    b.screenshot("flame_search")
+    b.screenshot("flame_search", ".flame-card")
     # Another value: host self time.
     loaded = b.evaluate(f"Number({card}.dataset.loaded)")
     b.evaluate(f"(() => {{ const s = {card}.querySelector('.flame-value'); s.value = 'host_self_ns';"
@@ -779,7 +787,7 @@ def check_flame(b, args):
         b.wait_for(f"Number({flame_card(b)}?.dataset.loaded || 0) >= 1", "the job's flame graph", timeout=30)
         b.evaluate(f"{flame_card(b)}.scrollIntoView(); true")
         frames = len(b.evaluate(f"{flame_card(b)}.flameBoxes()"))
-        shot = b.screenshot("flame_job")
+        shot = b.screenshot("flame_job", ".flame-card")
         b.assert_clean("(k) job flame graph")
         print(f"ok   (k) job flame graph: {frames} frames ({shot})")
     if args.compare_with:
@@ -791,7 +799,7 @@ def check_flame(b, args):
         if not diff or any("base" not in x for x in diff):
             raise CheckFailed("(k) the diff flame graph has no frames with a baseline value")
         changed = sum(1 for x in diff if x["base"] != x["total"])
-        shot = b.screenshot("flame_diff")
+        shot = b.screenshot("flame_diff", ".flame-card")
         b.assert_clean("(k) diff flame graph")
         print(f"ok   (k) diff flame graph: {len(diff)} frames, {changed} changed against the baseline ({shot})")
 

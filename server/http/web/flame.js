@@ -131,6 +131,7 @@ function createFlameGraph({title, explain, urlFor, baseUrlFor = null}) {
     if (!levels.length) return;
     const dpr = window.devicePixelRatio || 1;
     const width = holder.clientWidth;
+    if (!width) return;  // not laid out (hidden, or mid-resize): keep what is drawn
     const height = levels.length * FLAME.row + 4;
     canvas.width = Math.round(width * dpr);
     canvas.height = Math.round(height * dpr);
