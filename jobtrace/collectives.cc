@@ -85,7 +85,10 @@ absl::StatusOr<ProfileCollectives> ReadCollectives(const timeline::Timeline& t, 
   for (uint32_t ti = 0; ti < t.tracks(); ++ti) {
     const v1::TimelineTrack& track = t.track(ti);
     if (track.kind() != "device") continue;
-    auto& [comm, compute] = devices[track.group()];
+    // (References, not a structured binding: clang before 16 cannot capture one in a lambda.)
+    auto& intervals = devices[track.group()];
+    std::vector<diagnosis::Interval>& comm = intervals.first;
+    std::vector<diagnosis::Interval>& compute = intervals.second;
     const uint32_t stream = streams;
     bool has_collective = false;
     absl::Status s = timeline::ForEachOverlapping(t, reader, ti, t.start_ns(), t.end_ns(), [&](const timeline::TimelineEvent& e) {
