@@ -36,6 +36,13 @@ absl::StatusOr<v1::JobTraceWindow> QueryJobWindow(const std::vector<WindowMember
   v1::JobTraceWindow out;
   out.set_job(request.job());
   auto [extent_start, extent_end] = JobExtent(members);
+  // Shifted by offsets of up to ±2^62 (analysis::kMaxAbsTicks), a bound past ±2^62 could overflow.
+  constexpr int64_t kLimit = int64_t{1} << 62;
+  for (int64_t bound : {request.start_ns(), request.end_ns()}) {
+    if (bound <= -kLimit || bound >= kLimit) {
+      return absl::InvalidArgumentError("start_ns and end_ns must lie within ±2^62 ns");
+    }
+  }
   const int64_t start = request.start_ns() != 0 ? request.start_ns() : extent_start;
   const int64_t end = request.end_ns() != 0 ? request.end_ns() : extent_end;
   if (start >= end) {

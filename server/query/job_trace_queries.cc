@@ -129,9 +129,14 @@ absl::StatusOr<QueryApi::JobClocks> QueryApi::AlignJob(const std::vector<JobMemb
     }
     // Both sources: the one with the smaller uncertainty wins.
     if (i > 0 && agent[i] && agent[0]) {
-      const int64_t offset = agent[i]->to_server_ns - agent[0]->to_server_ns;  // each within ±2^62
-      const int64_t uncertainty = agent[i]->uncertainty_ns + agent[0]->uncertainty_ns;
-      if (p.offset_source() == "none" || uncertainty < p.offset_uncertainty_ns()) {
+      // Each within ±2^62; an offset past that would overflow the times it shifts: unusable.
+      const __int128 wide = static_cast<__int128>(agent[i]->to_server_ns) - agent[0]->to_server_ns;
+      const __int128 doubt = static_cast<__int128>(agent[i]->uncertainty_ns) + agent[0]->uncertainty_ns;
+      constexpr __int128 kLimit = __int128{1} << 62;
+      const bool usable = wide > -kLimit && wide < kLimit && doubt < kLimit;
+      const int64_t offset = usable ? static_cast<int64_t>(wide) : 0;
+      const int64_t uncertainty = usable ? static_cast<int64_t>(doubt) : 0;
+      if (usable && (p.offset_source() == "none" || uncertainty < p.offset_uncertainty_ns())) {
         p.set_clock_offset_ns(offset);
         p.set_offset_uncertainty_ns(uncertainty);
         p.set_offset_source("agent_sync");

@@ -276,6 +276,10 @@ TEST(JobWindow, AnUnknownTrackOrAnEmptyWindowIsAClearError) {
   empty.set_start_ns(10);
   empty.set_end_ns(10);
   EXPECT_EQ(QueryJobWindow(members, empty).status().code(), absl::StatusCode::kInvalidArgument);
+  v1::JobTraceRequest huge;  // shifted by an offset it would overflow
+  huge.set_start_ns(INT64_MIN + 5);
+  huge.set_end_ns(10);
+  EXPECT_EQ(QueryJobWindow(members, huge).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(AgentClock, WallClockTracesMapAsTheyAreOthersThroughTheCaptureWindow) {
