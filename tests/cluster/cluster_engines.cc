@@ -42,6 +42,29 @@ int FreeLoopbackPort() {
   return port;
 }
 
+std::vector<int> FreeLoopbackPorts(int n) {
+  // Every socket stays bound until all are chosen: the kernel cannot hand out one port twice.
+  std::vector<int> fds, ports;
+  for (int i = 0; i < n; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(addr);
+    int port = -1;
+    if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
+      port = ntohs(addr.sin_port);
+    }
+    fds.push_back(fd);
+    ports.push_back(port);
+  }
+  for (int fd : fds) {
+    if (fd >= 0) ::close(fd);
+  }
+  return ports;
+}
+
 namespace {
 
 // etcd fsyncs every commit: on tmpfs that costs nothing, which a 2-core test machine needs.
@@ -88,17 +111,25 @@ void EtcdCluster::Launch(int member, bool fresh) {
 }
 
 bool EtcdCluster::Start(int members) {
-  root_ = FastTempDir();
-  for (int i = 0; i < members; ++i) {
-    client_ports_.push_back(FreeLoopbackPort());
-    peer_ports_.push_back(FreeLoopbackPort());
+  // A port chosen free may be taken by another test's process before etcd binds it: then the
+  // whole cluster starts again on other ports (its logs say so).
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (attempt > 0) {
+      members_.clear();  // SIGKILLs
+      std::filesystem::remove_all(root_);
+    }
+    root_ = FastTempDir();
+    const std::vector<int> ports = FreeLoopbackPorts(2 * members);
+    client_ports_.assign(ports.begin(), ports.begin() + members);
+    peer_ports_.assign(ports.begin() + members, ports.end());
+    members_.clear();
+    members_.resize(members);
+    for (int i = 0; i < members; ++i) Launch(i, true);
+    bool healthy = true;
+    for (int i = 0; i < members && healthy; ++i) healthy = WaitHealthy(i, 30);
+    if (healthy) return true;
   }
-  members_.resize(members);
-  for (int i = 0; i < members; ++i) Launch(i, true);
-  for (int i = 0; i < members; ++i) {
-    if (!WaitHealthy(i, 30)) return false;
-  }
-  return true;
+  return false;
 }
 
 bool EtcdCluster::WaitHealthy(int member, double timeout_s) {

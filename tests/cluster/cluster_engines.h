@@ -17,6 +17,8 @@ std::string S3rverPath();
 std::string EtcdPath();
 // A loopback port free at the moment of the call.
 int FreeLoopbackPort();
+// `n` distinct free loopback ports (all held while choosing).
+std::vector<int> FreeLoopbackPorts(int n);
 
 class EtcdCluster {
  public:
