@@ -29,7 +29,7 @@ v1::ProfileInfo ProfileInfoFor(const v1::UploadRecord& record, const std::string
     info.mutable_labels()->insert({"rank", rank->second});  // an uploader's own label wins
   }
   info.set_file_name(file_name);
-  info.set_upload_id(metadata.upload_id());
+  info.set_upload_id(UploadKeyOf(record));  // where its original bytes are
   info.set_size_bytes(record.received_bytes());
   info.set_ingested_at_ns(UnixNanos());
   info.set_events(summary.events);
@@ -39,10 +39,16 @@ v1::ProfileInfo ProfileInfoFor(const v1::UploadRecord& record, const std::string
 
 }  // namespace
 
-absl::Status CheckUploadOwner(const v1::UploadRecord& record, const Principal& caller) {
-  if (!caller.authenticated || record.owner().empty() || record.owner() == caller.name) return absl::OkStatus();
-  return absl::PermissionDeniedError(
-      absl::StrCat("upload ", record.metadata().upload_id(), " belongs to another principal"));
+absl::StatusOr<std::string> FindUploadKey(UploadTable& uploads, const Principal& caller, const std::string& id) {
+  if (!caller.authenticated) return id;
+  std::string key = absl::StrCat(caller.name, "~", id);
+  auto own = uploads.Get(key);
+  if (!own.ok()) return own.status();
+  if (own->has_value()) return key;
+  auto plain = uploads.Get(id);
+  if (!plain.ok()) return plain.status();
+  if (plain->has_value() && ((*plain)->owner().empty() || (*plain)->owner() == caller.name)) return id;
+  return key;
 }
 
 bool IsValidUploadId(const std::string& id) {
@@ -76,11 +82,12 @@ absl::StatusOr<v1::UploadState> Ingestor::GetUploadState(const std::string& uplo
   if (!IsValidUploadId(upload_id)) {
     return absl::InvalidArgumentError("upload_id must be 1-128 of [A-Za-z0-9._:-]");
   }
-  auto record = store_->uploads().Get(upload_id);
+  auto key = FindUploadKey(store_->uploads(), caller, upload_id);
+  if (!key.ok()) return key.status();
+  auto record = store_->uploads().Get(*key);
   if (!record.ok()) return record.status();
   v1::UploadState response;
-  // Another principal's upload reads as unknown: its existence is not theirs to learn.
-  if (!record->has_value() || !CheckUploadOwner(**record, caller).ok()) {
+  if (!record->has_value()) {
     response.set_state(v1::UploadState::UNKNOWN);
   } else if (!(*record)->profile_id().empty()) {
     response.set_state(v1::UploadState::COMMITTED);

@@ -100,10 +100,14 @@ class Ingestor : private UploadSessionContext {
 // client may not set it.
 inline constexpr std::string_view kUploadedByLabel = "uploaded_by";
 
-// An upload id started by one principal cannot be resumed, read or taken over by another
-// (PERMISSION_DENIED). Uploads from before tokens were turned on (no owner) stay open to any
-// ingest principal.
-absl::Status CheckUploadOwner(const v1::UploadRecord& record, const Principal& caller);
+// Where `caller`'s upload `id` is stored. With tokens on, in the caller's own namespace, so an
+// id of another principal is simply another upload; an upload from before tokens (no owner) or
+// from an older build (its owner's plain id) keeps its plain key. Without tokens, the plain id.
+absl::StatusOr<std::string> FindUploadKey(UploadTable& uploads, const Principal& caller, const std::string& id);
+// The key `record` is stored under.
+inline const std::string& UploadKeyOf(const v1::UploadRecord& record) {
+  return record.key().empty() ? record.metadata().upload_id() : record.key();
+}
 
 // True when `id` is 1..128 characters of [A-Za-z0-9._:-].
 bool IsValidUploadId(const std::string& id);

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "common/clock_sync_labels.h"
 #include "common/runtime.h"
 #include "common/text_checks.h"
 #include "server/ingest/ingestor.h"
@@ -69,7 +70,7 @@ struct UploadSession::Receiving {
         timeline_sink(timeline_writer.get()),
         cleanup(store, profile_id),
         analysis(file_name, record.metadata().format(),
-                 record.received_bytes() > 0 ? store->uploads().ReadRaw(record.metadata().upload_id(), record.received_bytes()) : nullptr,
+                 record.received_bytes() > 0 ? store->uploads().ReadRaw(UploadKeyOf(record), record.received_bytes()) : nullptr,
                  &timeline_sink, limits) {}
 
   const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
@@ -150,8 +151,10 @@ absl::StatusOr<bool> UploadSession::Begin(v1::UploadRequest first) {
     return absl::InvalidArgumentError(absl::StrCat("the ", std::string(kUploadedByLabel), " label is set by the server"));
   }
   if (caller_.node().empty() && caller_.authenticated) {
-    // What only an agent can vouch for: that a profile came from its own capture.
-    for (const char* reserved : {"capture_id", "source"}) {
+    // What only an agent can vouch for: that a profile came from its own capture, and what its
+    // node's clock was then (a job timeline trusts the smaller uncertainty it is told).
+    for (const char* reserved : {"capture_id", "source", kClockOffsetLabel, kClockUncertaintyLabel,
+                                 kCaptureStartLabel, kCaptureWindowLabel}) {
       if (metadata.labels().count(reserved)) {
         return absl::PermissionDeniedError(
             absl::StrCat("the ", reserved, " label is set by agents only (this token has no agent scope)"));
@@ -164,24 +167,18 @@ absl::StatusOr<bool> UploadSession::Begin(v1::UploadRequest first) {
     return absl::PermissionDeniedError(
         absl::StrCat("capture ", label->second, " has no target on node ", metadata.node()));
   }
-  // The owner first: another principal's attempt must not hold the id (the owner's resume
-  // would then be refused as in progress elsewhere).
-  auto owned = store->uploads().Get(id);
-  if (!owned.ok()) return owned.status();
-  if (owned->has_value()) {
-    if (absl::Status s = CheckUploadOwner(**owned, caller_); !s.ok()) return s;
-  }
-  if (!context_->ClaimUploadId(id)) {
+  // An id lives in its principal's namespace: another principal's upload of the same id is
+  // another upload, so no attempt of theirs holds, reads or learns of this one.
+  auto key = FindUploadKey(store->uploads(), caller_, id);
+  if (!key.ok()) return key.status();
+  if (!context_->ClaimUploadId(*key)) {
     return absl::AbortedError(absl::StrCat("upload ", id, " is already in progress on another stream"));
   }
-  claimed_id_ = id;
+  claimed_id_ = *key;
 
-  // Read again under the claim: another stream may have committed it meanwhile.
-  auto existing = store->uploads().Get(id);
+  // Read under the claim: another stream may have committed it meanwhile.
+  auto existing = store->uploads().Get(*key);
   if (!existing.ok()) return existing.status();
-  if (existing->has_value()) {
-    if (absl::Status s = CheckUploadOwner(**existing, caller_); !s.ok()) return s;
-  }
   if (existing->has_value() && !(*existing)->profile_id().empty()) {
     // Idempotent: the same upload_id again gets the profile it made the first time.
     auto info = store->profiles().Get((*existing)->profile_id());
@@ -205,13 +202,14 @@ absl::StatusOr<bool> UploadSession::Begin(v1::UploadRequest first) {
     record_ = **existing;
   } else if (existing->has_value()) {
     // A fresh start of an upload that broke off earlier: drop what it left.
-    if (absl::Status s = store->uploads().Abort(id); !s.ok()) return s;
+    if (absl::Status s = store->uploads().Abort(*key); !s.ok()) return s;
   }
   metadata.set_resume_offset(0);
   *record_.mutable_metadata() = std::move(metadata);
   record_.set_owner(caller_.authenticated ? caller_.name : "");
+  record_.set_key(*key == id ? "" : *key);
   record_.set_updated_at_ns(UnixNanos());
-  if (absl::Status s = store->uploads().Put(id, record_); !s.ok()) return s;
+  if (absl::Status s = store->uploads().Put(*key, record_); !s.ok()) return s;
   return true;  // the analysis starts with the first chunk: a client that stalls before holds no thread
 }
 
@@ -222,7 +220,7 @@ UploadSession::Receiving& UploadSession::StartReceiving() {
 
 absl::Status UploadSession::Receive(v1::UploadRequest message) {
   const IngestLimits& limits = context_->limits();
-  const std::string& id = record_.metadata().upload_id();
+  const std::string& id = UploadKeyOf(record_);
   auto stop_analysis = [this] {
     if (receiving_) receiving_->analysis.Cancel();
   };
@@ -281,7 +279,7 @@ absl::StatusOr<v1::UploadResponse> UploadSession::Answer(bool broken) {
 }
 
 absl::Status UploadSession::AnalysisFailed(absl::Status error) {
-  const std::string& id = record_.metadata().upload_id();
+  const std::string& id = UploadKeyOf(record_);
   if (absl::IsInvalidArgument(error) || absl::IsDataLoss(error)) {
     return context_->Reject(id, absl::InvalidArgumentError(std::string(error.message())));
   }

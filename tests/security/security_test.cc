@@ -437,24 +437,40 @@ TEST_F(SecurityTest, AnUploadIdBelongsToThePrincipalThatStartedIt) {
   CommandResult again = Cli({"upload", trace, "--job", "j", "--upload_id", "shared-1", "--json"}, "operator");
   EXPECT_EQ(again.exit_code, 0) << again.err;  // idempotent for its owner
   EXPECT_EQ(again.out, first.out);
-  CommandResult other = Cli({"upload", trace, "--job", "j", "--upload_id", "shared-1", "--json"}, "only_ingest");
-  EXPECT_EQ(other.exit_code, 1);
-  EXPECT_NE(other.err.find("belongs to another principal"), std::string::npos) << other.err;
 
   auto stub = v1::IngestService::NewStub(Channel());
-  grpc::ClientContext context;
-  context.AddMetadata("authorization", "Bearer only_ingest");
-  v1::GetUploadStateRequest request;
-  request.set_upload_id("shared-1");
-  v1::UploadState state;
+  auto state_for_other = [&] {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer only_ingest");
+    v1::GetUploadStateRequest request;
+    request.set_upload_id("shared-1");
+    v1::UploadState state;
+    EXPECT_TRUE(stub->GetUploadState(&context, request, &state).ok());
+    return state;
+  };
   // Issue 21, item 9: on 52e8783 this answered PERMISSION_DENIED while an unused id answered
   // UNKNOWN, so anyone could probe which upload ids exist. Another's id now reads as unknown.
-  ASSERT_TRUE(stub->GetUploadState(&context, request, &state).ok());
-  EXPECT_EQ(state.state(), v1::UploadState::UNKNOWN);
-  EXPECT_EQ(state.profile_id(), "");
+  v1::UploadState before = state_for_other();
+  EXPECT_EQ(before.state(), v1::UploadState::UNKNOWN);
+  EXPECT_EQ(before.profile_id(), "");
+  // And an upload with it is the other principal's own upload (on 52e8783: "belongs to another
+  // principal", which confirmed the id existed): ids live in each principal's namespace.
+  CommandResult other = Cli({"upload", trace, "--job", "j", "--upload_id", "shared-1", "--json"}, "only_ingest");
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_EQ(other.err.find("another principal"), std::string::npos) << other.err;
+  auto profile_of = [](const std::string& json) {
+    const size_t at = json.find("\"profile_id\":\"");
+    return at == std::string::npos ? std::string() : json.substr(at + 14, json.find('"', at + 14) - at - 14);
+  };
+  EXPECT_NE(profile_of(other.out), "");
+  EXPECT_NE(profile_of(other.out), profile_of(first.out)) << "a profile of its own";
+  EXPECT_EQ(state_for_other().profile_id(), profile_of(other.out));
+  CommandResult owner_again = Cli({"upload", trace, "--job", "j", "--upload_id", "shared-1", "--json"}, "operator");
+  EXPECT_EQ(owner_again.out, first.out) << "the owner's upload is untouched";
   // The uploader is recorded and shown.
   CommandResult listed = Cli({"profiles", "--job", "j", "--json"}, "only_read");
   EXPECT_NE(listed.out.find("\"uploaded_by\":\"ops\""), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("\"uploaded_by\":\"only_ingest\""), std::string::npos) << listed.out;
   CommandResult spoofed = Cli({"upload", trace, "--job", "j", "--label", "uploaded_by=admin", "--json"}, "operator");
   EXPECT_EQ(spoofed.exit_code, 1);
   EXPECT_NE(spoofed.err.find("uploaded_by label is set by the server"), std::string::npos) << spoofed.err;
@@ -462,6 +478,10 @@ TEST_F(SecurityTest, AnUploadIdBelongsToThePrincipalThatStartedIt) {
   CommandResult forged = Cli({"upload", trace, "--job", "j", "--label", "source=capture", "--json"}, "operator");
   EXPECT_EQ(forged.exit_code, 1);
   EXPECT_NE(forged.err.find("source label is set by agents only"), std::string::npos) << forged.err;
+  // So are the clock labels a job timeline aligns ranks by (a tiny forged uncertainty would win).
+  CommandResult clock = Cli({"upload", trace, "--job", "j", "--label", "clock_uncertainty_ns=1", "--json"}, "operator");
+  EXPECT_EQ(clock.exit_code, 1);
+  EXPECT_NE(clock.err.find("clock_uncertainty_ns label is set by agents only"), std::string::npos) << clock.err;
 }
 
 // Issue 21, item 9: job names reach logs and terminals (`fleetprof captures`); on 52e8783 a
