@@ -95,21 +95,21 @@ void CaptureRunner::Report(const v1::CaptureCommand& command, v1::CaptureTarget:
   send_(message);
 }
 
-absl::StatusOr<std::string> CaptureRunner::KinetoFolderFor(int64_t uid) {
+absl::StatusOr<std::string> CaptureRunner::JobFolderFor(int64_t uid) {
   absl::MutexLock lock(&mu_);
-  auto known = kineto_folders_.find(uid);
-  if (known != kineto_folders_.end()) {
+  auto known = job_folders_.find(uid);
+  if (known != job_folders_.end()) {
     struct stat st {};
     const std::string path = absl::StrCat(options_.kineto_dir, "/", known->second);
     if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == static_cast<uid_t>(uid) &&
         (st.st_mode & 07777) == 0700) {
       return known->second;
     }
-    kineto_folders_.erase(known);
+    job_folders_.erase(known);
   }
   absl::StatusOr<std::string> created = CreatePrivateFolder(options_.kineto_dir, absl::StrCat("uid", uid), uid);
   if (!created.ok()) return created.status();
-  kineto_folders_[uid] = *created;
+  job_folders_[uid] = *created;
   return created;
 }
 
@@ -189,13 +189,37 @@ absl::StatusOr<CheckedFile> CaptureRunner::CaptureXprofTarget(const v1::CaptureC
       return fd;
     };
   }
+  // A job that sees our files writes its trace itself, into its user's own folder, and the
+  // agent reads that file (bounded, streamed to the server) instead of taking the whole trace
+  // as one message (issue 21, item 7). The agent writes nothing there: an answer that carries
+  // the trace anyway is saved in the agent's own folder.
+  std::string job_root;
+  if (target.pid() > 0 && owners.size() == 2 && SharesOurFilesystem(options_.proc_root, target.pid())) {
+    absl::StatusOr<std::string> folder = JobFolderFor(owners[1]);
+    if (!folder.ok()) return folder.status();
+    job_root = absl::StrCat(options_.kineto_dir, "/", *folder);
+    xprof.save_root = xprof.repository_root;
+    xprof.repository_root = job_root;
+    xprof.emit_xspace = false;
+  }
   absl::StatusOr<int64_t> budget = ReserveTraceBytes();
   if (!budget.ok()) return budget.status();
   xprof.max_trace_bytes = *budget;
   auto trace = CaptureXprof(xprof, [this] { return cancelled(); });
   ReleaseTraceBytes(*budget);
   if (!trace.ok()) return trace.status();
-  return CheckedFile::Open(*trace, owners);
+  if (job_root.empty() || !trace->starts_with(job_root + "/")) return CheckedFile::Open(*trace, owners);
+  // The job's file: reached beneath its folder without following a link anywhere (the job
+  // could swap its session folder for one), owned by the job's user, of a size we take.
+  absl::StatusOr<CheckedFile> file =
+      CheckedFile::OpenBeneath(job_root, trace->substr(job_root.size() + 1), {owners[1]});
+  if (!file.ok()) return file.status();
+  if (file->size_bytes() > options_.max_trace_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("the trace ", target.address(), " wrote is ", file->size_bytes(),
+                                                     " bytes, more than this agent takes (--max_trace_mb=",
+                                                     options_.max_trace_bytes >> 20, ")"));
+  }
+  return file;
 }
 
 absl::StatusOr<CheckedFile> CaptureRunner::CaptureKinetoTarget(const v1::CaptureCommand& command,
@@ -217,7 +241,7 @@ absl::StatusOr<CheckedFile> CaptureRunner::CaptureKinetoTarget(const v1::Capture
   // The job writes the file itself, into a folder only its user and we may enter, under a
   // name nobody can predict: another user can neither read it nor put one there first.
   const std::vector<int64_t> owners = {process->uid};
-  absl::StatusOr<std::string> folder = KinetoFolderFor(process->uid);
+  absl::StatusOr<std::string> folder = JobFolderFor(process->uid);
   if (!folder.ok()) return folder.status();
   const std::string file_name = absl::StrCat(SafeFileName(command.capture_id()), "-", RandomHex(8), ".json");
   KinetoTraceRequest request;

@@ -57,7 +57,8 @@ class CaptureRunner {
     absl::StatusOr<CheckedFile> (CaptureRunner::*capture)(const v1::CaptureCommand& command, Deadline deadline);
   };
   static const Backend kBackends[];
-  // XLA's profiler service: the trace comes in the answer (or, from older servers, as a file).
+  // XLA's profiler service: a job on our filesystem writes the trace into its user's folder;
+  // otherwise it comes in the answer (older servers write a file whatever they are asked).
   absl::StatusOr<CheckedFile> CaptureXprofTarget(const v1::CaptureCommand& command, Deadline deadline);
   // A Kineto client polling this agent: it writes the trace file itself.
   absl::StatusOr<CheckedFile> CaptureKinetoTarget(const v1::CaptureCommand& command, Deadline deadline);
@@ -75,10 +76,11 @@ class CaptureRunner {
   // ReleaseTraceBytes.
   absl::StatusOr<int64_t> ReserveTraceBytes();
   void ReleaseTraceBytes(int64_t bytes);
-  // The folder inside kineto_dir where jobs of `uid` write the traces we ask for: created
-  // by us under a random name, mode 0700, owned by `uid` (CreatePrivateFolder), so no other
-  // user can read or plant a trace there. Made again if it has gone (a /tmp cleaner).
-  absl::StatusOr<std::string> KinetoFolderFor(int64_t uid);
+  // The folder inside kineto_dir where jobs of `uid` write the traces we ask for (Kineto
+  // traces, and XLA traces of jobs on our filesystem): created by us under a random name, mode
+  // 0700, owned by `uid` (CreatePrivateFolder), so no other user can read or plant a trace
+  // there. Made again if it has gone (a /tmp cleaner).
+  absl::StatusOr<std::string> JobFolderFor(int64_t uid);
 
   Options options_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -92,7 +94,7 @@ class CaptureRunner {
   };
   std::list<Worker> workers_ ABSL_GUARDED_BY(mu_);  // finished ones are joined at the next Spawn
   std::set<std::string> own_log_files_ ABSL_GUARDED_BY(mu_);  // Kineto log files of captures (Execute uploads them)
-  std::map<int64_t, std::string> kineto_folders_ ABSL_GUARDED_BY(mu_);  // by uid: KinetoFolderFor
+  std::map<int64_t, std::string> job_folders_ ABSL_GUARDED_BY(mu_);  // by uid: JobFolderFor
   int64_t reserved_trace_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // of max_capture_memory_bytes, by captures in flight
 };
 

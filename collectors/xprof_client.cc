@@ -86,12 +86,16 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& byt
 
 // Finds the trace an older server wrote itself: the expected name first, else any
 // *.xplane.pb in the session folder (servers that name the file after their own hostname or
-// `override_hostname`). Returns "" when there is none.
-std::string FindServerWrittenTrace(const std::string& expected_path) {
+// `override_hostname`). Returns "" when there is none, PERMISSION_DENIED when the session
+// folder is a link.
+absl::StatusOr<std::string> FindServerWrittenTrace(const std::string& expected_path) {
   // The job writes this folder: a symlink (to the folder or a file) could make the agent,
   // as root, upload and then delete a file elsewhere. Links are never followed.
   std::error_code error;
-  if (fs::is_symlink(fs::path(expected_path).parent_path(), error)) return "";
+  if (fs::is_symlink(fs::path(expected_path).parent_path(), error)) {
+    return absl::PermissionDeniedError(absl::StrCat(fs::path(expected_path).parent_path().string(),
+                                                    " is a symbolic link: a trace is never read through one"));
+  }
   if (fs::is_regular_file(fs::symlink_status(expected_path, error))) return expected_path;
   std::vector<std::string> candidates;
   for (fs::directory_iterator it(fs::path(expected_path).parent_path(), error), end;
@@ -130,7 +134,8 @@ class XprofCapture {
 
   XprofCaptureOptions options_;
   const std::function<bool()>& cancelled_;
-  std::string trace_path_;  // <repository_root>/<session_id>/<host>.xplane.pb
+  std::string trace_path_;   // <save_root>/<session_id>/<host>.xplane.pb: an answer's trace
+  std::string server_path_;  // <repository_root>/<session_id>/<host>.xplane.pb: a server's file
   std::chrono::milliseconds last_deadline_{0};  // of the latest Profile call, for messages
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<tensorflow::ProfilerService::Stub> stub_;
@@ -161,7 +166,7 @@ tensorflow::ProfileRequest XprofCapture::BuildRequest() const {
   request.set_repository_root(options_.repository_root);
   request.set_session_id(options_.session_id);
   request.set_host_name(options_.host_name);
-  request.set_emit_xspace(true);
+  request.set_emit_xspace(options_.emit_xspace);
 
   tensorflow::ProfileOptions* opts = request.mutable_opts();
   opts->set_version(1);
@@ -186,8 +191,10 @@ absl::StatusOr<std::string> XprofCapture::Run() {
   if (options_.start_timestamp_ns == 0) {
     options_.start_timestamp_ns = UnixNowNs() + options_.delay_ms * 1'000'000;
   }
-  trace_path_ = (fs::path(options_.repository_root) / options_.session_id /
-                 XprofTraceFileName(options_.host_name)).string();
+  const std::string file = XprofTraceFileName(options_.host_name);
+  trace_path_ = (fs::path(options_.save_root.empty() ? options_.repository_root : options_.save_root) /
+                 options_.session_id / file).string();
+  server_path_ = (fs::path(options_.repository_root) / options_.session_id / file).string();
 
   const tensorflow::ProfileRequest request = BuildRequest();
   const int max_attempts = std::max(1, options_.max_attempts);
@@ -336,12 +343,18 @@ absl::StatusOr<std::string> XprofCapture::SaveTrace(const tensorflow::ProfileRes
         " returned no trace (empty_trace) — was the job running device work during the capture "
         "window?"));
   }
-  // Older servers ignore emit_xspace and write the file themselves, on their filesystem.
-  std::string found = FindServerWrittenTrace(trace_path_);
+  // Older servers ignore emit_xspace and write the file themselves, on their filesystem; recent
+  // ones do when asked to (emit_xspace false).
+  absl::StatusOr<std::string> located = FindServerWrittenTrace(server_path_);
+  if (!located.ok()) {
+    return absl::PermissionDeniedError(absl::StrCat("profiler server at ", options_.address, ": ",
+                                                    located.status().message()));
+  }
+  const std::string& found = *located;
   if (found.empty()) {
     return absl::NotFoundError(absl::StrCat(
         "profiler server at ", options_.address, " returned no trace: no XSpace in the response and no ",
-        "*.xplane.pb under ", fs::path(trace_path_).parent_path().string(),
+        "*.xplane.pb under ", fs::path(server_path_).parent_path().string(),
         " (an older server writes it there on its own filesystem — does the job share ",
         options_.repository_root, " with this agent?)"));
   }

@@ -24,6 +24,14 @@ struct XprofCaptureOptions {
   // written by us (servers that return the XSpace) or by the job itself (older servers, which
   // must share this filesystem).
   std::string repository_root;
+  // Where a trace that comes in the answer is written ("" = repository_root). Apart from it
+  // when the job writes into repository_root: a folder of the job's user, where the agent
+  // (root) must never write.
+  std::string save_root;
+  // false: ask the server to write the trace into repository_root itself (a recent server
+  // then leaves it out of the answer), for a job on the agent's filesystem: the agent reads a
+  // file instead of holding the whole trace as one message.
+  bool emit_xspace = true;
   std::string session_id;  // "" = a fresh "fleetprof_<unix ms>"
   std::string host_name;   // "" = the address; ':' becomes '_' in the file name
   int max_attempts = 3;    // UNAVAILABLE and ALREADY_EXISTS are retried, up to this many calls
@@ -36,7 +44,8 @@ struct XprofCaptureOptions {
   std::function<absl::StatusOr<int>()> connect;
 };
 
-// Runs one capture and returns the local path of the written `.xplane.pb`.
+// Runs one capture and returns the local path of the written `.xplane.pb` (in save_root when
+// the answer carried it, in repository_root when the server wrote it).
 // Errors name the address and what happened: Unavailable (unreachable after max_attempts),
 // AlreadyExists (the job stayed busy with another capture), DeadlineExceeded,
 // FailedPrecondition (the job returned an empty trace), NotFound (no trace file appeared),

@@ -200,6 +200,7 @@ absl::StatusOr<CheckedFile> CheckedFile::Check(std::string path, int fd, const s
         absl::StrCat(name, " belongs to uid ", st.st_uid, ", not to the traced process (uid ", allowed, ")"));
   }
   file.owner_uid_ = st.st_uid;
+  file.size_bytes_ = st.st_size;
   return file;
 }
 
@@ -207,6 +208,7 @@ CheckedFile::CheckedFile(CheckedFile&& other) noexcept
     : path_(std::move(other.path_)),
       fd_(other.fd_),
       owner_uid_(other.owner_uid_),
+      size_bytes_(other.size_bytes_),
       folder_fd_(other.folder_fd_),
       leaf_name_(std::move(other.leaf_name_)) {
   other.fd_ = -1;
@@ -220,6 +222,7 @@ CheckedFile& CheckedFile::operator=(CheckedFile&& other) noexcept {
     path_ = std::move(other.path_);
     fd_ = other.fd_;
     owner_uid_ = other.owner_uid_;
+    size_bytes_ = other.size_bytes_;
     folder_fd_ = other.folder_fd_;
     leaf_name_ = std::move(other.leaf_name_);
     other.fd_ = -1;
@@ -304,6 +307,15 @@ std::vector<int64_t> ProcStatusNumbers(const std::string& proc_root, int32_t pid
 int64_t ProcessUid(const std::string& proc_root, int32_t pid) {
   const std::vector<int64_t> uids = ProcStatusNumbers(proc_root, pid, "Uid");  // real, effective, …
   return uids.empty() ? -1 : uids.front();
+}
+
+bool SharesOurFilesystem(const std::string& proc_root, int32_t pid) {
+  auto same = [](const std::string& a, const std::string& b) {
+    struct stat x {}, y {};
+    return ::stat(a.c_str(), &x) == 0 && ::stat(b.c_str(), &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+  };
+  const std::string base = absl::StrCat(proc_root, "/", pid);
+  return same(base + "/ns/mnt", "/proc/self/ns/mnt") && same(base + "/root", "/");
 }
 
 }  // namespace fleetprof

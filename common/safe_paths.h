@@ -61,6 +61,7 @@ class CheckedFile {
 
   const std::string& path() const { return path_; }  // as named when opened
   int64_t owner_uid() const { return owner_uid_; }
+  int64_t size_bytes() const { return size_bytes_; }  // when it was opened
   std::string proc_path() const;                     // the open file, for readers that take a path
   // Removes the name the file was opened by, when it still names this file (never what was
   // renamed over it since). Through the folder's own descriptor after OpenBeneath(), so a
@@ -74,6 +75,7 @@ class CheckedFile {
   std::string path_;
   int fd_ = -1;
   int64_t owner_uid_ = -1;
+  int64_t size_bytes_ = 0;
   int folder_fd_ = -1;     // OpenBeneath(): the folder holding the file
   std::string leaf_name_;  // OpenBeneath(): the file's name in that folder
 };
@@ -83,5 +85,8 @@ class CheckedFile {
 std::vector<int64_t> ProcStatusNumbers(const std::string& proc_root, int32_t pid, std::string_view key);
 // The real uid of process `pid` under `proc_root`, -1 if unreadable.
 int64_t ProcessUid(const std::string& proc_root, int32_t pid);
+// True when process `pid` sees the files this process sees: the same mount namespace and the
+// same root (not in a container, not chrooted), so a path it writes is the path we read.
+bool SharesOurFilesystem(const std::string& proc_root, int32_t pid);
 
 }  // namespace fleetprof

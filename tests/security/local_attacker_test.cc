@@ -452,5 +452,97 @@ TEST(LocalAttacker, SecondUserCannotJoinRootsXlaJobByName) {
   fs::remove_all(kineto_dir);
 }
 
+// Item 7: an XLA job on the node's filesystem writes its trace itself, into a folder only its
+// user may enter, and the agent reads that file beneath the folder (never through a link,
+// only the job user's file, never larger than --max_trace_mb) instead of taking the whole
+// trace as one gRPC message (on 52e8783 every answer was held whole: 2.4 GB RSS from a fake
+// profiler). A job that makes its session folder a link to root's folder gets nothing of root's.
+TEST(LocalAttacker, AnXlaJobWritesItsTraceIntoItsOwnFolderAndALinkThereReadsNothing) {
+  REQUIRE_ROOT();
+  const std::string python = "/usr/bin/python3";
+  FLEETPROF_REQUIRE_PATH(python);
+  const std::string xspace = CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb");
+  FLEETPROF_REQUIRE_PATH(xspace);
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer()) << cluster.ServerLog();
+  const std::string open_dir = MakeTempDir();  // the stand-ins' records, written as uid 1001
+  ::chmod(open_dir.c_str(), 0777);
+  const std::string trace_parent = MakeTempDir();  // jobs of uid 1001 reach the trace folder through it
+  ::chmod(trace_parent.c_str(), 0755);
+  const std::string trace_dir = trace_parent + "/traces";
+  const int agent = cluster.StartAgent(
+      {"--node=xla-node", "--kineto_trace_dir=" + trace_dir, "--discover_interval_ms=200"});
+  ASSERT_GE(agent, 0);
+  // Root's folder with a trace-shaped file of root's, where the hostile job's link points.
+  const std::string root_dir = MakeTempDir();
+  ::chmod(root_dir.c_str(), 0755);
+  fs::copy_file(xspace, root_dir + "/xla-node.xplane.pb");
+
+  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py";
+  auto start_job = [&](const std::string& job, const std::vector<std::string>& extra) {
+    int port = 0;
+    const int probe = ListenOnLoopback(&port);
+    ::close(probe);
+    const std::string record = absl::StrCat(open_dir, "/", job, ".json");
+    std::vector<std::string> args = {python, standin, "--mode", "repo", "--port", std::to_string(port),
+                                     "--record", record, "--xspace", xspace};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const std::string job_env = "FLEETPROF_JOB=" + job;
+    const std::string addr_env = absl::StrCat("FLEETPROF_XPROF_ADDR=127.0.0.1:", port);
+    const pid_t pid = RunAsAttacker([&] {
+      std::vector<char*> argv;
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      const char* env[] = {job_env.c_str(), addr_env.c_str(), "PATH=/usr/bin:/bin", "HOME=/tmp", nullptr};
+      ::execve(argv[0], argv.data(), const_cast<char* const*>(env));
+      ::_exit(98);
+    });
+    return std::make_pair(pid, record);
+  };
+  const auto [own_pid, own_record] = start_job("u-xla", {});
+  const auto [link_pid, link_record] = start_job("u-xla-link", {"--link_session", root_dir});
+  struct ReapOnExit {
+    pid_t a, b;
+    ~ReapOnExit() {
+      Reap(a);
+      Reap(b);
+    }
+  } reap{own_pid, link_pid};
+  const auto agents = [&] { return cluster.Cli({"agents", "--json"}).out; };
+  ASSERT_TRUE(Eventually(30, [&] {
+    const std::string listed = agents();
+    return listed.find("\"job\":\"u-xla\"") != std::string::npos &&
+           listed.find("\"job\":\"u-xla-link\"") != std::string::npos;
+  })) << agents();
+  ASSERT_TRUE(Eventually(30, [&] { return fs::exists(own_record) && fs::exists(link_record); }))
+      << "the stand-ins did not start";
+
+  CommandResult own = cluster.Cli({"capture", "--job", "u-xla", "--duration_ms", "300", "--wait", "--json"}, 120);
+  std::cout << "capture of uid 1001's job:\n" << own.out << std::endl;
+  EXPECT_NE(own.out.find("\"state\":\"INDEXED\""), std::string::npos) << own.out << own.err;
+  const std::string request = ReadSmallFile(own_record);
+  std::cout << "its profiler server was asked:\n" << request << std::endl;
+  EXPECT_NE(request.find("emit_xspace\": false"), std::string::npos) << request;
+  EXPECT_NE(request.find("repository_root\": \"" + trace_dir + "/uid1001-"), std::string::npos) << request;
+  // The job's file was read and then removed: nothing of it stays on the node.
+  int left = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(trace_dir)) left += entry.path().string().ends_with(".xplane.pb");
+  EXPECT_EQ(left, 0);
+
+  CommandResult linked =
+      cluster.Cli({"capture", "--job", "u-xla-link", "--duration_ms", "300", "--wait", "--json"}, 120);
+  std::cout << "capture of the job whose session folder links to root's:\n" << linked.out << std::endl;
+  EXPECT_NE(linked.out.find("\"state\":\"FAILED\""), std::string::npos) << linked.out << linked.err;
+  EXPECT_EQ(linked.out.find("\"state\":\"INDEXED\""), std::string::npos) << linked.out;
+  EXPECT_NE(linked.out.find("is a symbolic link: a trace is never read through one"), std::string::npos) << linked.out;
+  EXPECT_TRUE(fs::exists(root_dir + "/xla-node.xplane.pb")) << "root's file is neither uploaded nor removed";
+  CommandResult listed = cluster.Cli({"profiles", "--job", "u-xla-link", "--json"});
+  EXPECT_EQ(listed.out.find("profile_id"), std::string::npos) << listed.out;
+  cluster.StopAgent(agent);
+  fs::remove_all(open_dir);
+  fs::remove_all(trace_parent);
+  fs::remove_all(root_dir);
+}
+
 }  // namespace
 }  // namespace fleetprof::testing

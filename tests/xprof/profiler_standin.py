@@ -11,6 +11,8 @@ Modes (what Profile does after recording the request):
   emit   return the XSpace bytes of --xspace in ProfileResponse.xspace (field 8)
   file   ignore emit_xspace, write the XSpace to <repository_root>/<session_id>/<host>.xplane.pb
          (host = host_name with ':' -> '_', or --written_host) and return empty_trace=false only
+  repo   what a recent server does: the XSpace in the answer when emit_xspace is set, else
+         written to <repository_root>/<session_id>/<host>.xplane.pb as in file mode
   empty  return empty_trace=true
   busy   fail the first call with ALREADY_EXISTS, then behave like emit
 Every event rewrites --record (flat JSON): the last request decoded both ways
@@ -203,10 +205,14 @@ class StandIn:
             return encode_profile_response(empty_trace=True)
         with open(self.args.xspace, "rb") as source:
             xspace = source.read()
-        if self.args.mode == "file":
+        if self.args.mode == "file" or (self.args.mode == "repo" and not request.emit_xspace):
             host = self.args.written_host or request.host_name.replace(":", "_")
             root = self.args.write_root or request.repository_root
             folder = os.path.join(root, request.session_id)
+            if self.args.link_session:
+                # A hostile job: its session folder is a link to a folder of someone else's.
+                os.symlink(self.args.link_session, folder)
+                return encode_profile_response()
             os.makedirs(folder, exist_ok=True)
             with open(os.path.join(folder, host + ".xplane.pb"), "wb") as out:
                 out.write(xspace)
@@ -223,7 +229,7 @@ class StandIn:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--mode", choices=["emit", "file", "empty", "busy"], default="emit")
+    parser.add_argument("--mode", choices=["emit", "file", "repo", "empty", "busy"], default="emit")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--xspace", default=DEFAULT_XSPACE)
     parser.add_argument("--proto", default=DEFAULT_PROTO)
@@ -234,6 +240,8 @@ def main():
                         help="time a capture takes; negative = opts.duration_ms")
     parser.add_argument("--written_host", default="", help="file mode: name the file after this")
     parser.add_argument("--write_root", default="", help="file mode: write here, not repository_root")
+    parser.add_argument("--link_session", default="",
+                        help="file/repo mode: make the session folder a symlink to this folder, write nothing")
     args = parser.parse_args()
 
     import grpc  # Debian's python3-grpcio
