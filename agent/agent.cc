@@ -52,6 +52,19 @@ absl::Status Agent::Start() {
         ": a non-loopback dynolog API needs --dynolog_token_file (any host could have root read a trace)"));
   }
 
+  registry_ = std::make_shared<prometheus::Registry>();
+  // One owner per job name across Kineto clients, XLA jobs and per-job host metrics
+  // (collectors/job_owners.h). A binding outlives a few discovery scans, so a job between two
+  // scans keeps its name.
+  prometheus::Counter& conflicts = prometheus::BuildCounter()
+                                       .Name("fleetprof_agent_job_name_conflicts_total")
+                                       .Help("processes that named a job another uid holds on this node (neither targets nor metrics of it)")
+                                       .Register(*registry_)
+                                       .Add({{"node", config_.node}});
+  job_owners_ = std::make_shared<JobOwners>(
+      std::max<std::chrono::milliseconds>(std::chrono::seconds(60),
+                                          3 * std::chrono::milliseconds(config_.discover_interval_ms)),
+      [&conflicts] { conflicts.Increment(); });
   if (absl::Status s = StartMetrics(); !s.ok()) return s;
   auto channel = MakeChannel(config_.server, config_.security);
   TraceUploaderOptions uploads;
@@ -66,17 +79,6 @@ absl::Status Agent::Start() {
     if (absl::Status s = uploader_->Start(); !s.ok()) return s;
   }
 
-  // One owner per job name across Kineto clients and XLA jobs (collectors/job_owners.h). A
-  // binding outlives a few discovery scans, so a job between two scans keeps its name.
-  prometheus::Counter& conflicts = prometheus::BuildCounter()
-                                       .Name("fleetprof_agent_job_name_conflicts_total")
-                                       .Help("processes that named a job another uid holds on this node (not targets of it)")
-                                       .Register(*registry_)
-                                       .Add({{"node", config_.node}});
-  job_owners_ = std::make_shared<JobOwners>(
-      std::max<std::chrono::milliseconds>(std::chrono::seconds(60),
-                                          3 * std::chrono::milliseconds(config_.discover_interval_ms)),
-      [&conflicts] { conflicts.Increment(); });
   StartKineto(channel);
   {
     std::vector<v1::Target> found = DiscoverXprofTargets(config_.proc_root, *job_owners_);
@@ -96,7 +98,6 @@ absl::Status Agent::Start() {
 }
 
 absl::Status Agent::StartMetrics() {
-  registry_ = std::make_shared<prometheus::Registry>();
   link_gauge_ = &prometheus::BuildGauge()
                      .Name("fleetprof_agent_server_connected")
                      .Help("1 while the link to fleetprof-server is up")
@@ -112,6 +113,7 @@ absl::Status Agent::StartMetrics() {
 
   // Device and host metrics are sampled off the scrape path, on their own thread.
   MetricsSampler::Options sampling;
+  sampling.job_owners = job_owners_;
   sampling.node = config_.node;
   sampling.nvml_library = config_.nvml_library;
   sampling.proc_root = config_.proc_root;

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "common/safe_paths.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
@@ -129,6 +130,9 @@ void HostCollector::SampleJobs(HostSample& sample) {
     if (!stat) continue;
     std::optional<std::string> job = job_cache_.JobOf(*pid, stat->start_ticks, stat->command);
     if (!job) continue;
+    if (options_.job_owners && !options_.job_owners->Claim(*job, ProcessUid(options_.proc_root, *pid), *pid)) {
+      continue;  // another uid's name: its numbers are not that job's
+    }
 
     TrackedProcess& tracked = processes_[*pid];
     if (tracked.seen_in_scan == 0 || tracked.start_ticks != stat->start_ticks) {

@@ -1,13 +1,17 @@
 #pragma once
 // Host CPU and memory, and CPU and resident memory per job, read from procfs. Jobs are the
-// processes whose environ carries FLEETPROF_JOB (collectors/process_jobs.h).
+// processes whose environ carries FLEETPROF_JOB (collectors/process_jobs.h), as far as the
+// node's job owners agree (collectors/job_owners.h): a process of another uid naming a job
+// does not add its CPU and memory to that job's.
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
 
+#include "collectors/job_owners.h"
 #include "collectors/process_jobs.h"
 
 namespace fleetprof {
@@ -38,6 +42,9 @@ class HostCollector {
     // 0 means ask sysconf. Tests pin them so fake /proc files mean the same everywhere.
     long ticks_per_second = 0;
     long page_size_bytes = 0;
+    // Who holds each job name (shared with the agent's target discovery); none: every
+    // process's FLEETPROF_JOB is taken as it says.
+    std::shared_ptr<JobOwners> job_owners;
   };
 
   explicit HostCollector(Options options);

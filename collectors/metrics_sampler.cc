@@ -9,8 +9,8 @@ namespace fleetprof {
 MetricsSampler::MetricsSampler(Options options, std::shared_ptr<prometheus::Registry> registry)
     : options_(std::move(options)),
       exporter_(std::move(registry), options_.node, options_.max_job_series),
-      nvml_(NvmlCollector::Options{options_.nvml_library, options_.proc_root}),
-      host_(HostCollector::Options{.proc_root = options_.proc_root}) {}
+      nvml_(NvmlCollector::Options{options_.nvml_library, options_.proc_root, options_.job_owners}),
+      host_(HostCollector::Options{.proc_root = options_.proc_root, .job_owners = options_.job_owners}) {}
 
 MetricsSampler::~MetricsSampler() { Stop(); }
 

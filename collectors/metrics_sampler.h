@@ -37,6 +37,7 @@ class MetricsSampler {
     std::string proc_root = "/proc";
     std::chrono::milliseconds interval{10000};
     size_t max_job_series = 100;  // job label values per family; the rest: job="other"
+    std::shared_ptr<JobOwners> job_owners;  // who holds each job name (HostCollector::Options)
   };
 
   // Registers the metric families in `registry`; starts nothing yet.

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "collectors/process_jobs.h"
+#include "common/safe_paths.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
@@ -290,8 +291,11 @@ nvml::Return NvmlCollector::ReadJobMemory(nvml::Device device, DeviceSample& sam
     // Without permission (or under some virtualization) NVML cannot attribute memory.
     if (process.usedGpuMemory == nvml::kValueNotAvailable) continue;
     // NVML gives host pids: an agent in a container needs the host's /proc (hostPID).
-    std::string job = ReadProcessJob(options_.proc_root, static_cast<int>(process.pid))
-                          .value_or(std::string(kUnassignedJob));
+    const int pid = static_cast<int>(process.pid);
+    std::string job = ReadProcessJob(options_.proc_root, pid).value_or(std::string(kUnassignedJob));
+    if (options_.job_owners && !options_.job_owners->Claim(job, ProcessUid(options_.proc_root, pid), pid)) {
+      job = std::string(kUnassignedJob);  // another uid's name: not that job's memory
+    }
     sample.job_memory_used_bytes[job] += process.usedGpuMemory;
   }
   return nvml::kSuccess;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "collectors/job_owners.h"
 #include "collectors/nvml_api.h"
 
 namespace fleetprof {
@@ -56,6 +58,9 @@ class NvmlCollector {
     std::string library_path = "libnvidia-ml.so.1";
     // Where /proc/<pid>/environ is read to attribute device memory to jobs.
     std::string proc_root = "/proc";
+    // Who holds each job name (collectors/job_owners.h): device memory of a process of
+    // another uid naming a held job counts as unassigned. None: names are taken as they say.
+    std::shared_ptr<JobOwners> job_owners;
   };
 
   explicit NvmlCollector(Options options);

@@ -98,6 +98,27 @@ TEST_F(HostCollectorTest, SumsCpuSecondsAndResidentBytesPerJob) {
   EXPECT_EQ(FindSeries(all, "fleetprof_job_resident_memory_bytes").size(), 2u);
 }
 
+// Issue 21: a job names itself, so with the node's job owners a process of another uid that
+// names a job already held adds nothing to that job's CPU and memory (before, any local user
+// could inflate or hide another user's job numbers).
+TEST_F(HostCollectorTest, AnotherUidNamingAHeldJobAddsNothingToIt) {
+  auto owners = std::make_shared<JobOwners>();
+  for (int pid : {100, 200, 400}) proc_.Write(absl::StrCat(pid, "/status"), "Name:\tpy\nUid:\t1000\t1000\t1000\t1000\n");
+  AddProcess(500, "FLEETPROF_JOB=train", StatLine(500, 7000, 7000, 8000, 77777));
+  proc_.Write("500/status", "Name:\tpy\nUid:\t1001\t1001\t1001\t1001\n");
+  ASSERT_TRUE(owners->Claim("train", 1000, 100));  // the job's own processes were there first
+  HostCollector owned({.proc_root = proc_.root(), .ticks_per_second = 100, .page_size_bytes = 4096,
+                       .job_owners = owners});
+  exporter_.ExportHost(owned.Sample());
+  auto all = ParseExposition(SerializeRegistry(*registry_));
+  EXPECT_DOUBLE_EQ(*ValueOf(all, "fleetprof_job_cpu_seconds_total", {{"job", "train"}}), 5.0);
+  EXPECT_EQ(ValueOf(all, "fleetprof_job_resident_memory_bytes", {{"job", "train"}}), 1500 * kPage);
+  EXPECT_EQ(owners->conflicts(), 1);
+  // Without owners (the collector alone), the name is taken as it says: pid 500 counts.
+  auto unchecked = SampleAndScrape();
+  EXPECT_DOUBLE_EQ(*ValueOf(unchecked, "fleetprof_job_cpu_seconds_total", {{"job", "train"}}), 145.0);
+}
+
 TEST_F(HostCollectorTest, JobCpuCounterKeepsTimeOfExitedProcess) {
   SampleAndScrape();
   proc_.Write("100/stat", StatLine(100, 400, 100, 5000, 1000));  // +1 s

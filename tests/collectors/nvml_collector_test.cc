@@ -158,6 +158,24 @@ TEST_F(NvmlCollectorTest, SumsDeviceMemoryPerJobFromProcEnviron) {
   }
 }
 
+// Issue 21: with the node's job owners, the device memory of a process of another uid naming a
+// held job is not that job's: it counts as unassigned, and the total stays whole.
+TEST_F(NvmlCollectorTest, AnotherUidNamingAHeldJobAddsNoDeviceMemoryToIt) {
+  proc_.Write("4242/status", "Uid:\t1000\t1000\t1000\t1000\n");
+  proc_.Write("4343/status", "Uid:\t1001\t1001\t1001\t1001\n");
+  auto owners = std::make_shared<JobOwners>();
+  ASSERT_TRUE(owners->Claim("train", 1000, 4242));
+  NvmlCollector collector(NvmlCollector::Options{FAKE_NVML_PATH, proc_.root(), owners});
+  ASSERT_TRUE(collector.Start().ok());
+  auto all = SampleAndScrape(collector);
+  const double train = ValueOf(all, "fleetprof_job_device_memory_used_bytes", {{"job", "train"}, {"device", "0"}}).value_or(0);
+  const double unassigned =
+      ValueOf(all, "fleetprof_job_device_memory_used_bytes", {{"job", "unassigned"}, {"device", "0"}}).value_or(0);
+  EXPECT_TRUE(train == 6144 * kMiB || train == 3072 * kMiB) << "only pid 4242's memory: " << train / kMiB;
+  EXPECT_EQ(train + unassigned, (6144 + 3072 + 512) * kMiB);
+  EXPECT_EQ(owners->conflicts(), 1);
+}
+
 TEST_F(NvmlCollectorTest, GrowsProcessBufferWhenNvmlAsksForMore) {
   ::setenv("FAKE_NVML_EXTRA_PROCESSES", "40", 1);
   auto collector = MakeCollector();
