@@ -1,7 +1,10 @@
 #include "server/cluster_flags.h"
 
+#include <tuple>
+
 #include "absl/strings/str_cat.h"
 #include "common/flags.h"
+#include "common/runtime.h"
 #include "storage/cluster/s3_credentials.h"
 
 namespace fleetprof {
@@ -16,8 +19,15 @@ void ClusterFlags::AddFlags(FlagSet* flags) {
   flags->AddString("s3_credentials_file", &s3_credentials_file,
                    "AWS shared-credentials file (profile $AWS_PROFILE or default), read when AWS_ACCESS_KEY_ID is not set");
   flags->AddString("etcd_endpoints", &etcd_endpoints,
-                   "http://HOST:PORT[,…] of etcd v3 members: the catalog of a cluster replica (needs --object_store)");
+                   "http(s)://HOST:PORT[,…] of etcd v3 members: the catalog of a cluster replica (needs --object_store)");
   flags->AddString("etcd_prefix", &etcd_prefix, "key prefix of this cluster's records in etcd");
+  flags->AddString("etcd_ca_file", &etcd_ca_file,
+                   "PEM of the CA that signed the etcd members' certificates (https:// endpoints; empty: the "
+                   "system's roots)");
+  flags->AddString("etcd_cert_file", &etcd_cert_file,
+                   "PEM client certificate this replica shows etcd (members run with --client-cert-auth); with "
+                   "--etcd_key_file");
+  flags->AddString("etcd_key_file", &etcd_key_file, "PEM private key of --etcd_cert_file");
   flags->AddInt("cache_mb", &cache_mb, "a replica's local cache under --data_dir, in MiB");
   flags->AddString("replica_id", &replica_id, "this replica's name in the cluster (default <hostname>:<grpc port>)");
   flags->AddInt("orphan_pass_s", &orphan_pass_s,
@@ -37,7 +47,15 @@ absl::Status ClusterFlags::Validate() const {
   if (!replica()) return absl::OkStatus();
   if (absl::Status s = CheckFlagRange("cache_mb", cache_mb, 16, 1 << 24); !s.ok()) return s;
   if (absl::Status s = CheckFlagRange("orphan_pass_s", orphan_pass_s, 1, 7 * 24 * 3600); !s.ok()) return s;
-  if (auto endpoints = cluster::ParseEtcdEndpoints(etcd_endpoints); !endpoints.ok()) return endpoints.status();
+  bool tls = false;
+  if (auto endpoints = cluster::ParseEtcdEndpoints(etcd_endpoints, &tls); !endpoints.ok()) return endpoints.status();
+  if (!tls && !(etcd_ca_file.empty() && etcd_cert_file.empty() && etcd_key_file.empty())) {
+    return absl::InvalidArgumentError(
+        "--etcd_ca_file, --etcd_cert_file and --etcd_key_file are for https:// --etcd_endpoints; these are http://");
+  }
+  if (etcd_cert_file.empty() != etcd_key_file.empty()) {
+    return absl::InvalidArgumentError("--etcd_cert_file and --etcd_key_file come together");
+  }
   if (etcd_prefix.empty() || etcd_prefix.front() != '/' || etcd_prefix.back() != '/') {
     return absl::InvalidArgumentError(absl::StrCat("--etcd_prefix=", etcd_prefix, " must start and end with '/'"));
   }
@@ -59,9 +77,18 @@ absl::StatusOr<cluster::ClusterStoreOptions> ClusterFlags::StoreOptions() const 
   if (object_store.rfind("s3://", 0) == 0) {
     if (absl::Status s = cluster::LoadS3Credentials(s3_credentials_file, &options.s3); !s.ok()) return s;
   }
-  auto endpoints = cluster::ParseEtcdEndpoints(etcd_endpoints);
+  auto endpoints = cluster::ParseEtcdEndpoints(etcd_endpoints, &options.etcd.tls);
   if (!endpoints.ok()) return endpoints.status();
   options.etcd.endpoints = *std::move(endpoints);
+  // Read once at start; a PEM is far below this.
+  for (auto [flag, path, pem] : {std::tuple{"etcd_ca_file", &etcd_ca_file, &options.etcd.ca_pem},
+                                 std::tuple{"etcd_cert_file", &etcd_cert_file, &options.etcd.cert_pem},
+                                 std::tuple{"etcd_key_file", &etcd_key_file, &options.etcd.key_pem}}) {
+    if (path->empty()) continue;
+    absl::StatusOr<std::string> read = ReadFileUpTo(*path, 1 << 20);
+    if (!read.ok()) return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", *path, ": ", read.status().message()));
+    *pem = *std::move(read);
+  }
   options.etcd_prefix = etcd_prefix;
   return options;
 }

@@ -20,6 +20,9 @@ struct ClusterFlags {
   std::string s3_credentials_file;
   std::string etcd_endpoints;
   std::string etcd_prefix = "/fleetprof/";
+  std::string etcd_ca_file;    // https endpoints: the CA of the members' certificates
+  std::string etcd_cert_file;  // this replica's client certificate (members with --client-cert-auth)
+  std::string etcd_key_file;
   int64_t cache_mb = 1024;
   std::string replica_id;
   int64_t orphan_pass_s = 900;

@@ -1,6 +1,7 @@
 #include "storage/cluster/etcd_client.h"
 
 #include <chrono>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -42,25 +43,29 @@ absl::Status ToStatus(const grpc::Status& s, std::string_view op) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(std::string_view list) {
+absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(std::string_view list, bool* tls) {
   std::vector<std::string> out;
+  std::optional<bool> secure;
   for (absl::string_view item : absl::StrSplit(absl::string_view(list.data(), list.size()), ',', absl::SkipWhitespace())) {
     item = absl::StripAsciiWhitespace(item);
-    if (absl::StartsWith(item, "https://")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--etcd_endpoints ", std::string(item), ": TLS to etcd is not supported yet; reach etcd over a private network or a local proxy"));
+    const bool https = absl::StartsWith(item, "https://");
+    if (!https && !absl::StartsWith(item, "http://")) {
+      return absl::InvalidArgumentError(absl::StrCat("--etcd_endpoints ", std::string(item), ": expected http(s)://HOST:PORT"));
     }
-    if (!absl::StartsWith(item, "http://")) {
-      return absl::InvalidArgumentError(absl::StrCat("--etcd_endpoints ", std::string(item), ": expected http://HOST:PORT"));
+    if (secure.has_value() && *secure != https) {
+      return absl::InvalidArgumentError(
+          "--etcd_endpoints mixes http:// and https://: every member of one cluster is reached the same way");
     }
-    absl::string_view address = item.substr(7);
+    secure = https;
+    absl::string_view address = item.substr(https ? 8 : 7);
     while (absl::EndsWith(address, "/")) address.remove_suffix(1);
     if (address.empty() || address.find('/') != absl::string_view::npos || address.rfind(':') == absl::string_view::npos) {
-      return absl::InvalidArgumentError(absl::StrCat("--etcd_endpoints ", std::string(item), ": expected http://HOST:PORT"));
+      return absl::InvalidArgumentError(absl::StrCat("--etcd_endpoints ", std::string(item), ": expected http(s)://HOST:PORT"));
     }
     out.emplace_back(address);
   }
   if (out.empty()) return absl::InvalidArgumentError("--etcd_endpoints names no endpoint");
+  if (tls != nullptr) *tls = secure.value_or(false);
   return out;
 }
 
@@ -76,7 +81,15 @@ EtcdClient::EtcdClient(EtcdSettings settings) : settings_(std::move(settings)) {
     args.SetMaxReceiveMessageSize(64 << 20);
     // Reconnect quickly after a member comes back (gRPC's default backoff grows to 120 s).
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-    auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+    if (settings_.tls) {
+      grpc::SslCredentialsOptions ssl;
+      ssl.pem_root_certs = settings_.ca_pem;
+      ssl.pem_cert_chain = settings_.cert_pem;
+      ssl.pem_private_key = settings_.key_pem;
+      credentials = grpc::SslCredentials(ssl);
+    }
+    auto channel = grpc::CreateCustomChannel(address, credentials, args);
     members_.push_back({address, etcdserverpb::KV::NewStub(channel), etcdserverpb::Lease::NewStub(channel),
                         etcdserverpb::Watch::NewStub(channel)});
   }
@@ -84,7 +97,7 @@ EtcdClient::EtcdClient(EtcdSettings settings) : settings_(std::move(settings)) {
 
 std::string EtcdClient::Describe() const {
   std::vector<std::string> urls;
-  for (const auto& m : members_) urls.push_back(absl::StrCat("http://", m.address));
+  for (const auto& m : members_) urls.push_back(absl::StrCat(settings_.tls ? "https://" : "http://", m.address));
   return absl::StrJoin(urls, ",");
 }
 

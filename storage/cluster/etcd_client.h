@@ -18,7 +18,14 @@
 namespace fleetprof::cluster {
 
 struct EtcdSettings {
-  std::vector<std::string> endpoints;  // http://HOST:PORT
+  std::vector<std::string> endpoints;  // HOST:PORT (ParseEtcdEndpoints)
+  // https:// endpoints: TLS with the members, checked against `ca_pem` (PEM; empty: the
+  // system's roots), presenting `cert_pem` + `key_pem` when given (members that run with
+  // --client-cert-auth ask for one).
+  bool tls = false;
+  std::string ca_pem;
+  std::string cert_pem;
+  std::string key_pem;
   // One try. A loaded 2-core machine can keep a healthy member from answering for seconds.
   absl::Duration call_timeout = absl::Seconds(4);
   // All tries of one call together while members answer "no leader" or cannot be reached (calls
@@ -31,8 +38,9 @@ struct EtcdSettings {
   std::function<void(std::string_view op, std::string_view result, double seconds)> on_request;
 };
 
-// Splits "http://a:2379,http://b:2379" into endpoints; INVALID_ARGUMENT naming a bad one.
-absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(std::string_view list);
+// Splits "http://a:2379,http://b:2379" (or all https://) into HOST:PORT endpoints, and says
+// in `*tls` whether they are https; INVALID_ARGUMENT naming a bad one or a mix of the two.
+absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(std::string_view list, bool* tls = nullptr);
 
 class EtcdClient {
  public:

@@ -95,7 +95,7 @@ void EtcdCluster::Launch(int member, bool fresh) {
   for (size_t i = 0; i < peer_ports_.size(); ++i) {
     initial.push_back(absl::StrCat("m", i, "=http://127.0.0.1:", peer_ports_[i]));
   }
-  const std::string client = absl::StrCat("http://127.0.0.1:", client_ports_[member]);
+  const std::string client = absl::StrCat(tls_flags_.empty() ? "http" : "https", "://127.0.0.1:", client_ports_[member]);
   const std::string peer = absl::StrCat("http://127.0.0.1:", peer_ports_[member]);
   std::vector<std::string> argv = {
       EtcdPath(), absl::StrCat("--name=m", member), absl::StrCat("--data-dir=", root_, "/m", member),
@@ -106,6 +106,10 @@ void EtcdCluster::Launch(int member, bool fresh) {
       // Elections quick enough for tests on a loaded 2-core machine, not so quick that a busy
       // moment starts one.
       "--heartbeat-interval=100", "--election-timeout=1000"};
+  if (!tls_flags_.empty()) {
+    argv.insert(argv.end(), tls_flags_.begin(), tls_flags_.end());
+    argv.push_back(absl::StrCat("--listen-metrics-urls=http://127.0.0.1:", metrics_ports_[member]));
+  }
   members_[member] = std::make_unique<ChildProcess>();
   members_[member]->Start(argv, absl::StrCat(root_, "/m", member, ".log"));
 }
@@ -119,9 +123,10 @@ bool EtcdCluster::Start(int members) {
       std::filesystem::remove_all(root_);
     }
     root_ = FastTempDir();
-    const std::vector<int> ports = FreeLoopbackPorts(2 * members);
+    const std::vector<int> ports = FreeLoopbackPorts(3 * members);
     client_ports_.assign(ports.begin(), ports.begin() + members);
-    peer_ports_.assign(ports.begin() + members, ports.end());
+    peer_ports_.assign(ports.begin() + members, ports.begin() + 2 * members);
+    metrics_ports_.assign(ports.begin() + 2 * members, ports.end());
     members_.clear();
     members_.resize(members);
     for (int i = 0; i < members; ++i) Launch(i, true);
@@ -132,8 +137,14 @@ bool EtcdCluster::Start(int members) {
   return false;
 }
 
+void EtcdCluster::UseTls(const std::string& ca_file, const std::string& cert_file, const std::string& key_file) {
+  tls_flags_ = {"--cert-file=" + cert_file, "--key-file=" + key_file, "--trusted-ca-file=" + ca_file,
+                "--client-cert-auth"};
+}
+
 bool EtcdCluster::WaitHealthy(int member, double timeout_s) {
-  const std::string address = absl::StrCat("127.0.0.1:", client_ports_[member]);
+  const std::string address =
+      absl::StrCat("127.0.0.1:", tls_flags_.empty() ? client_ports_[member] : metrics_ports_[member]);
   return Eventually(timeout_s, [&] { return HttpGet(address, "/health").find("\"true\"") != std::string::npos; });
 }
 
@@ -141,7 +152,7 @@ std::string EtcdCluster::Endpoints() const { return absl::StrJoin(EndpointList()
 
 std::vector<std::string> EtcdCluster::EndpointList() const {
   std::vector<std::string> out;
-  for (int port : client_ports_) out.push_back(absl::StrCat("http://127.0.0.1:", port));
+  for (int port : client_ports_) out.push_back(absl::StrCat(tls_flags_.empty() ? "http" : "https", "://127.0.0.1:", port));
   return out;
 }
 

@@ -23,10 +23,14 @@ std::vector<int> FreeLoopbackPorts(int n);
 class EtcdCluster {
  public:
   ~EtcdCluster();
+  // Before Start: clients reach the members over TLS only, with certificates signed by the CA
+  // `ca_file` (the server's certificate for 127.0.0.1), and must show one of its own
+  // (--client-cert-auth). Health is then read from a plain-HTTP metrics port.
+  void UseTls(const std::string& ca_file, const std::string& cert_file, const std::string& key_file);
   // Starts `members` members and waits until each says it is healthy; false with the reason in
   // the log when they do not within 30 s.
   bool Start(int members);
-  // "http://127.0.0.1:P,…" for --etcd_endpoints.
+  // "http(s)://127.0.0.1:P,…" for --etcd_endpoints.
   std::string Endpoints() const;
   std::vector<std::string> EndpointList() const;
   void Kill(int member);      // SIGKILL
@@ -39,6 +43,8 @@ class EtcdCluster {
   std::string root_;
   std::vector<int> client_ports_;
   std::vector<int> peer_ports_;
+  std::vector<int> metrics_ports_;  // TLS only: where /health answers in plain HTTP
+  std::vector<std::string> tls_flags_;
   std::vector<std::unique_ptr<ChildProcess>> members_;
 };
 

@@ -21,6 +21,7 @@
 #include "tests/cluster/tcp_proxy.h"
 #include "tests/platform/reference_compare.h"
 #include "tests/platform/test_cluster.h"
+#include "tests/platform/test_pki.h"
 #include "tests/test_support.h"
 
 namespace fleetprof::testing {
@@ -528,7 +529,61 @@ TEST_F(ReplicaTest, ReplicaFlagsComeInPairsAndABadStoreIsAnErrorAtStart) {
       60);
   EXPECT_NE(no_bucket.exit_code, 0);
   EXPECT_NE(no_bucket.err.find("NoSuchBucket"), std::string::npos) << no_bucket.err;
+  // TLS files are for https:// members, and a certificate comes with its key.
+  CommandResult plain_with_ca = RunCommand({server, "--object_store=file://" + dir, "--etcd_endpoints=" + etcd_.Endpoints(),
+                                            "--etcd_ca_file=/nonexistent", "--grpc_addr=127.0.0.1:0",
+                                            "--http_addr=127.0.0.1:0"});
+  EXPECT_EQ(plain_with_ca.exit_code, 2);
+  EXPECT_NE(plain_with_ca.err.find("are for https:// --etcd_endpoints"), std::string::npos) << plain_with_ca.err;
+  CommandResult mixed = RunCommand({server, "--object_store=file://" + dir,
+                                    "--etcd_endpoints=https://127.0.0.1:1," + etcd_.Endpoints(),
+                                    "--grpc_addr=127.0.0.1:0", "--http_addr=127.0.0.1:0"});
+  EXPECT_EQ(mixed.exit_code, 2);
+  EXPECT_NE(mixed.err.find("mixes http:// and https://"), std::string::npos) << mixed.err;
   std::filesystem::remove_all(dir);
+}
+
+// A replica on an etcd that takes TLS only and asks for client certificates: with the CA and
+// its certificate it serves uploads and queries, and `fleetprof cluster` shows the https
+// catalog healthy; without the certificate it does not start, and says etcd refused it.
+TEST(ReplicaOverTls, AReplicaReachesEtcdOverTlsWithItsClientCertificate) {
+  FLEETPROF_REQUIRE_PATH(EtcdPath());
+  const std::string trace = CorpusPath("kineto/mi250_rocm62.json.gz");
+  FLEETPROF_REQUIRE_PATH(trace);
+  const std::string pki = MakeTempDir();
+  CommandResult made = MakeTestPki(pki);
+  ASSERT_EQ(made.exit_code, 0) << "openssl: " << made.err;
+  EtcdCluster etcd;
+  etcd.UseTls(pki + "/ca.pem", pki + "/server.pem", pki + "/server.key");
+  ASSERT_TRUE(etcd.Start(1)) << etcd.Log(0);
+  const std::string objects = MakeTempDir();
+  const std::vector<std::string> flags = {"--object_store=file://" + objects, "--etcd_endpoints=" + etcd.Endpoints(),
+                                          "--etcd_ca_file=" + pki + "/ca.pem"};
+  std::vector<std::string> with_certificate = flags;
+  with_certificate.push_back("--etcd_cert_file=" + pki + "/client.pem");
+  with_certificate.push_back("--etcd_key_file=" + pki + "/client.key");
+  TestCluster replica;
+  ASSERT_TRUE(replica.StartServer("127.0.0.1:0", with_certificate)) << replica.ServerLog();
+  CommandResult uploaded = replica.Cli({"upload", trace, "--job", "tls", "--json"});
+  ASSERT_EQ(uploaded.exit_code, 0) << uploaded.err << replica.ServerLog();
+  const std::string id = JsonStringField(uploaded.out, "profile_id");
+  CommandResult listed = replica.Cli({"profiles", "--job", "tls", "--json"});
+  EXPECT_NE(listed.out.find(id), std::string::npos) << listed.out;
+  CommandResult cluster = replica.Cli({"cluster", "--json"});
+  EXPECT_NE(cluster.out.find("\"catalog\":{\"kind\":\"etcd\",\"url\":\"" + etcd.Endpoints() + "\",\"healthy\":true}"),
+            std::string::npos)
+      << cluster.out;
+
+  const std::string dir = MakeTempDir();
+  std::vector<std::string> argv = {BinDir() + "/fleetprof-server", "--data_dir=" + dir, "--grpc_addr=127.0.0.1:0",
+                                   "--http_addr=127.0.0.1:0"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  CommandResult refused = RunCommand(argv, 90);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("etcd"), std::string::npos) << refused.err;
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(objects);
+  std::filesystem::remove_all(pki);
 }
 
 }  // namespace

@@ -499,15 +499,18 @@ TEST(LocalAttacker, AnXlaJobWritesItsTraceIntoItsOwnFolderAndALinkThereReadsNoth
     });
     return std::make_pair(pid, record);
   };
-  const auto [own_pid, own_record] = start_job("u-xla", {});
-  const auto [link_pid, link_record] = start_job("u-xla-link", {"--link_session", root_dir});
+  // (No structured bindings: clang before 16 cannot capture them in the lambdas below.)
+  const std::pair<pid_t, std::string> own_job = start_job("u-xla", {});
+  const std::pair<pid_t, std::string> link_job = start_job("u-xla-link", {"--link_session", root_dir});
+  const std::string& own_record = own_job.second;
+  const std::string& link_record = link_job.second;
   struct ReapOnExit {
     pid_t a, b;
     ~ReapOnExit() {
       Reap(a);
       Reap(b);
     }
-  } reap{own_pid, link_pid};
+  } reap{own_job.first, link_job.first};
   const auto agents = [&] { return cluster.Cli({"agents", "--json"}).out; };
   ASSERT_TRUE(Eventually(30, [&] {
     const std::string listed = agents();

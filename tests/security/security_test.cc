@@ -24,6 +24,7 @@
 #include "httplib.h"
 #include "rpc/channel.h"
 #include "tests/platform/test_cluster.h"
+#include "tests/platform/test_pki.h"
 #include "tests/test_support.h"
 
 namespace fleetprof {
@@ -632,18 +633,7 @@ class TlsTest : public ::testing::Test {
     // A server that refuses the handshake closes the socket under the client's write.
     ::signal(SIGPIPE, SIG_IGN);
     dir_ = cluster_.root() + "/pki";
-    std::filesystem::create_directories(dir_);
-    const std::string script =
-        "set -e; cd '" + dir_ + "'; "
-        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=test-ca 2>/dev/null; "
-        "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > san.ext; "
-        "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost 2>/dev/null; "
-        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 "
-        "-extfile san.ext 2>/dev/null; "
-        "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=n1 2>/dev/null; "
-        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 2 2>/dev/null; "
-        "openssl req -x509 -newkey rsa:2048 -nodes -keyout other.key -out other.pem -days 2 -subj /CN=other 2>/dev/null";
-    CommandResult made = RunCommand({"/bin/sh", "-c", script}, 120);
+    CommandResult made = testing::MakeTestPki(dir_);
     if (made.exit_code != 0) {
       if (testing::DataRequired()) FAIL() << "openssl is required (CI=true): " << made.err;
       GTEST_SKIP() << "openssl missing: " << made.err;
