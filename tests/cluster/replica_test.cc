@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <random>
 #include <set>
 #include <thread>
@@ -322,10 +324,17 @@ TEST_F(ReplicaTest, AnUploadCutByAKilledReplicaResumesOnAnotherToTheSameProfile)
   EXPECT_TRUE(ReadSmallFile(exported) == ReadSmallFile(plain)) << "the resumed upload's bytes are the file's";
 }
 
+// Rounds of the kill loop below: 20 in CI, FLEETPROF_REPLICA_KILLS for a soak
+// (bench/cluster_soak.sh runs 100).
+int ReplicaKillRounds() {
+  const char* rounds = std::getenv("FLEETPROF_REPLICA_KILLS");
+  return rounds != nullptr ? std::clamp(std::atoi(rounds), 1, 100000) : 20;
+}
+
 // 20 rounds: two uploads at once through the replica list, and the replica one of them streams
 // to is killed -9 at a random moment, then restarted. Every upload ends as one profile equal to
 // a one-go upload; the profile list never shows more than were committed, nor a half one.
-TEST_F(ReplicaTest, TwentyReplicaKillsDuringConcurrentUploadsLoseNothingAndShowNothingHalfDone) {
+TEST_F(ReplicaTest, ReplicaKillsDuringConcurrentUploadsLoseNothingAndShowNothingHalfDone) {
   TestCluster replicas[2];
   for (auto& r : replicas) ASSERT_TRUE(r.StartServer("127.0.0.1:0", ReplicaFlags())) << r.ServerLog();
   const std::string gz = CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz");
@@ -336,7 +345,9 @@ TEST_F(ReplicaTest, TwentyReplicaKillsDuringConcurrentUploadsLoseNothingAndShowN
   ASSERT_FALSE(reference.empty());
   std::mt19937 rng(2026);
   std::vector<std::string> ids;
-  for (int round = 0; round < 20; ++round) {
+  std::vector<double> recovery_s;  // from the kill to both uploads answered, per round
+  const int rounds = ReplicaKillRounds();
+  for (int round = 0; round < rounds; ++round) {
     SCOPED_TRACE(round);
     const int victim = round % 2;
     TestCluster& killed = replicas[victim];
@@ -351,6 +362,7 @@ TEST_F(ReplicaTest, TwentyReplicaKillsDuringConcurrentUploadsLoseNothingAndShowN
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(50, 600)(rng)));
     ::kill(killed.server_pid(), SIGKILL);
+    const auto killed_at = std::chrono::steady_clock::now();
     killed.StopServer();
     // Mid-way: what is listed is whole (every listed profile answers its ops).
     CommandResult listed = other.Cli({"profiles", "--job", "soak", "--json"});
@@ -368,7 +380,11 @@ TEST_F(ReplicaTest, TwentyReplicaKillsDuringConcurrentUploadsLoseNothingAndShowN
       ASSERT_FALSE(id.empty()) << out;
       ids.push_back(id);
     }
+    recovery_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count());
   }
+  std::sort(recovery_s.begin(), recovery_s.end());
+  std::cout << "replica kills: " << rounds << ", uploads: " << ids.size() << ", from a kill to both uploads answered: p50 "
+            << recovery_s[recovery_s.size() / 2] << " s, max " << recovery_s.back() << " s" << std::endl;
   std::sort(ids.begin(), ids.end());
   EXPECT_EQ(std::unique(ids.begin(), ids.end()), ids.end()) << "one profile per upload";
   for (const auto& id : ids) {
