@@ -125,6 +125,17 @@ for r in a b c; do
     "$r" "$cold" $((g1 - g0)) "$(echo "$(pct 50 "${warm[@]}") * 1000" | bc -l)" "$(echo "$(pct 99 "${warm[@]}") * 1000" | bc -l)" "$(rss_mb "$r")"
 done
 
+# etcd's share: the keys and values it keeps, and its database pages in use (history compacted
+# by the leader, so nearly all of it is live), per profile and per GiB of its 2 GiB default quota.
+n_profiles=$((profiles + 3 * runs))
+etcd_kv=$(ETCDCTL_API=3 etcdctl --endpoints="http://127.0.0.1:$ec" get --prefix /fleetprof/ -w json 2>/dev/null |
+  /usr/bin/python3 -c 'import base64, json, sys; d = json.load(sys.stdin); print(sum(len(base64.b64decode(k["key"])) + len(base64.b64decode(k.get("value", ""))) for k in d.get("kvs", [])))')
+etcd_in_use=$(curl -s "http://127.0.0.1:$ec/metrics" | awk '$1 == "etcd_mvcc_db_total_size_in_use_in_bytes" {print $2 + 0}')
+etcd_total=$(curl -s "http://127.0.0.1:$ec/metrics" | awk '$1 == "etcd_debugging_mvcc_db_total_size_in_bytes" || $1 == "etcd_mvcc_db_total_size_in_bytes" {v = $2} END {print v + 0}')
+awk -v kv="$etcd_kv" -v u="$etcd_in_use" -v t="$etcd_total" -v n="$n_profiles" 'BEGIN {
+  printf "etcd over %d profiles: %.0f bytes of keys+values per profile, %.0f bytes of database in use per profile (file %.1f MB): %.0f profiles per GiB of its quota\n",
+    n, kv / n, u / n, t / 1e6, 2^30 / (u / n) }'
+
 echo "== 3. one profile's ops view, 20 profiles"
 ids=$("$bin/fleetprof" profiles --job scale --json --server "$(grpc c)" | grep -o '"profile_id":"[^"]*"' | awk -F'"' 'NR <= 20 {print $4}')  # all read: no SIGPIPE under pipefail
 query_all() { local out=(); for id in $ids; do out+=("$(timed_get "$(http c)" "/api/v1/profiles/$id/ops")"); done; echo "${out[@]}"; }

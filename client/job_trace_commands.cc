@@ -43,12 +43,7 @@ std::string ClocksTable(const google::protobuf::RepeatedPtrField<v1::JobTracePro
 int RunJobTrace(const CliOptions& options) {
   v1::JobTraceRequest request;
   if (!FillSelection(options, "job-trace", &request)) return FailUsage("job-trace");
-  request.set_start_ns(options.start_ns);
-  request.set_end_ns(options.end_ns);
-  request.set_resolution_ns(options.resolution_ns);
-  for (const std::string& track : options.tracks) request.add_tracks(track);
-  request.set_search(options.search);
-  request.set_args(options.args_wanted);
+  FillWindowFlags(options, &request);
   auto stub = v1::QueryService::NewStub(MakeChannel(options.server, options.security));
   grpc::ClientContext context;
   SetDeadline(&context, options);

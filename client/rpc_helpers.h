@@ -1,5 +1,8 @@
 #pragma once
-// What every CLI command that calls the server shares: the deadline and the error line.
+// What every CLI command that calls the server shares: the deadline, the error line, and the
+// trace-window flags of the commands that ask for a window.
+
+#include <string>
 
 #include "client/cli.h"
 #include "grpcpp/client_context.h"
@@ -12,5 +15,17 @@ namespace fleetprof::cli {
 int FailRpc(const grpc::Status& status, const CliOptions& options);
 // Applies --timeout_s to one call.
 void SetDeadline(grpc::ClientContext* context, const CliOptions& options);
+
+// The trace-window flags (--start_ns, --end_ns, --resolution_ns, --track, --search, --args) into
+// a request that has them: a profile's window (TraceWindowRequest) or a job's (JobTraceRequest).
+template <typename WindowRequest>
+void FillWindowFlags(const CliOptions& options, WindowRequest* request) {
+  request->set_start_ns(options.start_ns);
+  request->set_end_ns(options.end_ns);
+  request->set_resolution_ns(options.resolution_ns);
+  for (const std::string& track : options.tracks) request->add_tracks(track);
+  request->set_search(options.search);
+  request->set_args(options.args_wanted);
+}
 
 }  // namespace fleetprof::cli

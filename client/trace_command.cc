@@ -55,12 +55,7 @@ int RunTrace(const CliOptions& options) {
   SetDeadline(&context, options);
   v1::TraceWindowRequest request;
   request.set_profile_id(options.args[0]);
-  request.set_start_ns(options.start_ns);
-  request.set_end_ns(options.end_ns);
-  request.set_resolution_ns(options.resolution_ns);
-  for (const std::string& track : options.tracks) request.add_tracks(track);
-  request.set_search(options.search);
-  request.set_args(options.args_wanted);
+  FillWindowFlags(options, &request);
   v1::TraceWindow window;
   grpc::Status s = stub->GetTraceWindow(&context, request, &window);
   if (!s.ok()) return FailRpc(s, options);

@@ -5,6 +5,7 @@
 // storage.h); the cluster puts the same tables in etcd. Everything too big for a catalog
 // record (raw bytes, summaries, event blocks) lives in the blob store (blob_store.h).
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -26,6 +27,9 @@ struct CatalogScan {
   std::string prefix;
   std::string after;
   bool reverse = false;
+  // About how many keys the visitor will take (0: unknown). A store that reads in pages sizes
+  // its first page by it, so a page of 100 profiles costs one read and a whole job few.
+  int64_t expected_keys = 0;
 };
 // Sees one record; returns false to stop the scan.
 using CatalogVisitor = std::function<bool(std::string_view key, std::string_view value)>;

@@ -1,6 +1,7 @@
 #include "storage/profile_table.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "storage/store_keys.h"
@@ -28,6 +29,20 @@ bool Matches(const v1::ProfileInfo& info, const v1::ListProfilesRequest& request
   if (request.start_after_ns() != 0 && info.end_ns() < request.start_after_ns()) return false;
   if (request.end_before_ns() != 0 && info.start_ns() > request.end_before_ns()) return false;
   return true;
+}
+
+// The most selective index for `request`; every other condition is checked on the record.
+CatalogScan IndexScanFor(const v1::ListProfilesRequest& request) {
+  CatalogScan scan;
+  scan.prefix = std::string(keys::kAllIndexPrefix);
+  if (!request.job().empty()) {
+    scan.prefix = keys::JobIndexPrefix(request.job());
+  } else if (!request.labels().empty()) {
+    // Protobuf map order varies between messages; page 2 must pick the same index as page 1.
+    std::map<std::string, std::string> sorted(request.labels().begin(), request.labels().end());
+    scan.prefix = keys::LabelIndexPrefix(sorted.begin()->first, sorted.begin()->second);
+  }
+  return scan;
 }
 
 }  // namespace
@@ -98,31 +113,23 @@ absl::Status ProfileTable::Delete(const std::string& profile_id) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::ProfileInfo> ProfileTable::GetListed(const std::string& profile_id) {
-  if (auto kept = listed_records_.Find(profile_id)) return *kept;
+absl::StatusOr<std::shared_ptr<const v1::ProfileInfo>> ProfileTable::GetListed(const std::string& profile_id) {
+  if (auto kept = listed_records_.Find(profile_id)) return kept;
   auto info = profiles_.Get(profile_id);
-  if (!info.ok()) return info;
+  if (!info.ok()) return info.status();
   const size_t bytes = info->SpaceUsedLong() + profile_id.size();
-  return *listed_records_.Insert(profile_id, std::make_shared<const v1::ProfileInfo>(*info), bytes);
+  return listed_records_.Insert(profile_id, std::make_shared<const v1::ProfileInfo>(*std::move(info)), bytes);
 }
 
 absl::StatusOr<ProfilePage> ProfileTable::List(const v1::ListProfilesRequest& request) {
-  // Scan the most selective index; check every other condition on the record itself.
-  CatalogScan scan;
-  scan.prefix = std::string(keys::kAllIndexPrefix);
-  if (!request.job().empty()) {
-    scan.prefix = keys::JobIndexPrefix(request.job());
-  } else if (!request.labels().empty()) {
-    // Protobuf map order varies between messages; page 2 must pick the same index as page 1.
-    std::map<std::string, std::string> sorted(request.labels().begin(), request.labels().end());
-    scan.prefix = keys::LabelIndexPrefix(sorted.begin()->first, sorted.begin()->second);
-  }
+  CatalogScan scan = IndexScanFor(request);
   const size_t page_size = request.page_size() <= 0 ? 100 : std::min(request.page_size(), 1000);
   if (!request.page_token().empty() &&
       (!keys::FromHex(request.page_token(), &scan.after) || !scan.after.starts_with(scan.prefix))) {
     return absl::InvalidArgumentError("page_token does not belong to this query");
   }
 
+  scan.expected_keys = static_cast<int64_t>(page_size) + 1;  // the page, and whether more follow
   ProfilePage page;
   std::string last;  // the index key of the page's last profile
   absl::Status s = catalog_->Scan(CatalogTable::kIndex, scan, [&](std::string_view key, std::string_view) {
@@ -137,13 +144,37 @@ absl::StatusOr<ProfilePage> ProfileTable::List(const v1::ListProfilesRequest& re
       page.unreadable.push_back(UnreadableRecord{id, std::string(info.status().message())});
       return true;
     }
-    if (!Matches(*info, request)) return true;
-    page.profiles.push_back(*std::move(info));
+    if (!Matches(**info, request)) return true;
+    page.profiles.push_back(**info);
     last = std::string(key);
     return true;
   });
   if (!s.ok()) return s;
   return page;
+}
+
+absl::Status ProfileTable::ForEachListed(const v1::ListProfilesRequest& filter,
+                                         const std::function<absl::Status(const v1::ProfileInfo&)>& visit) {
+  CatalogScan scan = IndexScanFor(filter);
+  scan.expected_keys = std::numeric_limits<int64_t>::max();  // the whole selection
+  absl::Status failed;
+  absl::Status s = catalog_->Scan(CatalogTable::kIndex, scan, [&](std::string_view key, std::string_view) {
+    const std::string id = keys::ProfileIdFromIndexKey(key, scan.prefix.size());
+    auto info = GetListed(id);
+    if (absl::IsNotFound(info.status())) return true;  // deleted meanwhile: never half-visible
+    if (absl::IsDataLoss(info.status())) {
+      unreadable_->Report("profile", id);
+      return true;
+    }
+    if (!info.ok()) {
+      failed = info.status();
+      return false;
+    }
+    if (!Matches(**info, filter)) return true;
+    failed = visit(**info);
+    return failed.ok();
+  });
+  return s.ok() ? failed : s;
 }
 
 absl::Status ProfileTable::ForEachOldestFirst(const std::function<bool(const v1::ProfileInfo&)>& visit) {

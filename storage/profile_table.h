@@ -50,6 +50,11 @@ class ProfileTable {
   // The same for a profile an index scan (List) has just listed: no second catalog read.
   absl::StatusOr<v1::ProfileSummary> GetListedSummary(const std::string& profile_id);
   absl::StatusOr<ProfilePage> List(const v1::ListProfilesRequest& request);
+  // Calls `visit` for every profile `filter` selects (job, labels, time bounds; its page fields
+  // are ignored), newest ingest first, in one scan of the index List would use, until `visit`
+  // fails. Records that do not parse are reported (UnreadableLog) and passed over.
+  absl::Status ForEachListed(const v1::ListProfilesRequest& filter,
+                             const std::function<absl::Status(const v1::ProfileInfo&)>& visit);
   // Deletes every record of the profile in one synced catalog commit (record, index entries,
   // its upload's record), then its summary, original bytes and event store, giving the disk
   // back. NOT_FOUND when there is no such profile.
@@ -68,7 +73,7 @@ class ProfileTable {
   // written once (RequireAbsent) and ids never reused, and the index entry goes in the same
   // commit as the record, so a record kept here is never stale for an id a fresh scan lists.
   // Direct reads by id (Get) do not use it: only the index knows a profile still exists.
-  absl::StatusOr<v1::ProfileInfo> GetListed(const std::string& profile_id);
+  absl::StatusOr<std::shared_ptr<const v1::ProfileInfo>> GetListed(const std::string& profile_id);
   static constexpr size_t kListedRecordBytes = 32 << 20;
   ByteLru<v1::ProfileInfo> listed_records_{kListedRecordBytes};
 };

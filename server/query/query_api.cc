@@ -76,18 +76,11 @@ absl::StatusOr<v1::ListJobsResponse> QueryApi::ListJobs(const v1::ListJobsReques
 
 absl::Status QueryApi::ForEachListed(v1::ListProfilesRequest list, int64_t max, const std::string& too_many,
                                      const std::function<absl::Status(const v1::ProfileInfo&)>& visit) {
-  list.set_page_size(1000);
   int64_t seen = 0;
-  do {
-    auto page = store_->profiles().List(list);
-    if (!page.ok()) return page.status();
-    for (const v1::ProfileInfo& info : page->profiles) {
-      if (++seen > max) return absl::ResourceExhaustedError(too_many);
-      if (absl::Status s = visit(info); !s.ok()) return s;
-    }
-    list.set_page_token(page->next_page_token);
-  } while (!list.page_token().empty());
-  return absl::OkStatus();
+  return store_->profiles().ForEachListed(list, [&](const v1::ProfileInfo& info) {
+    if (++seen > max) return absl::ResourceExhaustedError(too_many);
+    return visit(info);
+  });
 }
 
 absl::StatusOr<v1::GetProfileResponse> QueryApi::GetProfile(const std::string& profile_id) {

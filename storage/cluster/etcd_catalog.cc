@@ -14,9 +14,9 @@
 namespace fleetprof::cluster {
 namespace {
 
-// Keys per Range page: the first page is small (most listings stop early: a page of newest
-// profiles), each next one twice the last up to the cap, so a whole-job scan of 10,000 index
-// entries is 5 round trips instead of 20, and a page of profile records stays a few MiB.
+// Keys per Range page: the first page as many as the scan expects to take, else small (most
+// listings stop early), each next one twice the last up to the cap, so a whole-job scan of
+// 10,000 index entries is 2 round trips, and a page of profile records stays a few MiB.
 constexpr int64_t kFirstPageKeys = 500;
 constexpr int64_t kMaxPageKeys = 8000;
 
@@ -54,7 +54,7 @@ class EtcdCatalog : public Catalog {
     const std::string start = table_prefix + scan.prefix;
     const std::string end = EtcdPrefixEnd(start);
     etcdserverpb::RangeRequest request;
-    request.set_limit(kFirstPageKeys);
+    request.set_limit(scan.expected_keys > 0 ? std::min(kMaxPageKeys, scan.expected_keys) : kFirstPageKeys);
     if (!scan.reverse) {
       // Strictly after `after`: the smallest key greater than it is after + '\0'.
       request.set_key(scan.after.empty() ? start : std::max(start, absl::StrCat(table_prefix, scan.after, std::string(1, '\0'))));

@@ -11,6 +11,7 @@
 #include "httplib.h"
 #include "simdjson.h"
 #include "tests/jobtrace/rank_traces.h"
+#include "tests/platform/http_get.h"
 #include "tests/platform/test_cluster.h"
 #include "tests/test_support.h"
 
@@ -49,13 +50,7 @@ class JobTimelineHttpTest : public ::testing::Test {
     return JsonStringField(r.out, "profile_id");
   }
 
-  std::string Get(const std::string& path, int status = 200) {
-    auto res = http_->Get(path);
-    EXPECT_TRUE(res) << path;
-    if (!res) return "";
-    EXPECT_EQ(res->status, status) << path << ": " << res->body;
-    return res->body;
-  }
+  std::string Get(const std::string& path, int status = 200) { return ExpectGet(*http_, path, status); }
 
   TestCluster cluster_;
   std::unique_ptr<httplib::Client> http_;

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "simdjson.h"
+#include "tests/platform/http_get.h"
 #include "tests/platform/go_pprof.h"
 #include "tests/platform/test_cluster.h"
 #include "tests/test_support.h"
@@ -46,13 +47,7 @@ class FlameHttpTest : public ::testing::Test {
     return JsonStringField(r.out, "profile_id");
   }
 
-  std::string Get(const std::string& path, int status = 200) {
-    auto res = http_->Get(path);
-    EXPECT_TRUE(res) << path;
-    if (!res) return "";
-    EXPECT_EQ(res->status, status) << path << ": " << res->body;
-    return res->body;
-  }
+  std::string Get(const std::string& path, int status = 200) { return ExpectGet(*http_, path, status); }
 
   // Sum of `field` over the rows of `section` of a breakdown answer.
   int64_t SumOf(const std::string& path, const char* section, const char* field) {

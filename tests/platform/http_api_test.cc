@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "simdjson.h"
+#include "tests/platform/http_get.h"
 #include "tests/platform/reference_compare.h"
 #include "tests/platform/test_cluster.h"
 #include "tests/test_support.h"
@@ -53,13 +54,7 @@ class HttpApiTest : public ::testing::Test {
   }
 
   // GETs `path`; expects `status` and returns the body.
-  std::string Get(const std::string& path, int status = 200) {
-    auto res = http_->Get(path);
-    EXPECT_TRUE(res) << path << ": " << httplib::to_string(res.error());
-    if (!res) return "";
-    EXPECT_EQ(res->status, status) << path << ": " << res->body;
-    return res->body;
-  }
+  std::string Get(const std::string& path, int status = 200) { return ExpectGet(*http_, path, status); }
 
   // The CLI's --json output (trailing newline removed).
   std::string CliJson(std::vector<std::string> args) {

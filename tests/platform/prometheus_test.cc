@@ -43,7 +43,8 @@ std::string UrlEncode(const std::string& s) {
   return out;
 }
 
-// The processes the stand-in NVML reports: 4242 and 4343 belong to job "train".
+// The processes the stand-in NVML reports: 4242 and 4343 belong to job "train", both of uid 1000
+// (the agent counts a job's numbers only for the uid that holds its name).
 void WriteFakeProc(const std::string& root) {
   fs::create_directories(root);
   std::ofstream(root + "/stat") << "cpu  100 0 50 800 50 0 0 0 0 0\n";
@@ -51,6 +52,7 @@ void WriteFakeProc(const std::string& root) {
   for (const char* pid : {"4242", "4343"}) {
     fs::create_directories(root + "/" + pid);
     std::ofstream(root + "/" + pid + "/environ") << std::string("FLEETPROF_JOB=train\0", 20);
+    std::ofstream(root + "/" + pid + "/status") << "Name:\tpython\nUid:\t1000\t1000\t1000\t1000\n";
     std::ofstream(root + "/" + pid + "/stat")
         << pid << " (python) S 1 1 1 0 -1 0 0 0 0 0 100 20 0 0 20 0 1 0 5000 1000 100\n";
   }
