@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
+#include "simdjson.h"
 #include "tests/cluster/cluster_engines.h"
 #include "tests/cluster/tcp_proxy.h"
 #include "tests/platform/reference_compare.h"
@@ -244,6 +245,101 @@ TEST_F(ReplicaTest, ACaptureStartedOnOneReplicaReachesAnAgentOnAnother) {
   CommandResult on_a = a.Cli({"captures", "--json"});
   EXPECT_NE(on_a.out.find(id), std::string::npos) << on_a.out;
   EXPECT_NE(b.Cli({"profiles", "--job", "jax-train", "--json"}).out.find("\"node\":\"gpu-a\""), std::string::npos);
+}
+
+// The capture `id` as `server` lists it: its state, and each target's state and error.
+struct SeenCapture {
+  std::string state;
+  std::vector<std::pair<std::string, std::string>> targets;  // (state, error)
+};
+SeenCapture SeeCapture(TestCluster& server, const std::string& id) {
+  SeenCapture seen;
+  CommandResult listed = server.Cli({"captures", "--json"});
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (listed.exit_code != 0 || parser.parse(listed.out).get(doc) != simdjson::SUCCESS) return seen;
+  simdjson::dom::array captures;
+  if (doc["captures"].get(captures) != simdjson::SUCCESS) return seen;
+  for (simdjson::dom::element capture : captures) {
+    std::string_view capture_id, state;
+    if (capture["capture_id"].get(capture_id) != simdjson::SUCCESS || capture_id != id) continue;
+    if (capture["state"].get(state) == simdjson::SUCCESS) seen.state = state;
+    simdjson::dom::array targets;
+    if (capture["targets"].get(targets) != simdjson::SUCCESS) continue;
+    for (simdjson::dom::element target : targets) {
+      std::string_view target_state, error;
+      if (target["state"].get(target_state) != simdjson::SUCCESS) target_state = "";
+      if (target["error"].get(error) != simdjson::SUCCESS) error = "";
+      seen.targets.emplace_back(std::string(target_state), std::string(error));
+    }
+  }
+  return seen;
+}
+
+// kill -9 of the replica a capture's agent streams to, while the capture runs (started on the
+// other replica): the agent moves to the replica still up and the capture ends INDEXED, or
+// FAILED with a reason, never RUNNING for good. Three rounds; the killed replica comes back on
+// its address each time, so the agent's replica list stays right.
+TEST_F(ReplicaTest, ACaptureRunningWhenItsAgentsReplicaIsKilledEndsIndexedOrFailedWithAReason) {
+  const std::string python = "/usr/bin/python3";
+  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py";
+  FLEETPROF_REQUIRE_PATH(python);
+  FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
+  TestCluster replicas[2];
+  for (auto& r : replicas) ASSERT_TRUE(r.StartServer("127.0.0.1:0", ReplicaFlags())) << r.ServerLog();
+  const std::string addresses[2] = {replicas[0].grpc_addr(), replicas[1].grpc_addr()};
+  ChildProcess job;
+  const std::string ready = replicas[0].root() + "/standin.ready";
+  // Each capture lasts its duration (--sleep_ms -1), so it is still running when the replica dies.
+  job.Start({python, standin, "--mode", "emit", "--sleep_ms", "-1", "--record", replicas[0].root() + "/requests.json",
+             "--ready", ready, "--xspace", CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")},
+            replicas[0].root() + "/standin.log");
+  const std::string port_json = WaitForFile(ready, 30);
+  ASSERT_FALSE(port_json.empty()) << "profiler stand-in did not start";
+  const std::string port = port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1);
+  const std::string address = "127.0.0.1:" + std::string(absl::StripAsciiWhitespace(port));
+  ASSERT_GE(replicas[0].StartAgent({"--server=" + addresses[0] + "," + addresses[1], "--node=gpu-k",
+                                    "--target=job=jax-kill,xprof=" + address}),
+            0);
+  // The replica holding the agent's stream: the one whose `agents` says CONNECTED.
+  auto agents_replica = [&]() -> int {
+    for (int r = 0; r < 2; ++r) {
+      if (replicas[r].Cli({"agents", "--json"}).out.find("\"CONNECTED\"") != std::string::npos) return r;
+    }
+    return -1;
+  };
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    int victim = -1;
+    ASSERT_TRUE(Eventually(30, [&] { return (victim = agents_replica()) >= 0; })) << "the agent is connected";
+    TestCluster& killed = replicas[victim];
+    TestCluster& survivor = replicas[1 - victim];
+    CommandResult started = survivor.Cli({"capture", "--job", "jax-kill", "--duration_ms", "2500", "--json"});
+    ASSERT_EQ(started.exit_code, 0) << started.err;
+    const std::string id = JsonStringField(started.out, "capture_id");
+    ASSERT_FALSE(id.empty()) << started.out;
+    ASSERT_TRUE(Eventually(20, [&] {
+      SeenCapture seen = SeeCapture(survivor, id);
+      return !seen.targets.empty() && seen.targets[0].first == "RUNNING";
+    })) << "the agent runs the capture";
+    ::kill(killed.server_pid(), SIGKILL);
+    killed.StopServer();
+    SeenCapture ended;
+    EXPECT_TRUE(Eventually(120, [&] {
+      ended = SeeCapture(survivor, id);
+      return !ended.state.empty() && ended.state != "RUNNING";
+    })) << "still " << ended.state << survivor.ServerLog();
+    ASSERT_EQ(ended.targets.size(), 1u);
+    if (ended.targets[0].first == "INDEXED") {
+      EXPECT_EQ(ended.state, "DONE");
+    } else {
+      EXPECT_EQ(ended.targets[0].first, "FAILED");
+      EXPECT_FALSE(ended.targets[0].second.empty()) << "a failure says why";
+    }
+    std::cout << "round " << round << ": capture " << ended.state << " (" << ended.targets[0].first << " "
+              << ended.targets[0].second << ")" << std::endl;
+    ASSERT_TRUE(killed.StartServer(addresses[victim], ReplicaFlags())) << killed.ServerLog();
+  }
 }
 
 // --server takes the replicas: reads move to another when one dies, and so does the agent.
