@@ -247,6 +247,13 @@ TEST_F(ReplicaTest, ACaptureStartedOnOneReplicaReachesAnAgentOnAnother) {
   EXPECT_NE(b.Cli({"profiles", "--job", "jax-train", "--json"}).out.find("\"node\":\"gpu-a\""), std::string::npos);
 }
 
+// Rounds of a kill loop: `ci` in CI, the environment variable `name` for a soak
+// (bench/cluster_soak.sh).
+int KillRounds(const char* name, int ci) {
+  const char* rounds = std::getenv(name);
+  return rounds != nullptr ? std::clamp(std::atoi(rounds), 1, 100000) : ci;
+}
+
 // The capture `id` as `server` lists it: its state, and each target's state and error.
 struct SeenCapture {
   std::string state;
@@ -278,8 +285,8 @@ SeenCapture SeeCapture(TestCluster& server, const std::string& id) {
 
 // kill -9 of the replica a capture's agent streams to, while the capture runs (started on the
 // other replica): the agent moves to the replica still up and the capture ends INDEXED, or
-// FAILED with a reason, never RUNNING for good. Three rounds; the killed replica comes back on
-// its address each time, so the agent's replica list stays right.
+// FAILED with a reason, never RUNNING for good. Three rounds in CI (FLEETPROF_CAPTURE_KILLS for
+// a soak); the killed replica comes back on its address each time, so the agent's list stays right.
 TEST_F(ReplicaTest, ACaptureRunningWhenItsAgentsReplicaIsKilledEndsIndexedOrFailedWithAReason) {
   const std::string python = "/usr/bin/python3";
   const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py";
@@ -308,7 +315,10 @@ TEST_F(ReplicaTest, ACaptureRunningWhenItsAgentsReplicaIsKilledEndsIndexedOrFail
     }
     return -1;
   };
-  for (int round = 0; round < 3; ++round) {
+  const int rounds = KillRounds("FLEETPROF_CAPTURE_KILLS", 3);
+  int indexed = 0;
+  std::vector<double> ended_s;  // from the kill to the capture's end, per round
+  for (int round = 0; round < rounds; ++round) {
     SCOPED_TRACE(round);
     int victim = -1;
     ASSERT_TRUE(Eventually(30, [&] { return (victim = agents_replica()) >= 0; })) << "the agent is connected";
@@ -323,14 +333,17 @@ TEST_F(ReplicaTest, ACaptureRunningWhenItsAgentsReplicaIsKilledEndsIndexedOrFail
       return !seen.targets.empty() && seen.targets[0].first == "RUNNING";
     })) << "the agent runs the capture";
     ::kill(killed.server_pid(), SIGKILL);
+    const auto killed_at = std::chrono::steady_clock::now();
     killed.StopServer();
     SeenCapture ended;
     EXPECT_TRUE(Eventually(120, [&] {
       ended = SeeCapture(survivor, id);
       return !ended.state.empty() && ended.state != "RUNNING";
     })) << "still " << ended.state << survivor.ServerLog();
+    ended_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count());
     ASSERT_EQ(ended.targets.size(), 1u);
     if (ended.targets[0].first == "INDEXED") {
+      ++indexed;
       EXPECT_EQ(ended.state, "DONE");
     } else {
       EXPECT_EQ(ended.targets[0].first, "FAILED");
@@ -340,6 +353,10 @@ TEST_F(ReplicaTest, ACaptureRunningWhenItsAgentsReplicaIsKilledEndsIndexedOrFail
               << ended.targets[0].second << ")" << std::endl;
     ASSERT_TRUE(killed.StartServer(addresses[victim], ReplicaFlags())) << killed.ServerLog();
   }
+  std::sort(ended_s.begin(), ended_s.end());
+  std::cout << "capture kills: " << rounds << ", captures INDEXED: " << indexed << ", FAILED with a reason: "
+            << rounds - indexed << "; from a kill to the capture's end: p50 " << ended_s[ended_s.size() / 2]
+            << " s, max " << ended_s.back() << " s" << std::endl;
 }
 
 // --server takes the replicas: reads move to another when one dies, and so does the agent.
@@ -420,12 +437,6 @@ TEST_F(ReplicaTest, AnUploadCutByAKilledReplicaResumesOnAnotherToTheSameProfile)
   EXPECT_TRUE(ReadSmallFile(exported) == ReadSmallFile(plain)) << "the resumed upload's bytes are the file's";
 }
 
-// Rounds of the kill loop below: 20 in CI, FLEETPROF_REPLICA_KILLS for a soak
-// (bench/cluster_soak.sh runs 100).
-int ReplicaKillRounds() {
-  const char* rounds = std::getenv("FLEETPROF_REPLICA_KILLS");
-  return rounds != nullptr ? std::clamp(std::atoi(rounds), 1, 100000) : 20;
-}
 
 // 20 rounds: two uploads at once through the replica list, and the replica one of them streams
 // to is killed -9 at a random moment, then restarted. Every upload ends as one profile equal to
@@ -443,7 +454,7 @@ TEST_F(ReplicaTest, ReplicaKillsDuringConcurrentUploadsLoseNothingAndShowNothing
   std::vector<std::string> ids;
   std::vector<double> recovery_s;  // from the kill to both uploads answered, per round
   std::set<std::string> whole;       // listed mid-way and found whole
-  const int rounds = ReplicaKillRounds();
+  const int rounds = KillRounds("FLEETPROF_REPLICA_KILLS", 20);
   for (int round = 0; round < rounds; ++round) {
     SCOPED_TRACE(round);
     const int victim = round % 2;
