@@ -297,6 +297,7 @@ void CaptureRunner::Execute(const v1::CaptureCommand& command) {
   // Bounded length whatever the node name, and not computable by others from the capture's
   // public values (the id then cannot be taken first): the capture id plus random bytes.
   upload.upload_id = absl::StrCat(SafeFileName(command.capture_id()), "-", RandomHex(8));
+  upload.max_bytes = trace->size_bytes();  // what was checked: a job's file may grow after
   upload.cancelled = [this] { return cancelled(); };
   upload.labels["capture_id"] = command.capture_id();
   upload.labels["source"] = "capture";

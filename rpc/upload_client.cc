@@ -1,5 +1,6 @@
 #include "rpc/upload_client.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -63,7 +64,7 @@ grpc::Status SendOnce(v1::IngestService::Stub& stub, const UploadOptions& option
       context.TryCancel();
       break;
     }
-    file.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    file.read(buffer.data(), static_cast<std::streamsize>(std::min<int64_t>(buffer.size(), size - sent)));
     std::streamsize got = file.gcount();
     if (got <= 0) break;
     request.Clear();
@@ -81,8 +82,9 @@ grpc::Status SendOnce(v1::IngestService::Stub& stub, const UploadOptions& option
 absl::StatusOr<v1::UploadResponse> UploadFile(const std::shared_ptr<grpc::Channel>& channel,
                                               const UploadOptions& options) {
   std::error_code ec;
-  const auto size = std::filesystem::file_size(options.path, ec);
+  auto size = std::filesystem::file_size(options.path, ec);
   if (ec) return absl::NotFoundError(absl::StrCat("cannot read ", options.path, ": ", ec.message()));
+  if (options.max_bytes >= 0) size = std::min<decltype(size)>(size, static_cast<decltype(size)>(options.max_bytes));
   const std::string upload_id =
       options.upload_id.empty() ? absl::StrCat("cli-", RandomHex(12)) : options.upload_id;
   auto stub = v1::IngestService::NewStub(channel);

@@ -25,6 +25,9 @@ struct UploadOptions {
   std::map<std::string, std::string> labels;
   int max_attempts = 5;
   int64_t chunk_bytes = 1 << 20;
+  // Sends at most this many bytes (-1: the file's size when the upload starts). A file another
+  // process writes (a job's trace) may grow after its size was checked: the checked size holds.
+  int64_t max_bytes = -1;
   // Called after each chunk with bytes sent so far and the file size.
   std::function<void(int64_t sent, int64_t total)> progress;
   // Polled between chunks and attempts; true abandons the upload (the server keeps what it
