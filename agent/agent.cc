@@ -64,7 +64,10 @@ absl::Status Agent::Start() {
   job_owners_ = std::make_shared<JobOwners>(
       std::max<std::chrono::milliseconds>(std::chrono::seconds(60),
                                           3 * std::chrono::milliseconds(config_.discover_interval_ms)),
-      [&conflicts] { conflicts.Increment(); });
+      [&conflicts] { conflicts.Increment(); }, config_.job_owners_file);
+  if (absl::Status s = job_owners_->LoadAssignments(); !s.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("--job_owners_file: ", s.message()));
+  }
   if (absl::Status s = StartMetrics(); !s.ok()) return s;
   auto channel = MakeChannel(config_.server, config_.security);
   TraceUploaderOptions uploads;

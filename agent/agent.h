@@ -41,6 +41,8 @@ struct AgentConfig {
   std::string kineto_trace_dir = "/tmp/fleetprof_traces";
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string proc_root = "/proc";
+  // "UID JOB" lines from the job scheduler (collectors/job_owners.h); empty: first claim wins.
+  std::string job_owners_file;
   int64_t scan_interval_ms = 1000;
   int64_t settle_ms = 2000;
   int64_t sample_interval_ms = 10000;

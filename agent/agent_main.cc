@@ -54,6 +54,9 @@ int main(int argc, char** argv) {
   set.AddString("nvml_library", &config.nvml_library,
                 "NVML library to dlopen for device metrics (empty: no device metrics)");
   set.AddString("proc_root", &config.proc_root, "procfs mount, for target discovery and host metrics");
+  set.AddString("job_owners_file", &config.job_owners_file,
+                "\"UID JOB\" lines a scheduler's prolog writes (root's, not group/other-writable; re-read on change): "
+                "a listed job's processes are its uid's alone (empty: a name is the first claimer's, root's before others')");
   set.AddInt("scan_interval_ms", &config.scan_interval_ms, "how often trace folders are scanned");
   set.AddInt("settle_ms", &config.settle_ms, "a trace file counts as finished once unchanged this long");
   set.AddInt("sample_interval_ms", &config.sample_interval_ms, "how often device and host metrics are sampled");

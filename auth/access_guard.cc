@@ -1,11 +1,5 @@
 #include "auth/access_guard.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <mutex>
 
 #include "absl/strings/ascii.h"
@@ -15,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "auth/token_hash.h"
+#include "common/operator_file.h"
 
 namespace fleetprof {
 namespace {
@@ -45,45 +40,10 @@ std::string ScopeList(uint32_t scopes) {
   return names.empty() ? "none" : absl::StrJoin(names, ",");
 }
 
-// Whoever may write the tokens file may grant themselves every scope: it must belong to root
-// or to this server's user and be writable by nobody else. The file is opened once and that
-// open file is both judged (fstat) and read, so nothing can be swapped in between; open()
-// follows links, so a Kubernetes Secret's chain of symlinks is judged by the file it ends at.
+// Whoever may write the tokens file may grant themselves every scope (common/operator_file.h).
+// It holds hashes of the tokens, no secret.
 absl::StatusOr<std::string> ReadTokensFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return absl::NotFoundError(absl::StrCat("tokens file ", path, ": ", std::strerror(errno)));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat("tokens file ", path, " is not a regular file"));
-  }
-  if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
-    return absl::PermissionDeniedError(absl::StrCat("tokens file ", path, " belongs to uid ", st.st_uid,
-                                                    ": it must belong to root or to this server's user (uid ",
-                                                    ::geteuid(), ")"));
-  }
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return absl::PermissionDeniedError(absl::StrCat("tokens file ", path, " is writable by its group or others (mode ",
-                                                    absl::StrFormat("%04o", st.st_mode & 07777),
-                                                    "): anyone who may write it may grant themselves any scope; chmod go-w"));
-  }
-  std::string text;
-  char buffer[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return absl::InternalError(absl::StrCat("tokens file ", path, ": ", std::strerror(errno)));
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-    if (text.size() > kMaxTokensFileBytes) {
-      return absl::InvalidArgumentError(absl::StrCat("tokens file ", path, " is larger than ", kMaxTokensFileBytes,
-                                                     " bytes"));
-    }
-  }
-  return text;
+  return ReadOperatorFile({.what = "tokens file", .max_bytes = kMaxTokensFileBytes}, path);
 }
 
 }  // namespace

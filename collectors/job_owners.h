@@ -6,6 +6,12 @@
 // (plus `keep`); a process of another uid that claims it meanwhile is flagged (logged once,
 // counted) and is never a target of that job. Thread-safe: the Kineto endpoint and the /proc
 // discovery of XLA jobs share one, so a name is bound across both kinds of target.
+//
+// First come is only the fallback, since any user may start a process naming a job before the
+// job does. Two things outrank it: root's processes (no user can start one, so root's jobs
+// cannot be squatted: a name another uid holds moves to root), and the scheduler's word — the
+// assignments file (--job_owners_file), "UID JOB" lines that a Slurm prolog or a node's job
+// launcher writes: a listed name is that uid's (and root's) alone, whoever claimed it first.
 
 #include <chrono>
 #include <cstdint>
@@ -17,6 +23,7 @@
 #include <tuple>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 
 namespace fleetprof {
@@ -25,11 +32,18 @@ class JobOwners {
  public:
   using Clock = std::chrono::steady_clock;
   // `on_conflict` runs (outside the lock) once per newly flagged (job, uid, pid): a metric.
-  explicit JobOwners(Clock::duration keep = std::chrono::seconds(60), std::function<void()> on_conflict = {});
+  // `assignments_file`: empty for none; else re-read when it changes, at most once a second.
+  explicit JobOwners(Clock::duration keep = std::chrono::seconds(60), std::function<void()> on_conflict = {},
+                     std::string assignments_file = {});
+
+  // Reads the assignments file now: an error (unreadable, not the operator's, malformed) keeps
+  // the assignments in force. Claim calls it once a second and logs an error once per change.
+  absl::Status LoadAssignments();
 
   // True when process `pid` of `uid` may carry `job`: the name is free (it is bound to uid
   // now) or uid's already (the binding is refreshed). "unassigned" is nobody's: always true.
-  // False for an unknown uid (< 0) and for a name another uid holds.
+  // False for an unknown uid (< 0), for a name another uid holds (root's processes take it
+  // over instead) and for a name the assignments file gives to another uid.
   bool Claim(const std::string& job, int64_t uid, int32_t pid);
   // The uid that holds `job` now, nullopt when nobody does.
   std::optional<int64_t> OwnerOf(const std::string& job) const;
@@ -42,6 +56,10 @@ class JobOwners {
     Clock::time_point last_claim;
   };
   void SweepLocked(Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `uid` may hold `job` now, refreshing or moving its binding.
+  bool MayHoldLocked(const std::string& job, int64_t uid, Clock::time_point now, int64_t* holder)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MaybeReload(Clock::time_point now) ABSL_LOCKS_EXCLUDED(mu_);
 
   const Clock::duration keep_;
   const std::function<void()> on_conflict_;
@@ -50,6 +68,11 @@ class JobOwners {
   // Claims already flagged, so a process seen every scan is logged and counted once.
   std::set<std::tuple<std::string, int64_t, int32_t>> flagged_ ABSL_GUARDED_BY(mu_);
   int64_t conflicts_ ABSL_GUARDED_BY(mu_) = 0;
+
+  const std::string assignments_file_;
+  std::map<std::string, int64_t> assigned_ ABSL_GUARDED_BY(mu_);  // job -> uid, from the file
+  Clock::time_point next_reload_ ABSL_GUARDED_BY(mu_){};
+  std::string file_signature_ ABSL_GUARDED_BY(mu_);  // of the version read (or refused) last
 };
 
 }  // namespace fleetprof

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/flags.h"
+#include "common/operator_file.h"
 #include "common/runtime.h"
 #include "storage/cluster/s3_credentials.h"
 
@@ -85,8 +86,10 @@ absl::StatusOr<cluster::ClusterStoreOptions> ClusterFlags::StoreOptions() const 
                                  std::tuple{"etcd_cert_file", &etcd_cert_file, &options.etcd.cert_pem},
                                  std::tuple{"etcd_key_file", &etcd_key_file, &options.etcd.key_pem}}) {
     if (path->empty()) continue;
-    absl::StatusOr<std::string> read = ReadFileUpTo(*path, 1 << 20);
-    if (!read.ok()) return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", *path, ": ", read.status().message()));
+    // The client key is a secret; the CA decides whom we trust: both are the operator's files.
+    absl::StatusOr<std::string> read =
+        ReadOperatorFile({.what = absl::StrCat("--", flag), .secret = pem == &options.etcd.key_pem}, *path);
+    if (!read.ok()) return read.status();
     *pem = *std::move(read);
   }
   options.etcd_prefix = etcd_prefix;

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "auth/exposure.h"
 #include "common/flags.h"
+#include "common/operator_file.h"
 #include "common/runtime.h"
 
 namespace fleetprof {
@@ -65,8 +66,9 @@ absl::StatusOr<TlsPem> ServerFlags::Check() const {
   for (auto [path, out] : {std::pair{&security.tls_cert, &pem.cert}, {&security.tls_key, &pem.key},
                            {&security.tls_client_ca, &pem.client_ca}}) {
     if (path->empty()) continue;
-    auto text = ReadFileUpTo(*path, 1 << 20);
-    if (!text.ok() || text->empty()) return absl::InvalidArgumentError(absl::StrCat("cannot read TLS file ", *path));
+    auto text = ReadOperatorFile({.what = "TLS file", .secret = out == &pem.key}, *path);
+    if (!text.ok()) return text.status();
+    if (text->empty()) return absl::InvalidArgumentError(absl::StrCat("TLS file ", *path, " is empty"));
     *out = *std::move(text);
   }
   ListenerSecurity exposure;

@@ -1,10 +1,11 @@
 #include "storage/cluster/s3_credentials.h"
 
 #include <cstdlib>
-#include <fstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/operator_file.h"
 
 namespace fleetprof::cluster {
 namespace {
@@ -24,10 +25,10 @@ absl::Status LoadS3Credentials(const std::string& file, S3Settings* settings) {
 
   std::string profile = Env("AWS_PROFILE");
   if (profile.empty()) profile = "default";
-  std::ifstream in(file);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("--s3_credentials_file ", file, ": cannot be read"));
-  std::string line, section;
-  while (std::getline(in, line)) {
+  absl::StatusOr<std::string> contents = ReadOperatorFile({.what = "--s3_credentials_file", .secret = true}, file);
+  if (!contents.ok()) return contents.status();
+  std::string section;
+  for (absl::string_view line : absl::StrSplit(*contents, '\n')) {
     absl::string_view text = absl::StripAsciiWhitespace(line);
     if (text.empty() || text[0] == '#' || text[0] == ';') continue;
     if (text.front() == '[' && text.back() == ']') {

@@ -119,6 +119,25 @@ TEST_F(HostCollectorTest, AnotherUidNamingAHeldJobAddsNothingToIt) {
   EXPECT_DOUBLE_EQ(*ValueOf(unchecked, "fleetprof_job_cpu_seconds_total", {{"job", "train"}}), 145.0);
 }
 
+// Issue 21: a process of uid 1001 that named root's job before root's job ran held the name,
+// and root's job then showed the squatter's CPU and memory instead of its own. Root's
+// processes take the name over: the job's numbers are root's, the squatter adds nothing.
+TEST_F(HostCollectorTest, ASquatterWhoNamedRootsJobFirstDoesNotReplaceItsNumbers) {
+  auto owners = std::make_shared<JobOwners>();
+  for (int pid : {100, 200, 400}) proc_.Write(absl::StrCat(pid, "/status"), "Name:\tpy\nUid:\t0\t0\t0\t0\n");
+  AddProcess(500, "FLEETPROF_JOB=train", StatLine(500, 7000, 7000, 8000, 77777));
+  proc_.Write("500/status", "Name:\tpy\nUid:\t1001\t1001\t1001\t1001\n");
+  ASSERT_TRUE(owners->Claim("train", 1001, 500));  // the squatter was there first
+  HostCollector owned({.proc_root = proc_.root(), .ticks_per_second = 100, .page_size_bytes = 4096,
+                       .job_owners = owners});
+  exporter_.ExportHost(owned.Sample());
+  exporter_.ExportHost(owned.Sample());  // the squatter's process is flagged from the second scan on
+  auto all = ParseExposition(SerializeRegistry(*registry_));
+  EXPECT_EQ(ValueOf(all, "fleetprof_job_resident_memory_bytes", {{"job", "train"}}), 1500 * kPage);
+  EXPECT_EQ(owners->OwnerOf("train"), 0);
+  EXPECT_EQ(owners->conflicts(), 1);
+}
+
 TEST_F(HostCollectorTest, JobCpuCounterKeepsTimeOfExitedProcess) {
   SampleAndScrape();
   proc_.Write("100/stat", StatLine(100, 400, 100, 5000, 1000));  // +1 s

@@ -1,8 +1,13 @@
 #include "collectors/target_discovery.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "collectors/job_owners.h"
 #include "gtest/gtest.h"
@@ -117,6 +122,95 @@ TEST(JobOwnersTest, ANameIsTheFirstClaimersUntilItsProcessesStopClaimingIt) {
   EXPECT_TRUE(owners.Claim("train", 1001, 11)) << "free again once uid 1000 stopped claiming it";
   EXPECT_FALSE(owners.Claim("train", 1000, 10));
   EXPECT_EQ(owners.conflicts(), 2);
+}
+
+// Issue 21: a user who started a process naming root's job before it ran held the name, and
+// root's processes were then flagged (and their metrics replaced by the squatter's). No user
+// can start a process as root, so root's claim moves the name.
+TEST(JobOwnersTest, RootsProcessesTakeANameAnotherUidHolds) {
+  JobOwners owners(std::chrono::seconds(60));
+  EXPECT_TRUE(owners.Claim("rootjob", 1001, 20)) << "the squatter came first";
+  EXPECT_TRUE(owners.Claim("rootjob", 0, 21));
+  EXPECT_EQ(owners.OwnerOf("rootjob"), 0);
+  EXPECT_FALSE(owners.Claim("rootjob", 1001, 20)) << "from now on the squatter's process is flagged";
+  EXPECT_TRUE(owners.Claim("rootjob", 0, 22));
+  EXPECT_EQ(owners.conflicts(), 1);
+}
+
+class JobOwnersFileTest : public ::testing::Test {
+ protected:
+  void Write(const std::string& text) {
+    // A new file renamed over the old one, as a prolog's `sed -i` does: a new inode.
+    const std::string next = path_ + ".next";
+    std::ofstream(next) << text;
+    ASSERT_EQ(::chmod(next.c_str(), 0644), 0);
+    ASSERT_EQ(::rename(next.c_str(), path_.c_str()), 0);
+  }
+  void SetUp() override {
+    char pattern[] = "/tmp/fleetprof-owners-XXXXXX";
+    dir_ = mkdtemp(pattern);
+    path_ = dir_ + "/job_owners";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string dir_;
+  std::string path_;
+};
+
+// The scheduler's word (--job_owners_file) outranks who came first: a listed job is its uid's
+// and root's only, even when another uid's process named it first.
+TEST_F(JobOwnersFileTest, AListedJobIsItsUidsWhoeverClaimedItFirst) {
+  Write("# written by the Slurm prolog\n1000 4242\n1002   llama 70b pretrain  \n\n");
+  JobOwners owners(std::chrono::seconds(60), {}, path_);
+  ASSERT_TRUE(owners.LoadAssignments().ok());
+  EXPECT_FALSE(owners.Claim("4242", 1001, 30)) << "squatter of a listed Slurm job id";
+  EXPECT_TRUE(owners.Claim("4242", 1000, 31));
+  EXPECT_TRUE(owners.Claim("4242", 0, 32)) << "root may carry any job";
+  EXPECT_TRUE(owners.Claim("llama 70b pretrain", 1002, 33)) << "the name is the rest of the line";
+  EXPECT_EQ(owners.OwnerOf("llama 70b pretrain"), 1002);
+  EXPECT_TRUE(owners.Claim("free", 1001, 34)) << "an unlisted name: the first claimer's";
+  // The prolog of the next job: the file changes, and a claim a second later sees it.
+  EXPECT_TRUE(owners.Claim("4243", 1001, 35)) << "not listed yet: the first claimer's";
+  Write("1000 4242\n1003 4243\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_FALSE(owners.Claim("4243", 1001, 35)) << "listed now: the squatter loses it";
+  EXPECT_TRUE(owners.Claim("4243", 1003, 36));
+  EXPECT_TRUE(owners.Claim("llama 70b pretrain", 1001, 37)) << "no longer listed";
+}
+
+TEST_F(JobOwnersFileTest, AFileThatIsWrongKeepsTheAssignmentsInForce) {
+  Write("1000 4242\n");
+  JobOwners owners(std::chrono::seconds(60), {}, path_);
+  ASSERT_TRUE(owners.LoadAssignments().ok());
+  for (const auto& [text, error] : std::vector<std::pair<std::string, std::string>>{
+           {"1000 4242\n1001 4242\n", "line 2: job '4242' is already given to a uid on line 1"},
+           {"alice 4242\n", "line 1: expected \"UID JOB\" with a numeric uid"},
+           {"-1 4242\n", "numeric uid"},
+           {"1000\n", "numeric uid"},
+           {"1000 unassigned\n", "not \"unassigned\""},
+           {"1000 bad\x01name\n", "printable UTF-8"}}) {
+    Write(text);
+    absl::Status loaded = owners.LoadAssignments();
+    EXPECT_NE(loaded.message().find(error), std::string::npos) << text << ": " << loaded;
+    EXPECT_EQ(owners.OwnerOf("4242"), 1000) << "the assignments read before stay: " << text;
+  }
+  // Whoever may write the file could give themselves any job: it is the operator's alone.
+  Write("1001 4242\n");
+  ASSERT_EQ(::chmod(path_.c_str(), 0666), 0);
+  absl::Status writable = owners.LoadAssignments();
+  EXPECT_NE(writable.message().find("writable by its group or others (mode 0666)"), std::string::npos) << writable;
+  EXPECT_EQ(owners.OwnerOf("4242"), 1000);
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chmod(path_.c_str(), 0644), 0);
+    ASSERT_EQ(::chown(path_.c_str(), 1001, 1001), 0);
+    absl::Status foreign = owners.LoadAssignments();
+    EXPECT_NE(foreign.message().find("belongs to uid 1001"), std::string::npos) << foreign;
+  }
+  // A FIFO is refused at once, never waited on.
+  ASSERT_EQ(::unlink(path_.c_str()), 0);
+  ASSERT_EQ(::mkfifo(path_.c_str(), 0600), 0);
+  absl::Status fifo = owners.LoadAssignments();
+  EXPECT_NE(fifo.message().find("is not a regular file"), std::string::npos) << fifo;
+  EXPECT_EQ(owners.OwnerOf("4242"), 1000);
 }
 
 TEST(TargetFlagTest, ParsesJobAndAddressInAnyOrder) {

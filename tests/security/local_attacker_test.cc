@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -450,6 +451,100 @@ TEST(LocalAttacker, SecondUserCannotJoinRootsXlaJobByName) {
   EXPECT_EQ(std::stod(metrics.substr(value + 1)), 2.0) << "each impostor flagged once: " << metrics.substr(at, 120);
   cluster.StopAgent(agent);
   fs::remove_all(kineto_dir);
+}
+
+// The value of the first series of `family` whose labels include `label`, -1 when none.
+double MetricValue(const std::string& exposition, const std::string& family, const std::string& label) {
+  std::istringstream lines(exposition);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(family + "{", 0) != 0 || line.find(label) == std::string::npos) continue;
+    return std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return -1;
+}
+
+// Resident bytes of process `pid` as the agent counts them (/proc/PID/statm, pages).
+double ResidentBytes(pid_t pid) {
+  std::ifstream statm(absl::StrCat("/proc/", pid, "/statm"));
+  uint64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+}
+
+// The squatter, as the final attack of issue 21 found it after 4a69254: a uid-1001 process
+// started with root's job name before root's job held the name, so root's job was flagged and
+// `fleetprof_job_resident_memory_bytes{job=...}` showed the squatter's 1.5 MB instead of root's
+// 315 MB. Root's processes now take the name over; and a name the scheduler gave to a uid in
+// --job_owners_file is that uid's alone, whoever named it first.
+TEST(LocalAttacker, ASquatterOfRootsJobNameLosesItWhenRootsJobStarts) {
+  REQUIRE_ROOT();
+  const std::string python = "/usr/bin/python3";
+  FLEETPROF_REQUIRE_PATH(python);
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer()) << cluster.ServerLog();
+  const std::string owners_file = cluster.root() + "/job_owners";
+  std::ofstream(owners_file) << "# the scheduler's prolog\n1002 slurm-77\n";
+  const int agent = cluster.StartAgent(
+      {"--discover_interval_ms=200", "--sample_interval_ms=200", "--job_owners_file=" + owners_file});
+  ASSERT_GE(agent, 0);
+  const auto agents = [&] { return cluster.Cli({"agents", "--json"}).out; };
+  const auto squat = [&](const char* job, const char* addr) {
+    return RunAsAttacker([&] {
+      const char* argv[] = {"/bin/sleep", "120", nullptr};
+      const std::string job_env = std::string("FLEETPROF_JOB=") + job;
+      const std::string addr_env = std::string("FLEETPROF_XPROF_ADDR=") + addr;
+      const char* env[] = {job_env.c_str(), addr_env.c_str(), nullptr};
+      ::execve(argv[0], const_cast<char* const*>(argv), const_cast<char* const*>(env));
+      ::_exit(98);
+    });
+  };
+  const pid_t squatter = squat("root-late", "127.0.0.1:9016");
+  const pid_t listed_squatter = squat("slurm-77", "127.0.0.1:9017");
+  struct ReapOnExit {
+    pid_t a, b;
+    ~ReapOnExit() {
+      Reap(a);
+      Reap(b);
+    }
+  } reap{squatter, listed_squatter};
+  const std::string squatter_entry = absl::StrCat("\"pid\":", squatter, ",");
+  ASSERT_TRUE(Eventually(15, [&] { return agents().find(squatter_entry) != std::string::npos; }))
+      << "first come: the squatter holds the unlisted name until root's job runs\n" << agents();
+
+  ChildProcess job;  // root's job: a Python process, far larger than the squatter's sleep
+  job.Start({python, "-c", "import time; time.sleep(120)"}, cluster.root() + "/root-late.log",
+            {"FLEETPROF_JOB=root-late", "FLEETPROF_XPROF_ADDR=127.0.0.1:9018"});
+  const std::string root_entry = absl::StrCat("\"pid\":", job.pid(), ",");
+  ASSERT_TRUE(Eventually(15, [&] {
+    const std::string listed = agents();
+    return listed.find(root_entry) != std::string::npos && listed.find(squatter_entry) == std::string::npos;
+  })) << agents();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // five scans and samples more
+  const std::string listed = agents();
+  std::cout << "agents after root's job started:\n" << listed << std::endl;
+  EXPECT_EQ(Occurrences(listed, "\"job\":\"root-late\""), 1u) << listed;
+  EXPECT_EQ(listed.find(absl::StrCat("\"pid\":", listed_squatter, ",")), std::string::npos)
+      << "slurm-77 is uid 1002's by the owners file" << listed;
+  EXPECT_EQ(listed.find("slurm-77"), std::string::npos) << listed;
+
+  // The job's memory is root's process's, not the squatter's nor both (sampled every 200 ms).
+  std::string metrics;
+  double shown = -1, own = 0;
+  EXPECT_TRUE(Eventually(10, [&] {
+    metrics = HttpGet(cluster.agent_metrics_addr(agent), "/metrics");
+    shown = MetricValue(metrics, "fleetprof_job_resident_memory_bytes", "job=\"root-late\"");
+    own = ResidentBytes(job.pid());
+    // Python's resident set moves by a few pages between the agent's sample and ours; the
+    // squatter's process is 1.5 MB, so root's alone, root's plus the squatter's and the
+    // squatter's alone are far apart.
+    return std::abs(shown - own) < 0.05 * own;
+  })) << "shown " << shown << " bytes, root's process holds " << own << ", the squatter " << ResidentBytes(squatter);
+  std::cout << "fleetprof_job_resident_memory_bytes{job=\"root-late\"} = " << shown << " (root's process: " << own
+            << ", the squatter: " << ResidentBytes(squatter) << ")" << std::endl;
+  EXPECT_EQ(MetricValue(metrics, "fleetprof_job_resident_memory_bytes", "job=\"slurm-77\""), -1) << metrics;
+  EXPECT_GE(MetricValue(metrics, "fleetprof_agent_job_name_conflicts_total", "node="), 2.0)
+      << "both squatters flagged: " << metrics;
+  cluster.StopAgent(agent);
 }
 
 // Item 7: an XLA job on the node's filesystem writes its trace itself, into a folder only its
