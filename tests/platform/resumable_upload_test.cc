@@ -249,5 +249,34 @@ TEST(ResumableUploadTest, ABusyServerIsToldApartFromAnUnreachableOne) {
   EXPECT_NE(nobody.status().message().find("server unreachable"), std::string::npos) << nobody.status();
 }
 
+// Issue 21's final attack: a job's trace that grows after the agent checked its size (uid 1001
+// truncated its file to 60 MB when it saw the agent open it) was uploaded to its new end, past
+// --max_trace_mb: the upload took the file's size when it started. The checked size
+// (UploadOptions.max_bytes) bounds what is sent, whatever the file has become since.
+TEST(ResumableUploadTest, AFileThatGrewAfterItsSizeWasCheckedIsSentOnlyUpToThatSize) {
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer());
+  const std::string path = cluster.root() + "/growing.pt.trace.json";
+  const std::string trace =
+      R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":2}]})";
+  std::ofstream(path) << trace;
+  const int64_t checked = static_cast<int64_t>(std::filesystem::file_size(path));  // the agent's check
+  std::ofstream(path, std::ios::app) << std::string(4 << 20, ' ');                  // the job's growth
+  UploadOptions options;
+  options.path = path;
+  options.job = "growing";
+  options.max_bytes = checked;
+  auto channel = grpc::CreateChannel(cluster.grpc_addr(), grpc::InsecureChannelCredentials());
+  auto uploaded = UploadFile(channel, options);
+  ASSERT_TRUE(uploaded.ok()) << uploaded.status();
+  EXPECT_EQ(uploaded->profile().size_bytes(), checked);
+  // Without the bound the whole grown file goes (what 4a69254 closed for captures).
+  options.max_bytes = -1;
+  options.upload_id = "unbounded";
+  auto unbounded = UploadFile(channel, options);
+  ASSERT_TRUE(unbounded.ok()) << unbounded.status();
+  EXPECT_EQ(unbounded->profile().size_bytes(), checked + (4 << 20));
+}
+
 }  // namespace
 }  // namespace fleetprof::testing
