@@ -25,6 +25,7 @@ constexpr char kUsage[] =
 }  // namespace
 
 int main(int argc, char** argv) {
+  fleetprof::KeepLargeBuffersInTheHeap();
   fleetprof::BlockShutdownSignals();
   fleetprof::AgentConfig config;
   config.node = fleetprof::HostName();

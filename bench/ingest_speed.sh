@@ -33,7 +33,7 @@ work=$(mktemp -d /tmp/fleetprof-ingest-speed-XXXXXX)
 server=""
 trap '[[ -n $server ]] && kill $server 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 "$bin/fleetprof-server" --grpc_addr=127.0.0.1:0 --http_addr=127.0.0.1:0 --data_dir="$work/db" \
-  --ready_file="$work/ready" --log_level=warn &
+  --ready_file="$work/ready" --log_level=debug 2>"$work/server.log" &
 server=$!
 for _ in $(seq 400); do [[ -f $work/ready ]] && break; sleep 0.05; done
 addr=$(sed -E 's/.*"grpc":"([^"]+)".*/\1/' "$work/ready")
@@ -60,6 +60,13 @@ awk -v b="$bytes" -v a="$a" -v u="$u" -v n="$runs" 'BEGIN {
   printf "file %.1f MB, %d rounds alternated\n", b/1e6, n
   printf "  analyze        median %6.0f ms  %6.0f MB/s\n", a*1000, b/1e6/a
   printf "  upload+index   median %6.0f ms  %6.0f MB/s  speed = %.2f of analyze\n", u*1000, b/1e6/u, a/u
+}'
+# The server's own account of each upload (upload_session.cc, at --log_level=debug).
+phase() { grep -o "$1=[0-9.]*" "$work/server.log" | head -n "$runs" | cut -d= -f2; }
+awk -v r="$(median $(phase receive_s))" -v a="$(median $(phase analysis_after_stream_s))" \
+    -v c="$(median $(phase commit_s))" 'BEGIN {
+  printf "  server phases  median: receive+store+analyse %.0f ms, analysis after the last chunk %.0f ms, commit %.0f ms\n",
+    r*1000, a*1000, c*1000
 }'
 
 # One upload alone, then CONCURRENT at once: total throughput and the server's CPU per GB.

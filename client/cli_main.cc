@@ -7,6 +7,7 @@
 #include "client/cli.h"
 #include "client/commands.h"
 #include "common/flags.h"
+#include "common/runtime.h"
 
 namespace fleetprof::cli {
 
@@ -31,6 +32,7 @@ bool ParseLabels(const std::vector<std::string>& labels, std::map<std::string, s
 }  // namespace fleetprof::cli
 
 int main(int argc, char** argv) {
+  fleetprof::KeepLargeBuffersInTheHeap();
   using fleetprof::cli::CliOptions;
   CliOptions options;
   if (const char* env = std::getenv("FLEETPROF_SERVER"); env != nullptr && *env != '\0') {

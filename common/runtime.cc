@@ -1,5 +1,6 @@
 #include "common/runtime.h"
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <signal.h>
@@ -63,6 +64,11 @@ int64_t RaiseOpenFileLimit() {
     if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
   }
   return limit.rlim_cur == RLIM_INFINITY ? int64_t{1} << 20 : static_cast<int64_t>(limit.rlim_cur);
+}
+
+void KeepLargeBuffersInTheHeap() {
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
 }
 
 std::string HostName() {
