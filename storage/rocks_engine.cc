@@ -55,6 +55,15 @@ rocksdb::ColumnFamilyOptions FamilyOptions(int family) {
     table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
     options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   }
+  if (family == rocks::kRaw) {
+    // Uploaded bytes go to blob files at flush, and the table files hold only their keys:
+    // concurrent uploads interleave their chunks in one memtable, so their table files overlap
+    // and compaction would otherwise decompress and recompress every uploaded byte again.
+    options.enable_blob_files = true;
+    options.min_blob_size = 4096;
+    options.blob_compression_type = rocksdb::kZSTD;
+    options.enable_blob_garbage_collection = true;
+  }
   // Raw uploads are large and written once: small memtables keep ingest memory flat.
   options.write_buffer_size = (family == rocks::kRaw || family == rocks::kEvents) ? 16 << 20 : 8 << 20;
   options.max_write_buffer_number = 2;
@@ -62,9 +71,10 @@ rocksdb::ColumnFamilyOptions FamilyOptions(int family) {
 }
 
 int64_t FamilyDiskBytes(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* handle) {
-  uint64_t n = 0;
-  db->GetIntProperty(handle, "rocksdb.total-sst-files-size", &n);
-  return static_cast<int64_t>(n);
+  uint64_t tables = 0, blobs = 0;
+  db->GetIntProperty(handle, "rocksdb.total-sst-files-size", &tables);
+  db->GetIntProperty(handle, "rocksdb.total-blob-file-size", &blobs);
+  return static_cast<int64_t>(tables + blobs);
 }
 
 class RocksEngine : public StorageEngine {
