@@ -7,7 +7,7 @@ namespace fleetprof::analysis {
 void ForEachThreadInNestingOrder(
     const TraceEvents& events,
     const std::function<void(const std::vector<uint32_t>& order, size_t begin, size_t end)>& visit) {
-  const std::vector<HostEvent>& host = events.host;
+  const EventArray<HostEvent>& host = events.host;
   if (host.empty()) return;
   // Group by thread with a counting sort, which keeps file order inside each thread.
   std::vector<uint32_t> thread_start(events.names.size() + 1, 0);

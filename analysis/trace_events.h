@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "analysis/event_array.h"
 #include "analysis/name_table.h"
 #include "analysis/trace_limits.h"
 #include "analysis/trace_summary.h"
@@ -88,8 +89,8 @@ struct TraceEvents {
   Nanos base_ns = 0;         // ticks are relative to this
   int64_t ticks_per_ns = 1;  // 1 (JSON) or 1000 (XSpace)
   NameTable names;
-  std::vector<DeviceActivity> activity;
-  std::vector<HostEvent> host;
+  EventArray<DeviceActivity> activity;
+  EventArray<HostEvent> host;
   std::vector<MemoryEvent> memory;
   std::vector<StepEvent> steps;
   // XSpace: the XLA op view, aggregated by the reader while it streams (per plane, by event

@@ -157,7 +157,7 @@ absl::Status XSpaceReader::Read() {
   }
   for (auto& [name, plane] : planes_) {
     if (plane.has_stream_line) continue;
-    out_->activity.insert(out_->activity.end(), plane.xla_ops.begin(), plane.xla_ops.end());
+    out_->activity.append_range(plane.xla_ops);
   }
   out_->xla_ops = ops_.Finish();
   out_->xla_kernel_leaves = ops_.TakeKernelLeaves();

@@ -67,7 +67,7 @@ int64_t RaiseOpenFileLimit() {
 }
 
 void KeepLargeBuffersInTheHeap() {
-  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  ::mallopt(M_MMAP_THRESHOLD, 4 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
 }
 

@@ -110,6 +110,20 @@ TEST(CallTree, KernelsSitUnderTheRuntimeCallThatLaunchedThem) {
   EXPECT_EQ(TotalsOf(s.call_tree).device, 10000);
 }
 
+// A correlation id that two runtime calls carry (a damaged or merged trace): the kernel goes
+// under the first of them in nesting order, once, and ids are matched exactly (no neighbour).
+TEST(CallTree, AKernelWhoseIdTwoCallsCarryGoesUnderTheFirst) {
+  const TraceSummary s = Analyze({Host("aten::add", "0", "10"), Launch("1", 5), Host("aten::mul", "20", "10"),
+                                  Launch("21", 5), Launch("22", 9), Kernel("k5", "40", "4", 5),
+                                  Kernel("k9", "50", "2", 9), Kernel("k6", "60", "1", 6)});
+  auto frames = ByPath(s.call_tree);
+  EXPECT_EQ(frames["total;aten::add;cudaLaunchKernel;k5"].device_ns, 4000);
+  EXPECT_EQ(frames.count("total;aten::mul;cudaLaunchKernel;k5"), 0u);
+  EXPECT_EQ(frames["total;aten::mul;cudaLaunchKernel;k9"].device_ns, 2000);
+  EXPECT_EQ(frames[absl::StrCat("total;", kUnlaunchedFrame, ";k6")].device_ns, 1000);
+  EXPECT_EQ(TotalsOf(s.call_tree).device, 7000);
+}
+
 // Hands the events to BuildCallTree with a small node budget.
 class SmallTree : public TraceEventsSink {
  public:
