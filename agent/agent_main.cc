@@ -25,7 +25,7 @@ constexpr char kUsage[] =
 }  // namespace
 
 int main(int argc, char** argv) {
-  fleetprof::KeepLargeBuffersInTheHeap();
+  fleetprof::TuneMalloc();
   fleetprof::BlockShutdownSignals();
   fleetprof::AgentConfig config;
   config.node = fleetprof::HostName();
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   fleetprof::SetUpLogging("agent", log_level);
-  if (auto loaded = fleetprof::LoadClientSecurity(security); loaded.ok()) {
+  if (auto loaded = fleetprof::LoadClientSecurity(security, fleetprof::FilesFrom::kOperator); loaded.ok()) {
     config.security = *std::move(loaded);
   } else {
     spdlog::error("{}", std::string(loaded.status().message()));
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!dynolog_token_file.empty()) {
-    auto token = fleetprof::ReadTokenFile("dynolog_token_file", dynolog_token_file);
+    auto token = fleetprof::ReadTokenFile("dynolog_token_file", dynolog_token_file, fleetprof::FilesFrom::kOperator);
     if (!token.ok()) {
       spdlog::error("{}", std::string(token.status().message()));
       return 2;

@@ -63,11 +63,14 @@ class Launchers {
     for (const HostEvent& e : events.host) n += e.is_runtime && e.has_correlation;
     calls_.reserve(n);
   }
-  void Add(int64_t correlation, uint32_t frame) { calls_.push_back(Call{correlation, frame}); }
+  void Add(int64_t correlation, uint32_t frame) {
+    calls_.push_back(Call{correlation, frame, static_cast<uint32_t>(calls_.size())});
+  }
   // After the last Add: sorted, and only the first call of each id kept.
   void Seal() {
-    std::stable_sort(calls_.begin(), calls_.end(),
-                     [](const Call& a, const Call& b) { return a.correlation < b.correlation; });
+    std::sort(calls_.begin(), calls_.end(), [](const Call& a, const Call& b) {
+      return a.correlation < b.correlation || (a.correlation == b.correlation && a.seen < b.seen);
+    });
     calls_.erase(std::unique(calls_.begin(), calls_.end(),
                              [](const Call& a, const Call& b) { return a.correlation == b.correlation; }),
                  calls_.end());
@@ -83,6 +86,7 @@ class Launchers {
   struct Call {
     int64_t correlation;
     uint32_t frame;
+    uint32_t seen;  // the order of Add: the first wins (it fills what was padding)
   };
   std::vector<Call> calls_;
 };

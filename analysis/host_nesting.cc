@@ -22,10 +22,14 @@ void ForEachThreadInNestingOrder(
     const size_t begin = thread_start[t];
     const size_t end = thread_start[t + 1];
     if (begin == end) continue;
-    std::stable_sort(order.begin() + begin, order.begin() + end, [&](uint32_t a, uint32_t b) {
+    // File order breaks the remaining ties, as a stable sort would, without its buffer (as
+    // large again as the thread's share of `order`).
+    std::sort(order.begin() + begin, order.begin() + end, [&](uint32_t a, uint32_t b) {
       const HostEvent& x = host[a];
       const HostEvent& y = host[b];
-      return x.start < y.start || (x.start == y.start && x.dur > y.dur);
+      if (x.start != y.start) return x.start < y.start;
+      if (x.dur != y.dur) return x.dur > y.dur;
+      return a < b;
     });
     visit(order, begin, end);
   }

@@ -32,7 +32,7 @@ bool ParseLabels(const std::vector<std::string>& labels, std::map<std::string, s
 }  // namespace fleetprof::cli
 
 int main(int argc, char** argv) {
-  fleetprof::KeepLargeBuffersInTheHeap();
+  fleetprof::TuneMalloc();
   using fleetprof::cli::CliOptions;
   CliOptions options;
   if (const char* env = std::getenv("FLEETPROF_SERVER"); env != nullptr && *env != '\0') {

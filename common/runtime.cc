@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <cerrno>
@@ -66,10 +67,14 @@ int64_t RaiseOpenFileLimit() {
   return limit.rlim_cur == RLIM_INFINITY ? int64_t{1} << 20 : static_cast<int64_t>(limit.rlim_cur);
 }
 
-void KeepLargeBuffersInTheHeap() {
+void TuneMalloc() {
   ::mallopt(M_MMAP_THRESHOLD, 4 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  ::mallopt(M_ARENA_MAX, static_cast<int>(std::clamp(2 * cores, 2L, 256L)));
 }
+
+void ReleaseFreeMemory() { ::malloc_trim(0); }
 
 std::string HostName() {
   char buf[256] = {};

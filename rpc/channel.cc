@@ -13,6 +13,7 @@
 #include "google/protobuf/descriptor.h"
 #include "proto/api_files.h"
 #include "auth/exposure.h"
+#include "common/operator_file.h"
 #include "common/runtime.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -23,7 +24,14 @@ namespace {
 
 constexpr size_t kMaxFileBytes = 1 << 20;
 
-absl::StatusOr<std::string> ReadSmallFile(const char* flag, const std::string& path) {
+// `secret`: a token or key, which others should not be able to read either (a warning).
+absl::StatusOr<std::string> ReadSmallFile(const char* flag, const std::string& path, FilesFrom from, bool secret) {
+  if (from == FilesFrom::kOperator) {
+    auto text = ReadOperatorFile({.what = absl::StrCat("--", flag), .max_bytes = kMaxFileBytes, .secret = secret}, path);
+    if (!text.ok()) return absl::InvalidArgumentError(text.status().message());
+    if (text->empty()) return absl::InvalidArgumentError(absl::StrCat("--", flag, " ", path, ": empty"));
+    return text;
+  }
   auto text = ReadFileUpTo(path, kMaxFileBytes);
   if (!text.ok() || text->empty()) {
     return absl::InvalidArgumentError(absl::StrCat("--", flag, " ", path, ": ",
@@ -102,19 +110,19 @@ std::vector<std::string> ServerAddresses(const std::string& server) {
   return out;
 }
 
-absl::StatusOr<std::string> ReadTokenFile(const std::string& flag, const std::string& path) {
-  auto text = ReadSmallFile(flag.c_str(), path);
+absl::StatusOr<std::string> ReadTokenFile(const std::string& flag, const std::string& path, FilesFrom from) {
+  auto text = ReadSmallFile(flag.c_str(), path, from, /*secret=*/true);
   if (!text.ok()) return text.status();
   std::string token(absl::StripAsciiWhitespace(*text));
   if (absl::Status s = CheckToken(token, absl::StrCat("--", flag, " ", path)); !s.ok()) return s;
   return token;
 }
 
-absl::StatusOr<ClientSecurity> LoadClientSecurity(const ClientSecurityFlags& flags) {
+absl::StatusOr<ClientSecurity> LoadClientSecurity(const ClientSecurityFlags& flags, FilesFrom from) {
   ClientSecurity security;
   security.insecure = flags.insecure;
   if (!flags.token_file.empty()) {
-    auto token = ReadTokenFile("token_file", flags.token_file);
+    auto token = ReadTokenFile("token_file", flags.token_file, from);
     if (!token.ok()) return token.status();
     security.token = *std::move(token);
   } else if (const char* env = std::getenv("FLEETPROF_TOKEN"); env != nullptr && *env != '\0') {
@@ -127,15 +135,20 @@ absl::StatusOr<ClientSecurity> LoadClientSecurity(const ClientSecurityFlags& fla
   if (!flags.tls_cert.empty() && flags.tls_ca.empty()) {
     return absl::InvalidArgumentError("--tls_cert needs --tls_ca (the CA that signed the server's certificate)");
   }
-  const std::pair<const char*, std::pair<const std::string*, std::string*>> files[] = {
-      {"tls_ca", {&flags.tls_ca, &security.ca_pem}},
-      {"tls_cert", {&flags.tls_cert, &security.cert_pem}},
-      {"tls_key", {&flags.tls_key, &security.key_pem}}};
-  for (const auto& [flag, paths] : files) {
-    if (paths.first->empty()) continue;
-    auto text = ReadSmallFile(flag, *paths.first);
+  struct File {
+    const char* flag;
+    const std::string* path;
+    std::string* pem;
+    bool secret;
+  };
+  const File files[] = {{"tls_ca", &flags.tls_ca, &security.ca_pem, false},
+                        {"tls_cert", &flags.tls_cert, &security.cert_pem, false},
+                        {"tls_key", &flags.tls_key, &security.key_pem, true}};
+  for (const File& file : files) {
+    if (file.path->empty()) continue;
+    auto text = ReadSmallFile(file.flag, *file.path, from, file.secret);
     if (!text.ok()) return text.status();
-    *paths.second = *std::move(text);
+    *file.pem = *std::move(text);
   }
   return security;
 }

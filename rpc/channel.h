@@ -30,12 +30,19 @@ struct ClientSecurity {
   std::string key_pem;
   bool insecure = false;
 };
+// Who named the files. A user's CLI reads them as they are (their own files, whatever their
+// mode). A daemon's flags are its operator's: the agent runs as root, so its token and TLS files
+// must pass common/operator_file.h's checks (root's or ours, nobody else may write them), or
+// another user who could write one would choose the agent's token or key.
+enum class FilesFrom { kUser, kOperator };
+
 // The token in file `path` (surrounding whitespace dropped), named by --`flag` in errors.
-absl::StatusOr<std::string> ReadTokenFile(const std::string& flag, const std::string& path);
+absl::StatusOr<std::string> ReadTokenFile(const std::string& flag, const std::string& path,
+                                          FilesFrom from = FilesFrom::kUser);
 
 // Reads the files the flags name, and the token from $FLEETPROF_TOKEN when no --token_file
 // is given. INVALID_ARGUMENT naming the flag for an unreadable file or an unusable token.
-absl::StatusOr<ClientSecurity> LoadClientSecurity(const ClientSecurityFlags& flags);
+absl::StatusOr<ClientSecurity> LoadClientSecurity(const ClientSecurityFlags& flags, FilesFrom from = FilesFrom::kUser);
 
 // FAILED_PRECONDITION when `security` would send its token in clear text to a server that
 // is not on loopback (no --tls_ca), unless --insecure.

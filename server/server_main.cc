@@ -56,7 +56,7 @@ int Run(const ServerFlags& flags, const TlsPem& pem) {
 }  // namespace fleetprof
 
 int main(int argc, char** argv) {
-  fleetprof::KeepLargeBuffersInTheHeap();
+  fleetprof::TuneMalloc();
   fleetprof::BlockShutdownSignals();
   fleetprof::ServerFlags flags;
   fleetprof::FlagSet set(fleetprof::kUsage);

@@ -197,10 +197,14 @@ class Builder {
         if (source == Source::kDevice) return std::pair(in_.activity[i].start, in_.activity[i].dur);
         return std::pair(in_.host[i].start, in_.host[i].dur);
       };
-      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      // `order` is in file order, so the index breaks the last ties as a stable sort would,
+      // without a buffer as large as the track's index.
+      std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
         auto [as, ad] = start_dur(a);
         auto [bs, bd] = start_dur(b);
-        return as < bs || (as == bs && ad > bd);
+        if (as != bs) return as < bs;
+        if (ad != bd) return ad > bd;
+        return a < b;
       });
     }
     const size_t n = counter ? samples.size() : order.size();
