@@ -48,7 +48,8 @@ TEST(EventArray, CopiesAreIndependentAndMovesLeaveTheSourceEmpty) {
   EXPECT_EQ(Starts(copy), (std::vector<int64_t>{10, 2, 3, 4}));
   copy = a;
   EXPECT_EQ(Starts(copy), (std::vector<int64_t>{1, 2, 3}));
-  copy = copy;  // self-assignment keeps it
+  const EventArray<Record>& same = copy;
+  copy = same;  // assigning an array to itself keeps it
   EXPECT_EQ(Starts(copy), (std::vector<int64_t>{1, 2, 3}));
 
   EventArray<Record> moved = std::move(a);
