@@ -24,6 +24,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -70,6 +71,38 @@ void Reap(pid_t pid) {
   int status = 0;
   ::waitpid(pid, &status, 0);
 }
+
+// A program run as kAttacker with exactly `env` (nothing inherited), killed and reaped when
+// this goes out of scope. argv and env are laid out before the fork: the child only switches
+// uid and calls execve, allocating nothing in a copy of a threaded process.
+class AttackerProcess {
+ public:
+  AttackerProcess(std::vector<std::string> argv, std::vector<std::string> env)
+      : argv_(std::move(argv)), env_(std::move(env)) {
+    std::vector<char*> args = Pointers(argv_), vars = Pointers(env_);
+    pid_ = RunAsAttacker([&] {
+      ::execve(args[0], args.data(), vars.data());
+      ::_exit(98);
+    });
+  }
+  AttackerProcess(AttackerProcess&& other) noexcept
+      : argv_(std::move(other.argv_)), env_(std::move(other.env_)), pid_(std::exchange(other.pid_, -1)) {}
+  AttackerProcess& operator=(AttackerProcess&&) = delete;
+  ~AttackerProcess() {
+    if (pid_ > 0) Reap(pid_);
+  }
+  pid_t pid() const { return pid_; }
+
+ private:
+  static std::vector<char*> Pointers(std::vector<std::string>& strings) {
+    std::vector<char*> out;
+    for (std::string& s : strings) out.push_back(s.data());
+    out.push_back(nullptr);
+    return out;
+  }
+  std::vector<std::string> argv_, env_;
+  pid_t pid_ = -1;
+};
 
 std::string Trace(const std::string& event_name, size_t padding) {
   return absl::StrCat(R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":")", event_name,
@@ -289,18 +322,10 @@ TEST(LocalAttacker, SecondUserCannotJoinRootsJobOrClaimItsProcessAsParent) {
   ASSERT_TRUE(Eventually(15, [&] { return Occurrences(agents(), "\"job\":\"root-job\"") == 1; })) << agents();
 
   const std::string root_pid = std::to_string(job.pid());
-  const pid_t attacker = RunAsAttacker([&] {
-    const char* argv[] = {python.c_str(), standin.c_str(), "--socket-dir", kineto_dir.c_str(), "--interval-ms", "100",
-                          "--claim-ancestors", root_pid.c_str(), nullptr};
-    const std::string job_env = "FLEETPROF_JOB=root-job", dir_env = "KINETO_IPC_SOCKET_DIR=" + kineto_dir;
-    const char* env[] = {job_env.c_str(), dir_env.c_str(), "PATH=/usr/bin:/bin", nullptr};
-    ::execve(argv[0], const_cast<char* const*>(argv), const_cast<char* const*>(env));
-    ::_exit(98);
-  });
-  struct ReapOnExit {
-    pid_t pid;
-    ~ReapOnExit() { Reap(pid); }
-  } reap_attacker{attacker};
+  const AttackerProcess impostor(
+      {python, standin, "--socket-dir", kineto_dir, "--interval-ms", "100", "--claim-ancestors", root_pid},
+      {"FLEETPROF_JOB=root-job", "KINETO_IPC_SOCKET_DIR=" + kineto_dir, "PATH=/usr/bin:/bin"});
+  const pid_t attacker = impostor.pid();
   const std::string attacker_entry = "\"pid\":" + std::to_string(attacker);
   ASSERT_TRUE(Eventually(15, [&] { return agents().find(attacker_entry) != std::string::npos; })) << agents();
   const std::string listed = agents();
@@ -414,27 +439,11 @@ TEST(LocalAttacker, SecondUserCannotJoinRootsXlaJobByName) {
   ASSERT_TRUE(Eventually(15, [&] { return Occurrences(agents(), "\"job\":\"root-xla\"") == 1; })) << agents();
 
   const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/kineto/kineto_standin.py";
-  const pid_t xla_impostor = RunAsAttacker([&] {
-    const char* argv[] = {"/bin/sleep", "120", nullptr};
-    const char* env[] = {"FLEETPROF_JOB=root-xla", "FLEETPROF_XPROF_ADDR=127.0.0.1:9013", nullptr};
-    ::execve(argv[0], const_cast<char* const*>(argv), const_cast<char* const*>(env));
-    ::_exit(98);
-  });
-  const pid_t kineto_impostor = RunAsAttacker([&] {
-    const char* argv[] = {python.c_str(), standin.c_str(), "--socket-dir", kineto_dir.c_str(), "--interval-ms", "100",
-                          nullptr};
-    const std::string dir_env = "KINETO_IPC_SOCKET_DIR=" + kineto_dir;
-    const char* env[] = {"FLEETPROF_JOB=root-xla", dir_env.c_str(), "PATH=/usr/bin:/bin", nullptr};
-    ::execve(argv[0], const_cast<char* const*>(argv), const_cast<char* const*>(env));
-    ::_exit(98);
-  });
-  struct ReapOnExit {
-    pid_t a, b;
-    ~ReapOnExit() {
-      Reap(a);
-      Reap(b);
-    }
-  } reap{xla_impostor, kineto_impostor};
+  const AttackerProcess xla({"/bin/sleep", "120"}, {"FLEETPROF_JOB=root-xla", "FLEETPROF_XPROF_ADDR=127.0.0.1:9013"});
+  const AttackerProcess kineto({python, standin, "--socket-dir", kineto_dir, "--interval-ms", "100"},
+                               {"FLEETPROF_JOB=root-xla", "KINETO_IPC_SOCKET_DIR=" + kineto_dir, "PATH=/usr/bin:/bin"});
+  const pid_t xla_impostor = xla.pid();
+  const pid_t kineto_impostor = kineto.pid();
   const std::string kineto_entry = absl::StrCat("\"kind\":\"kineto\",\"pid\":", kineto_impostor, ",");
   ASSERT_TRUE(Eventually(15, [&] { return agents().find(kineto_entry) != std::string::npos; })) << agents();
   std::this_thread::sleep_for(std::chrono::milliseconds(600));  // three discovery scans see the XLA impostor
@@ -488,25 +497,13 @@ TEST(LocalAttacker, ASquatterOfRootsJobNameLosesItWhenRootsJobStarts) {
       {"--discover_interval_ms=200", "--sample_interval_ms=200", "--job_owners_file=" + owners_file});
   ASSERT_GE(agent, 0);
   const auto agents = [&] { return cluster.Cli({"agents", "--json"}).out; };
-  const auto squat = [&](const char* job, const char* addr) {
-    return RunAsAttacker([&] {
-      const char* argv[] = {"/bin/sleep", "120", nullptr};
-      const std::string job_env = std::string("FLEETPROF_JOB=") + job;
-      const std::string addr_env = std::string("FLEETPROF_XPROF_ADDR=") + addr;
-      const char* env[] = {job_env.c_str(), addr_env.c_str(), nullptr};
-      ::execve(argv[0], const_cast<char* const*>(argv), const_cast<char* const*>(env));
-      ::_exit(98);
-    });
+  const auto squat = [](const std::string& job, const std::string& addr) {
+    return AttackerProcess({"/bin/sleep", "120"}, {"FLEETPROF_JOB=" + job, "FLEETPROF_XPROF_ADDR=" + addr});
   };
-  const pid_t squatter = squat("root-late", "127.0.0.1:9016");
-  const pid_t listed_squatter = squat("slurm-77", "127.0.0.1:9017");
-  struct ReapOnExit {
-    pid_t a, b;
-    ~ReapOnExit() {
-      Reap(a);
-      Reap(b);
-    }
-  } reap{squatter, listed_squatter};
+  const AttackerProcess unlisted_squat = squat("root-late", "127.0.0.1:9016");
+  const AttackerProcess listed_squat = squat("slurm-77", "127.0.0.1:9017");
+  const pid_t squatter = unlisted_squat.pid();
+  const pid_t listed_squatter = listed_squat.pid();
   const std::string squatter_entry = absl::StrCat("\"pid\":", squatter, ",");
   ASSERT_TRUE(Eventually(15, [&] { return agents().find(squatter_entry) != std::string::npos; }))
       << "first come: the squatter holds the unlisted name until root's job runs\n" << agents();
@@ -584,28 +581,13 @@ TEST(LocalAttacker, AnXlaJobWritesItsTraceIntoItsOwnFolderAndALinkThereReadsNoth
     args.insert(args.end(), extra.begin(), extra.end());
     const std::string job_env = "FLEETPROF_JOB=" + job;
     const std::string addr_env = absl::StrCat("FLEETPROF_XPROF_ADDR=127.0.0.1:", port);
-    const pid_t pid = RunAsAttacker([&] {
-      std::vector<char*> argv;
-      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      const char* env[] = {job_env.c_str(), addr_env.c_str(), "PATH=/usr/bin:/bin", "HOME=/tmp", nullptr};
-      ::execve(argv[0], argv.data(), const_cast<char* const*>(env));
-      ::_exit(98);
-    });
-    return std::make_pair(pid, record);
+    return std::make_pair(AttackerProcess(args, {job_env, addr_env, "PATH=/usr/bin:/bin", "HOME=/tmp"}), record);
   };
   // (No structured bindings: clang before 16 cannot capture them in the lambdas below.)
-  const std::pair<pid_t, std::string> own_job = start_job("u-xla", {});
-  const std::pair<pid_t, std::string> link_job = start_job("u-xla-link", {"--link_session", root_dir});
+  const std::pair<AttackerProcess, std::string> own_job = start_job("u-xla", {});
+  const std::pair<AttackerProcess, std::string> link_job = start_job("u-xla-link", {"--link_session", root_dir});
   const std::string& own_record = own_job.second;
   const std::string& link_record = link_job.second;
-  struct ReapOnExit {
-    pid_t a, b;
-    ~ReapOnExit() {
-      Reap(a);
-      Reap(b);
-    }
-  } reap{own_job.first, link_job.first};
   const auto agents = [&] { return cluster.Cli({"agents", "--json"}).out; };
   ASSERT_TRUE(Eventually(30, [&] {
     const std::string listed = agents();
