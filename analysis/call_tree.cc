@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "analysis/frame_tree.h"
 #include "analysis/host_nesting.h"
@@ -51,8 +52,6 @@ struct OpenEvent {
   Ticks children;  // clipped children's lengths: siblings never overlap in this walk
 };
 
-// Host frames from every thread's nesting; returns the frame of each launching runtime call,
-// by correlation id.
 // The runtime calls that launch device work, by correlation id: the frame of the first call
 // seen with each id. A sorted array rather than a hash map: a 600 MB trace has about 460,000
 // launches, and the map (with its rehash) was the largest allocation of the whole analysis.
@@ -91,6 +90,8 @@ class Launchers {
   std::vector<Call> calls_;
 };
 
+// Host frames from every thread's nesting; returns the frame of each launching runtime call,
+// by correlation id.
 Launchers AddHostFrames(const TraceEvents& events, FrameNames& names, FrameTree* tree) {
   Launchers launchers(events);
   std::vector<OpenEvent> stack;
