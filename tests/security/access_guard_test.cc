@@ -10,20 +10,14 @@
 #include "auth/token_hash.h"
 #include "gtest/gtest.h"
 #include "tests/platform/process_runner.h"
+#include "tests/security/scratch_dir_test.h"
 
 namespace fleetprof {
 namespace {
 
-class AccessGuardTest : public ::testing::Test {
+class AccessGuardTest : public testing::ScratchDirTest {
  protected:
-  void SetUp() override { dir_ = testing::MakeTempDir(); }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
-  std::string Write(const std::string& text) {
-    const std::string path = dir_ + "/tokens";
-    std::ofstream(path) << text;
-    return path;
-  }
-  std::string dir_;
+  std::string Write(const std::string& text) { return WriteFile("tokens", text); }
 };
 
 TEST(TokenHash, MatchesSha256sum) {

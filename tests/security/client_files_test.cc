@@ -5,34 +5,21 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
 #include "rpc/channel.h"
-#include "tests/platform/process_runner.h"
+#include "tests/security/scratch_dir_test.h"
 
 namespace fleetprof {
 namespace {
 
-class ClientFilesTest : public ::testing::Test {
- protected:
-  void SetUp() override { dir_ = testing::MakeTempDir(); }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
-  std::string Write(const std::string& name, const std::string& text, mode_t mode) {
-    const std::string path = dir_ + "/" + name;
-    std::ofstream(path) << text;
-    EXPECT_EQ(::chmod(path.c_str(), mode), 0);
-    return path;
-  }
-  std::string dir_;
-};
+using ClientFilesTest = testing::ScratchDirTest;
 
 // Left over from issue 21: the agent's --token_file and --dynolog_token_file were read with no
 // check of who may write them, so a user who could write one chose root's agent's token.
 TEST_F(ClientFilesTest, TheAgentsTokenFilesMustBeTheOperatorsWhileACliReadsItsUsersOwn) {
-  const std::string token = Write("token", "s3cret\n", 0666);
+  const std::string token = WriteFile("token", "s3cret\n", 0666);
   ClientSecurityFlags flags;
   flags.token_file = token;
 
@@ -65,7 +52,7 @@ TEST_F(ClientFilesTest, TheAgentsTokenFilesMustBeTheOperatorsWhileACliReadsItsUs
 
 TEST_F(ClientFilesTest, TheAgentsTlsFilesAreCheckedAndAFifoIsRefusedWithoutWaiting) {
   ClientSecurityFlags flags;
-  flags.tls_ca = Write("ca.pem", "-----BEGIN CERTIFICATE-----\n", 0664);
+  flags.tls_ca = WriteFile("ca.pem", "-----BEGIN CERTIFICATE-----\n", 0664);
   auto agent = LoadClientSecurity(flags, FilesFrom::kOperator);
   ASSERT_FALSE(agent.ok());
   EXPECT_NE(agent.status().message().find("--tls_ca"), std::string::npos) << agent.status();
@@ -74,7 +61,7 @@ TEST_F(ClientFilesTest, TheAgentsTlsFilesAreCheckedAndAFifoIsRefusedWithoutWaiti
 
   const std::string fifo = dir_ + "/key.pem";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  flags.tls_cert = Write("cert.pem", "-----BEGIN CERTIFICATE-----\n", 0644);
+  flags.tls_cert = WriteFile("cert.pem", "-----BEGIN CERTIFICATE-----\n", 0644);
   flags.tls_key = fifo;
   const auto start = std::chrono::steady_clock::now();
   agent = LoadClientSecurity(flags, FilesFrom::kOperator);
