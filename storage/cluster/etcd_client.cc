@@ -132,7 +132,10 @@ absl::Status EtcdClient::Call(const char* op,
     current_.compare_exchange_strong(expected, member + 1);
     const int64_t cap_ms = std::min<int64_t>(1000, int64_t{25} << std::min(attempt, 8));
     const auto pause = std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(cap_ms / 4, cap_ms)(rng));
-    const bool slow = last.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    // etcd's own "request timed out" (after a leader change, most often) comes as UNAVAILABLE,
+    // but the member answered: it is slow, not gone, and such a try can outlast the short budget.
+    const bool slow = last.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+                      absl::StrContains(last.error_message(), "timed out");
     if (Clock::now() + pause >= (slow ? give_up_slow : give_up)) break;
     std::this_thread::sleep_for(pause);
   }

@@ -32,7 +32,8 @@ struct EtcdSettings {
   // ask for a member with a leader, "hasleader", so without quorum each try fails at once and
   // the call gives up after this: fast, but long enough to ride out an election).
   absl::Duration retry_budget = absl::Seconds(3);
-  // All tries together while members are reachable but slow (tries that time out).
+  // All tries together while members are reachable but slow (tries that time out, or that etcd
+  // answers with its own "request timed out").
   absl::Duration slow_budget = absl::Seconds(12);
   // Hears every call's outcome (metrics): op "range", "txn", …; result "ok", "retried", "error".
   std::function<void(std::string_view op, std::string_view result, double seconds)> on_request;
