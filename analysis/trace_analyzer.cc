@@ -14,6 +14,7 @@
 #include "analysis/step_breakdown.h"
 #include "analysis/trace_events.h"
 #include "analysis/trace_formats.h"
+#include "common/threads.h"
 
 namespace fleetprof::analysis {
 namespace {
@@ -102,10 +103,20 @@ absl::StatusOr<TraceSummary> AnalyzeTrace(ByteSource& source, TraceFormat format
   events.limits = limits;
   CappedSource capped(source, limits.max_trace_mb);
   if (absl::Status status = spec->read(capped, &events); !status.ok()) return status;
-  if (sink != nullptr) {
+  if (sink == nullptr) return Summarize(events);
+  // The sink (the server's event store) and the summaries only read the events: on a thread of
+  // its own the sink is off the upload's critical path. Without a thread, one after the other.
+  absl::Status consumed = absl::UnknownError("the sink did not run");
+  auto consumer = StartThread(absl::StrCat("the event sink of ", source.name()),
+                              [&consumed, sink, &events] { consumed = sink->Consume(events); });
+  if (!consumer.ok()) {
     if (absl::Status status = sink->Consume(events); !status.ok()) return status;
+    return Summarize(events);
   }
-  return Summarize(events);
+  TraceSummary summary = Summarize(events);
+  consumer->join();
+  if (!consumed.ok()) return consumed;
+  return summary;
 }
 
 absl::StatusOr<TraceSummary> AnalyzeTraceStream(std::unique_ptr<ByteSource> raw, TraceFormat format,

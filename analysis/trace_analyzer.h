@@ -16,8 +16,9 @@ namespace fleetprof::analysis {
 // gunzip); when none does, the one whose suffix `file_name` carries; else kUnknown.
 TraceFormat DetectTraceFormat(const std::string& file_name, std::string_view first_bytes);
 
-// Where the events of a trace go once read, before the summary is computed from them: the
-// one seam between every reader and the event store (timeline/), whatever the format.
+// Where the events of a trace go once read, while the summary is computed from them (Consume
+// runs on a thread of its own, so it must only read them): the one seam between every reader
+// and the event store (timeline/), whatever the format.
 class TraceEventsSink {
  public:
   virtual ~TraceEventsSink() = default;
@@ -28,8 +29,8 @@ class TraceEventsSink {
 // Reads `source` (already decompressed) to its end and returns the summary. Memory grows
 // only with what the summaries need (per-event compact records), never with the text.
 // Errors name the source, the byte offset and what was expected.
-// With a `sink`, hands it the events before summarizing. A trace over one of `limits` is
-// refused with RESOURCE_EXHAUSTED naming the flag to raise (trace_limits.h).
+// With a `sink`, hands it the events while they are summarized. A trace over one of `limits`
+// is refused with RESOURCE_EXHAUSTED naming the flag to raise (trace_limits.h).
 absl::StatusOr<TraceSummary> AnalyzeTrace(ByteSource& source, TraceFormat format,
                                           TraceEventsSink* sink = nullptr,
                                           const TraceLimits& limits = TraceLimits());

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/gzip_member.h"
 #include "common/runtime.h"
 #include "common/server_busy.h"
 #include "grpcpp/grpcpp.h"
@@ -33,6 +34,18 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// Whether the file starts with gzip's magic bytes; leaves the read position where it was.
+bool FileLooksGzipped(std::ifstream& file) {
+  const auto at = file.tellg();
+  char head[2] = {0, 0};
+  file.seekg(0);
+  file.read(head, 2);
+  const bool gzip = file.gcount() == 2 && LooksGzipped(std::string_view(head, 2));
+  file.clear();
+  file.seekg(at);
+  return gzip;
+}
+
 // One attempt: sends the file from `offset` on one stream.
 grpc::Status SendOnce(v1::IngestService::Stub& stub, const UploadOptions& options,
                       const std::string& upload_id, int64_t offset, int64_t size,
@@ -55,6 +68,11 @@ grpc::Status SendOnce(v1::IngestService::Stub& stub, const UploadOptions& option
   metadata->set_file_name(options.file_name.empty() ? BaseName(options.path) : options.file_name);
   metadata->set_resume_offset(offset);
   metadata->set_total_bytes(size);
+  // Each chunk goes as a gzip member of the file's bytes (about a ninth of them for JSON), unless
+  // the file is compressed already: fewer bytes on the network, and the server keeps them as
+  // they came instead of compressing them itself.
+  const bool compress = options.compress && !FileLooksGzipped(file);
+  if (compress) metadata->set_chunk_encoding("gzip");
   for (const auto& [key, value] : options.labels) (*metadata->mutable_labels())[key] = value;
   bool open = writer->Write(request);
   std::string buffer(static_cast<size_t>(options.chunk_bytes), '\0');
@@ -68,7 +86,11 @@ grpc::Status SendOnce(v1::IngestService::Stub& stub, const UploadOptions& option
     std::streamsize got = file.gcount();
     if (got <= 0) break;
     request.Clear();
-    request.set_chunk(buffer.data(), static_cast<size_t>(got));
+    if (compress) {
+      request.set_chunk(GzipMember(std::string_view(buffer.data(), static_cast<size_t>(got))));
+    } else {
+      request.set_chunk(buffer.data(), static_cast<size_t>(got));
+    }
     open = writer->Write(request);
     sent += got;
     if (open && options.progress) options.progress(sent, size);

@@ -25,6 +25,8 @@ struct UploadOptions {
   std::map<std::string, std::string> labels;
   int max_attempts = 5;
   int64_t chunk_bytes = 1 << 20;
+  // Sends each chunk as a gzip member (chunk_encoding "gzip"), unless the file is gzip already.
+  bool compress = true;
   // Sends at most this many bytes (-1: the file's size when the upload starts). A file another
   // process writes (a job's trace) may grow after its size was checked: the checked size holds.
   int64_t max_bytes = -1;

@@ -1,13 +1,46 @@
 #include "storage/upload_table.h"
 
+#include <string>
 #include <vector>
 
 namespace fleetprof {
+namespace {
 
-absl::Status UploadTable::AppendRaw(const std::string& upload_id, v1::UploadRecord& record, std::string_view bytes) {
-  if (absl::Status s = blobs_->PutPart(upload_id, record.received_bytes(), bytes); !s.ok()) return s;
-  record.set_received_bytes(record.received_bytes() + static_cast<int64_t>(bytes.size()));
+// How many bytes `source` reads to its end.
+absl::StatusOr<int64_t> CountBytes(analysis::ByteSource& source) {
+  std::string buffer(256 << 10, '\0');
+  int64_t total = 0;
+  for (;;) {
+    absl::StatusOr<size_t> got = source.Read(buffer.data(), buffer.size());
+    if (!got.ok()) return got.status();
+    if (*got == 0) return total;
+    total += static_cast<int64_t>(*got);
+  }
+}
+
+}  // namespace
+
+absl::Status UploadTable::AppendRaw(const std::string& upload_id, v1::UploadRecord& record, std::string_view stored,
+                                    int64_t file_bytes) {
+  if (absl::Status s = blobs_->PutPart(upload_id, StoredBytes(record), stored); !s.ok()) return s;
+  if (!record.parts_encoding().empty()) record.set_stored_bytes(record.stored_bytes() + static_cast<int64_t>(stored.size()));
+  record.set_received_bytes(record.received_bytes() + file_bytes);
   return records_.Put(upload_id, record);
+}
+
+std::unique_ptr<analysis::ByteSource> UploadTable::ReadRaw(const std::string& upload_id,
+                                                           const v1::UploadRecord& record) {
+  if (record.parts_encoding().empty()) return blobs_->ReadParts(upload_id, record.received_bytes());
+  // Gzip members in a row read as one .gz file: its content is the file.
+  return analysis::MaybeGunzip(blobs_->ReadParts(upload_id, record.stored_bytes()));
+}
+
+std::unique_ptr<analysis::ByteSource> UploadTable::ReadOriginal(const std::string& upload_id, int64_t size_bytes) {
+  auto record = Get(upload_id);
+  if (record.ok() && record->has_value()) return ReadRaw(upload_id, **record);
+  // Without its record (an error reading it, or none), what the parts hold as they are: an
+  // error surfaces as a read that ends early, which callers check against size_bytes.
+  return blobs_->ReadParts(upload_id, size_bytes);
 }
 
 absl::Status UploadTable::Abort(const std::string& upload_id) {
@@ -39,8 +72,21 @@ absl::StatusOr<int> UploadTable::RepairPartial() {
   for (auto& [id, record] : partial) {
     auto stored = blobs_->KeepContiguousParts(id);
     if (!stored.ok()) return stored.status();
-    if (*stored >= record.received_bytes()) continue;
-    record.set_received_bytes(*stored);
+    if (*stored >= StoredBytes(record)) continue;
+    if (record.parts_encoding().empty()) {
+      record.set_received_bytes(*stored);
+    } else {
+      // Whole members survived (a part is written at once): the file's bytes are what they hold.
+      record.set_stored_bytes(*stored);
+      auto file_bytes = CountBytes(*ReadRaw(id, record));
+      if (!file_bytes.ok()) {
+        // Damaged: the client starts again from the first byte, on no part of the old bytes.
+        if (absl::Status dropped = blobs_->DeleteParts(id, Reclaim::kLater); !dropped.ok()) return dropped;
+        record.set_stored_bytes(0);
+        file_bytes = 0;
+      }
+      record.set_received_bytes(*file_bytes);
+    }
     if (absl::Status put = records_.Put(id, record); !put.ok()) return put;
     ++repaired;
   }

@@ -30,13 +30,16 @@ class UploadTable {
   absl::Status Put(const std::string& upload_id, const v1::UploadRecord& record) {
     return records_.Put(upload_id, record);
   }
-  // Stores `bytes` at record.received_bytes of the upload, then advances received_bytes in the record.
-  absl::Status AppendRaw(const std::string& upload_id, v1::UploadRecord& record, std::string_view bytes);
-  // Streams the first `length` stored bytes of `upload_id` (its received_bytes, or a committed
-  // profile's size_bytes), in order.
-  std::unique_ptr<analysis::ByteSource> ReadRaw(const std::string& upload_id, int64_t length) {
-    return blobs_->ReadParts(upload_id, length);
-  }
+  // Stores the file's next `file_bytes` bytes, kept as `stored` (those bytes themselves, or one
+  // gzip member of them when record.parts_encoding() is "gzip"), after the parts stored so far;
+  // then advances the record's counts and writes it.
+  absl::Status AppendRaw(const std::string& upload_id, v1::UploadRecord& record, std::string_view stored,
+                         int64_t file_bytes);
+  // Streams the file's first record.received_bytes() bytes as they were uploaded, whatever the
+  // parts' encoding.
+  std::unique_ptr<analysis::ByteSource> ReadRaw(const std::string& upload_id, const v1::UploadRecord& record);
+  // The original file of a committed profile (its upload's key and size_bytes), byte for byte.
+  std::unique_ptr<analysis::ByteSource> ReadOriginal(const std::string& upload_id, int64_t size_bytes);
   // Deletes an uncommitted upload's record and bytes (the record first: bytes without a record
   // are orphans that Storage::CollectOrphans removes).
   absl::Status Abort(const std::string& upload_id);
@@ -48,6 +51,12 @@ class UploadTable {
   absl::StatusOr<int> RepairPartial();
 
   RecordTable<v1::UploadRecord>& records() { return records_; }
+
+  static constexpr std::string_view kGzipParts = "gzip";
+  // Where the next part goes: the bytes the parts hold so far.
+  static int64_t StoredBytes(const v1::UploadRecord& record) {
+    return record.parts_encoding().empty() ? record.received_bytes() : record.stored_bytes();
+  }
 
  private:
   RecordTable<v1::UploadRecord> records_;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/clock_sync_labels.h"
+#include "common/gzip_member.h"
 #include "common/runtime.h"
 #include "common/text_checks.h"
 #include "server/ingest/ingestor.h"
@@ -89,7 +90,7 @@ struct UploadSession::Receiving {
         releasing_sink(&timeline_sink),
         cleanup(store, profile_id),
         analysis(file_name, record.metadata().format(),
-                 record.received_bytes() > 0 ? store->uploads().ReadRaw(UploadKeyOf(record), record.received_bytes()) : nullptr,
+                 record.received_bytes() > 0 ? store->uploads().ReadRaw(UploadKeyOf(record), record) : nullptr,
                  &releasing_sink, limits) {}
 
   const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
@@ -154,6 +155,11 @@ absl::StatusOr<bool> UploadSession::Begin(v1::UploadRequest first) {
   if (!IsValidUploadId(id)) {
     metrics->RecordUpload("invalid", 0);
     return absl::InvalidArgumentError("upload_id must be 1-128 characters of [A-Za-z0-9._:-]");
+  }
+  if (!metadata.chunk_encoding().empty() && metadata.chunk_encoding() != UploadTable::kGzipParts) {
+    metrics->RecordUpload("invalid", 0);
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk_encoding must be \"\" or \"gzip\", not \"", metadata.chunk_encoding().substr(0, 32), "\""));
   }
   if (metadata.job().empty()) metadata.set_job("unassigned");
   if (absl::Status s = CheckUploadTexts(metadata); !s.ok()) {
@@ -248,24 +254,59 @@ absl::Status UploadSession::Receive(v1::UploadRequest message) {
     stop_analysis();
     return context_->Reject(id, absl::InvalidArgumentError("only the first upload message may carry metadata"));
   }
-  std::string* chunk = message.mutable_chunk();
-  if (static_cast<int64_t>(chunk->size()) > limits.max_chunk_bytes ||
-      record_.received_bytes() + static_cast<int64_t>(chunk->size()) > limits.max_upload_bytes) {
+  const auto over_limits = [&] {
     stop_analysis();
     return context_->Reject(id, absl::ResourceExhaustedError(absl::StrCat(
-                                     "upload exceeds the limits: chunks of at most ", limits.max_chunk_bytes,
-                                     " bytes, files of at most ", limits.max_upload_bytes, " bytes")));
+                                    "upload exceeds the limits: chunks of at most ", limits.max_chunk_bytes,
+                                    " bytes, files of at most ", limits.max_upload_bytes, " bytes")));
+  };
+  // What the chunk carries: the file's bytes, or one gzip member of them, checked whole here
+  // and inflated no further than a chunk may be.
+  std::string* chunk = message.mutable_chunk();
+  const bool gzip_chunk = record_.metadata().chunk_encoding() == UploadTable::kGzipParts;
+  // A member of a chunk of incompressible bytes is a little longer than the chunk.
+  const size_t max_chunk = static_cast<size_t>(limits.max_chunk_bytes);
+  if (chunk->size() > (gzip_chunk ? GzipMemberBound(max_chunk) : max_chunk)) return over_limits();
+  std::string inflated;
+  if (gzip_chunk) {
+    absl::Status s = GunzipMember(*chunk, max_chunk, &inflated);
+    if (absl::IsResourceExhausted(s)) return over_limits();
+    if (!s.ok()) {
+      stop_analysis();
+      return context_->Reject(id, absl::InvalidArgumentError(absl::StrCat(
+                                      "the chunk at file byte ", record_.received_bytes(), ": ", s.message())));
+    }
+  }
+  std::string& file_bytes = gzip_chunk ? inflated : *chunk;
+  if (record_.received_bytes() + static_cast<int64_t>(file_bytes.size()) > limits.max_upload_bytes) {
+    return over_limits();
+  }
+  if (UploadTable::StoredBytes(record_) == 0 && record_.received_bytes() == 0) {
+    // Kept as gzip members unless the file is compressed already. Decided at the first byte and
+    // kept for the upload's life, a resume included.
+    record_.set_parts_encoding(LooksGzipped(file_bytes) ? "" : std::string(UploadTable::kGzipParts));
   }
   Receiving& r = StartReceiving();  // before the chunk is stored: it replays only earlier bytes
   record_.set_updated_at_ns(UnixNanos());
-  if (absl::Status s = context_->store()->uploads().AppendRaw(id, record_, *chunk); !s.ok()) {
+  std::string member;
+  std::string_view stored = file_bytes;
+  if (!record_.parts_encoding().empty()) {
+    if (gzip_chunk) {
+      stored = *chunk;  // the client's member, checked above: kept as it came
+    } else {
+      member = GzipMember(file_bytes);
+      stored = member;
+    }
+  }
+  const auto file_size = static_cast<int64_t>(file_bytes.size());
+  if (absl::Status s = context_->store()->uploads().AppendRaw(id, record_, stored, file_size); !s.ok()) {
     r.analysis.Cancel();
     context_->metrics()->RecordUpload("error", 0);
     return s;
   }
-  context_->metrics()->AddIngestedBytes(static_cast<int64_t>(chunk->size()));
+  context_->metrics()->AddIngestedBytes(file_size);
   if (r.early) return absl::OkStatus();  // bytes past where the reader stopped: stored only
-  if (!r.analysis.Push(std::move(*chunk))) {
+  if (!r.analysis.Push(std::move(file_bytes))) {
     r.early = r.analysis.Finish();  // the reader stopped: with an error, or at its trace's end
     if (!r.early->ok()) return AnalysisFailed(r.early->status());
   }

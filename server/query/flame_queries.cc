@@ -23,7 +23,7 @@ absl::StatusOr<analysis::CallTree> QueryApi::CallTreeOf(const std::string& profi
   }
   auto info = store_->profiles().Get(profile_id);
   if (!info.ok()) return info.status();
-  auto analysed = analysis::AnalyzeTraceStream(store_->uploads().ReadRaw(info->upload_id(), info->size_bytes()),
+  auto analysed = analysis::AnalyzeTraceStream(store_->uploads().ReadOriginal(info->upload_id(), info->size_bytes()),
                                                analysis::TraceFormatFromName(info->format()));
   if (!analysed.ok()) {
     return absl::FailedPreconditionError(absl::StrCat("profile ", profile_id,

@@ -117,7 +117,7 @@ absl::StatusOr<QueryApi::Export> QueryApi::ExportProfile(const v1::ExportProfile
   if (!info.ok()) return info.status();
   Export out;
   if (original) {
-    out.bytes = store_->uploads().ReadRaw(info->upload_id(), info->size_bytes());
+    out.bytes = store_->uploads().ReadOriginal(info->upload_id(), info->size_bytes());
   } else if (pprof) {
     auto tree = CallTreeOf(request.profile_id());
     if (!tree.ok()) return tree.status();

@@ -32,7 +32,7 @@ class StoredTreeTest : public ::testing::Test {
       const std::string upload = "upload-" + id;
       v1::UploadRecord record;
       ASSERT_TRUE(store_->uploads().Put(upload, record).ok());
-      ASSERT_TRUE(store_->uploads().AppendRaw(upload, record, raw).ok());
+      ASSERT_TRUE(store_->uploads().AppendRaw(upload, record, raw, static_cast<int64_t>(raw.size())).ok());
       ASSERT_TRUE(store_->uploads().Put(upload, record).ok());
       info.set_upload_id(upload);
       info.set_size_bytes(static_cast<int64_t>(raw.size()));

@@ -10,10 +10,12 @@
 #include <thread>
 #include <vector>
 
+#include "common/gzip_member.h"
 #include "gtest/gtest.h"
 #include "storage/memory_engine.h"
 #include "storage/rocks_engine.h"
 #include "storage/storage.h"
+#include "storage/upload_table.h"
 #ifdef FLEETPROF_CLUSTER_CONTRACT
 #include <random>
 
@@ -107,6 +109,11 @@ class StorageContractTest : public ::testing::TestWithParam<std::string> {
   }
   Catalog& catalog() { return storage_->engine().catalog(); }
   BlobStore& blobs() { return storage_->engine().blobs(); }
+  // Appends `text` to the upload as the server does: as it is, or as a gzip member of it.
+  absl::Status Append(const std::string& id, v1::UploadRecord& record, std::string_view text) {
+    const std::string stored = record.parts_encoding().empty() ? std::string(text) : GzipMember(text);
+    return storage_->uploads().AppendRaw(id, record, stored, static_cast<int64_t>(text.size()));
+  }
 
   std::vector<std::string> Keys(const CatalogScan& scan) {
     std::vector<std::string> keys;
@@ -207,16 +214,55 @@ TEST_P(StorageContractTest, CompareAndSetLosesNoUpdateUnderConcurrentWriters) {
 TEST_P(StorageContractTest, BytesPastTheRecordedLengthAreNeverReadAndAResumeReplacesThem) {
   v1::UploadRecord record;
   ASSERT_TRUE(storage_->uploads().Put("u", record).ok());
-  ASSERT_TRUE(storage_->uploads().AppendRaw("u", record, "hello ").ok());
+  ASSERT_TRUE(Append("u", record, "hello ").ok());
   // A crash between a part and the record's update: the part is there, the record does not count it.
   ASSERT_TRUE(blobs().PutPart("u", record.received_bytes(), "garbage that never counted").ok());
-  EXPECT_EQ(ReadAll(*storage_->uploads().ReadRaw("u", record.received_bytes())), "hello ");
-  ASSERT_TRUE(storage_->uploads().AppendRaw("u", record, "world").ok());
-  EXPECT_EQ(ReadAll(*storage_->uploads().ReadRaw("u", record.received_bytes())), "hello world");
+  EXPECT_EQ(ReadAll(*storage_->uploads().ReadRaw("u", record)), "hello ");
+  ASSERT_TRUE(Append("u", record, "world").ok());
+  EXPECT_EQ(ReadAll(*storage_->uploads().ReadRaw("u", record)), "hello world");
   EXPECT_EQ((*storage_->uploads().Get("u"))->received_bytes(), 11);
   ASSERT_TRUE(storage_->uploads().Abort("u").ok());
   EXPECT_FALSE(storage_->uploads().Get("u")->has_value());
-  EXPECT_EQ(ReadAll(*storage_->uploads().ReadRaw("u", 11)), "") << "an aborted upload's bytes are gone";
+  EXPECT_EQ(ReadAll(*storage_->uploads().ReadRaw("u", record)), "") << "an aborted upload's bytes are gone";
+}
+
+// The same with the parts kept as one gzip member per append: offsets still count the file's
+// bytes, and what is read back is the file.
+TEST_P(StorageContractTest, GzipPartsReadBackAsTheFileAndAResumeReplacesBytesPastTheRecord) {
+  v1::UploadRecord record;
+  record.set_parts_encoding(std::string(UploadTable::kGzipParts));
+  ASSERT_TRUE(storage_->uploads().Put("u", record).ok());
+  ASSERT_TRUE(Append("u", record, "hello ").ok());
+  EXPECT_EQ(record.received_bytes(), 6);
+  EXPECT_EQ(record.stored_bytes(), static_cast<int64_t>(GzipMember("hello ").size()));
+  ASSERT_TRUE(blobs().PutPart("u", record.stored_bytes(), GzipMember("garbage that never counted")).ok());
+  EXPECT_EQ(ReadAll(*storage_->uploads().ReadRaw("u", record)), "hello ");
+  ASSERT_TRUE(Append("u", record, "world").ok());
+  EXPECT_EQ(ReadAll(*storage_->uploads().ReadRaw("u", record)), "hello world");
+  EXPECT_EQ(ReadAll(*storage_->uploads().ReadOriginal("u", 11)), "hello world");
+  EXPECT_EQ((*storage_->uploads().Get("u"))->received_bytes(), 11);
+}
+
+TEST_P(StorageContractTest, AfterLostGzipPartsTheRecordCountsTheFileBytesTheSurvivingMembersHold) {
+  v1::UploadRecord record;
+  record.set_parts_encoding(std::string(UploadTable::kGzipParts));
+  ASSERT_TRUE(storage_->uploads().Put("u", record).ok());
+  ASSERT_TRUE(Append("u", record, "hello ").ok());
+  const int64_t first = record.stored_bytes();
+  ASSERT_TRUE(blobs().PutPart("u", first + 25, GzipMember("stranded")).ok());  // "world" was lost
+  record.set_received_bytes(19);
+  record.set_stored_bytes(first + 25 + static_cast<int64_t>(GzipMember("stranded").size()));
+  ASSERT_TRUE(storage_->uploads().Put("u", record).ok());
+
+  auto repaired = storage_->uploads().RepairPartial();
+  ASSERT_TRUE(repaired.ok()) << repaired.status();
+  EXPECT_EQ(*repaired, 1);
+  v1::UploadRecord resumed = **storage_->uploads().Get("u");
+  EXPECT_EQ(resumed.received_bytes(), 6);
+  EXPECT_EQ(resumed.stored_bytes(), first);
+  ASSERT_TRUE(Append("u", resumed, "world, again").ok());
+  EXPECT_EQ(ReadAll(*storage_->uploads().ReadRaw("u", resumed)), "hello world, again");
+  ASSERT_TRUE(blobs().FinishParts("u").ok());
 }
 
 // Parts are written without a log: a crash may lose the latest ones, or (after a gap) keep
@@ -225,13 +271,13 @@ TEST_P(StorageContractTest, BytesPastTheRecordedLengthAreNeverReadAndAResumeRepl
 TEST_P(StorageContractTest, AfterLostPartsAnUploadResumesFromTheBytesThatSurvived) {
   v1::UploadRecord record;
   ASSERT_TRUE(storage_->uploads().Put("u", record).ok());
-  ASSERT_TRUE(storage_->uploads().AppendRaw("u", record, "hello ").ok());
+  ASSERT_TRUE(Append("u", record, "hello ").ok());
   ASSERT_TRUE(blobs().PutPart("u", 11, "stranded").ok());  // "world" at 6 was lost
   record.set_received_bytes(19);                          // the record counted all three
   ASSERT_TRUE(storage_->uploads().Put("u", record).ok());
   v1::UploadRecord whole;
   ASSERT_TRUE(storage_->uploads().Put("whole", whole).ok());
-  ASSERT_TRUE(storage_->uploads().AppendRaw("whole", whole, "intact").ok());
+  ASSERT_TRUE(Append("whole", whole, "intact").ok());
 
   auto repaired = storage_->uploads().RepairPartial();
   ASSERT_TRUE(repaired.ok()) << repaired.status();
@@ -239,8 +285,8 @@ TEST_P(StorageContractTest, AfterLostPartsAnUploadResumesFromTheBytesThatSurvive
   EXPECT_EQ((*storage_->uploads().Get("u"))->received_bytes(), 6);
   EXPECT_EQ((*storage_->uploads().Get("whole"))->received_bytes(), 6);
   v1::UploadRecord resumed = **storage_->uploads().Get("u");
-  ASSERT_TRUE(storage_->uploads().AppendRaw("u", resumed, "world, again").ok());
-  EXPECT_EQ(ReadAll(*storage_->uploads().ReadRaw("u", resumed.received_bytes())), "hello world, again");
+  ASSERT_TRUE(Append("u", resumed, "world, again").ok());
+  EXPECT_EQ(ReadAll(*storage_->uploads().ReadRaw("u", resumed)), "hello world, again");
   ASSERT_TRUE(blobs().FinishParts("u").ok());
 }
 
@@ -292,7 +338,7 @@ TEST_P(StorageContractTest, AProfileCommitsOnceAndOnlyOverTheUploadItRead) {
 TEST_P(StorageContractTest, OrphanBlobsAreCollectedAndOwnedOnesStay) {
   v1::UploadRecord record;
   ASSERT_TRUE(storage_->uploads().Put("kept-upload", record).ok());
-  ASSERT_TRUE(storage_->uploads().AppendRaw("kept-upload", record, "bytes").ok());
+  ASSERT_TRUE(Append("kept-upload", record, "bytes").ok());
   auto kept = storage_->events().NewWriter("kept");
   ASSERT_TRUE(kept->PutBlock(0, 0, 0, "block").ok());
   ASSERT_TRUE(kept->PutDirectory("dir").ok());
@@ -310,7 +356,7 @@ TEST_P(StorageContractTest, OrphanBlobsAreCollectedAndOwnedOnesStay) {
   EXPECT_EQ(storage_->engine().CountEventBlocks(), 2) << "the kept profile's block and directory";
   EXPECT_TRUE(absl::IsNotFound(blobs().GetObject("lost").status()));
   EXPECT_TRUE(storage_->profiles().GetSummary("kept").ok());
-  EXPECT_EQ(ReadAll(*storage_->uploads().ReadRaw("kept-upload", 5)), "bytes");
+  EXPECT_EQ(ReadAll(*storage_->uploads().ReadOriginal("kept-upload", 5)), "bytes");
   EXPECT_EQ(*storage_->CollectOrphans(), 0);
 }
 

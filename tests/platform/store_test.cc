@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "common/gzip_member.h"
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
@@ -99,14 +100,15 @@ TEST_F(StorageTest, PagingWithSeveralLabelsKeepsItsIndexAcrossPages) {
 TEST_F(StorageTest, PartialUploadIsInvisibleAndResumable) {
   v1::UploadRecord record;
   record.mutable_metadata()->set_upload_id("u1");
+  record.set_parts_encoding(std::string(UploadTable::kGzipParts));  // as the server keeps JSON
   ASSERT_TRUE(store_->uploads().Put("u1", record).ok());
-  ASSERT_TRUE(store_->uploads().AppendRaw("u1", record, "hello ").ok());
-  ASSERT_TRUE(store_->uploads().AppendRaw("u1", record, "world").ok());
+  ASSERT_TRUE(store_->uploads().AppendRaw("u1", record, GzipMember("hello "), 6).ok());
+  ASSERT_TRUE(store_->uploads().AppendRaw("u1", record, GzipMember("world"), 5).ok());
   Reopen();
   auto stored = store_->uploads().Get("u1");
   ASSERT_TRUE(stored.ok() && stored->has_value());
   EXPECT_EQ((*stored)->received_bytes(), 11);
-  auto raw = store_->uploads().ReadRaw("u1", (*stored)->received_bytes());
+  auto raw = store_->uploads().ReadRaw("u1", **stored);
   std::string text(64, '\0');
   size_t have = 0;
   while (true) {
@@ -249,7 +251,7 @@ TEST_F(StorageTest, OpenTableFilesStayBounded) {
       ASSERT_TRUE(store_->schedules().Put(schedule).ok());
       v1::UploadRecord record;
       ASSERT_TRUE(store_->uploads().Put("u" + id, record).ok());
-      ASSERT_TRUE(store_->uploads().AppendRaw("u" + id, record, "bytes").ok());
+      ASSERT_TRUE(store_->uploads().AppendRaw("u" + id, record, "bytes", 5).ok());
     }
     ASSERT_TRUE(store_->engine().Flush().ok());
   }

@@ -1,0 +1,32 @@
+#pragma once
+// One gzip member (RFC 1952) of a run of bytes, made and checked with ISA-L. Uploads travel and
+// are stored as such members, one per chunk: a series of them is itself a valid .gz file, and
+// each can be checked and sized on its own as it arrives.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+
+namespace fleetprof {
+
+// Whether `bytes` start like a gzip stream (its two magic bytes): such a file is sent and kept
+// as it is, since compressing it again gains nothing.
+bool LooksGzipped(std::string_view bytes);
+
+// `plain` as one gzip member at ISA-L's level 1 (about 1 GB/s; JSON traces shrink about 9×).
+// Never longer than GzipMemberBound(plain.size()).
+std::string GzipMember(std::string_view plain);
+// The most a member of `plain_bytes` bytes can take: incompressible bytes grow by deflate's
+// block headers, and the gzip header and trailer come on top. A server sizes its chunk limit
+// for gzip chunks with it.
+constexpr size_t GzipMemberBound(size_t plain_bytes) { return plain_bytes + plain_bytes / 64 + 1024; }
+
+// Replaces `*plain` with the content of `member`, which must be exactly one whole, intact gzip
+// member (CRC-32 and length checked) and nothing after it. INVALID_ARGUMENT names what is wrong
+// with it; RESOURCE_EXHAUSTED when its content exceeds `max_plain_bytes` (inflation stops there,
+// so a small member cannot make the caller hold more).
+absl::Status GunzipMember(std::string_view member, size_t max_plain_bytes, std::string* plain);
+
+}  // namespace fleetprof
