@@ -56,8 +56,10 @@ class PartSource : public analysis::ByteSource {
   size_t pos_ = 0;
 };
 
-// Blocks go out in write batches of a few MiB: one write per block would cost a WAL record each.
-constexpr size_t kSegmentBatchBytes = 4 << 20;
+// Blocks go out in write batches of about a MiB: one write per block would cost a WAL record
+// each, and a larger batch is held twice (the batch, then the memtable) while a large upload's
+// event store is built next to its summaries.
+constexpr size_t kSegmentBatchBytes = 1 << 20;
 
 class RocksSegmentWriter : public SegmentWriter {
  public:

@@ -33,6 +33,7 @@ struct TrackKey {
 };
 
 struct PendingTrack {
+  size_t count = 0;              // how many events the track has (Collect's first pass)
   std::vector<uint32_t> events;  // indices into the source's vector
 };
 
@@ -53,19 +54,24 @@ class Builder {
   Builder(const TraceEvents& events, TimelineWriter& writer) : in_(events), writer_(writer) {}
 
   absl::Status Run() {
-    Collect();
     v1::TimelineDirectory directory;
     directory.set_format(analysis::TraceFormatName(in_.format));
     directory.set_base_ns(in_.base_ns);
     directory.set_ticks_per_ns(in_.ticks_per_ns);
     uint32_t index = 0;
-    for (auto& [key, pending] : tracks_) {
-      v1::TimelineTrack* track = directory.add_tracks();
-      Describe(key, track);
-      if (absl::Status s = WriteTrack(key.source, index, pending, track); !s.ok()) return s;
-      directory.set_events(directory.events() + track->events());
-      pending.events = {};  // release as we go
-      ++index;
+    // One kind of track at a time, in the directory's order (TrackKey sorts by source first):
+    // the indices held at once are those of one kind's events, not of all of them.
+    for (const Source source : {Source::kDevice, Source::kHost, Source::kCounter}) {
+      Collect(source);
+      for (auto& [key, pending] : tracks_) {
+        v1::TimelineTrack* track = directory.add_tracks();
+        Describe(key, track);
+        if (absl::Status s = WriteTrack(key.source, index, pending, track); !s.ok()) return s;
+        directory.set_events(directory.events() + track->events());
+        pending.events = {};  // release as we go
+        ++index;
+      }
+      tracks_.clear();
     }
     absl::StatusOr<uint32_t> chunks = WriteNames();
     if (!chunks.ok()) return chunks.status();
@@ -74,28 +80,41 @@ class Builder {
   }
 
  private:
-  // Groups events by (source, name id, name id) first, then names each track once.
-  void Collect() {
-    absl::flat_hash_map<std::tuple<Source, NameId, NameId>, PendingTrack> by_ids;
-    std::tuple<Source, NameId, NameId> last_key;
-    PendingTrack* last = nullptr;
-    auto add = [&](Source source, NameId a, NameId b, uint32_t index) {
-      auto key = std::make_tuple(source, a, b);
-      if (last == nullptr || key != last_key) {  // consecutive events mostly share a track
-        last_key = key;
-        last = &by_ids[key];
+  // Groups the events of `source` by (name id, name id) first, then names each track once. Two
+  // passes: the first counts each track's events, so the second fills indices reserved to
+  // their exact size (grown one by one, they held up to twice that, and three times while growing).
+  void Collect(Source source) {
+    absl::flat_hash_map<std::pair<NameId, NameId>, PendingTrack> by_ids;
+    for (const bool fill : {false, true}) {
+      std::pair<NameId, NameId> last_key;
+      PendingTrack* last = nullptr;
+      auto add = [&](NameId a, NameId b, uint32_t index) {
+        const std::pair<NameId, NameId> key(a, b);
+        if (last == nullptr || key != last_key) {  // consecutive events mostly share a track
+          last_key = key;
+          last = &by_ids[key];  // inserts only while counting; the pointer lives until the next key
+          if (fill && last->events.capacity() < last->count) last->events.reserve(last->count);
+        }
+        if (fill) {
+          last->events.push_back(index);
+        } else {
+          ++last->count;
+        }
+      };
+      switch (source) {
+        case Source::kDevice:
+          for (uint32_t i = 0; i < in_.activity.size(); ++i) add(in_.activity[i].device, in_.activity[i].stream, i);
+          break;
+        case Source::kHost:
+          for (uint32_t i = 0; i < in_.host.size(); ++i) add(in_.host[i].thread, 0, i);
+          break;
+        case Source::kCounter:
+          for (uint32_t i = 0; i < in_.memory.size(); ++i) add(in_.memory[i].device, 0, i);
+          break;
       }
-      last->events.push_back(index);
-    };
-    for (uint32_t i = 0; i < in_.activity.size(); ++i) {
-      add(Source::kDevice, in_.activity[i].device, in_.activity[i].stream, i);
     }
-    last = nullptr;
-    for (uint32_t i = 0; i < in_.host.size(); ++i) add(Source::kHost, in_.host[i].thread, 0, i);
-    last = nullptr;
-    for (uint32_t i = 0; i < in_.memory.size(); ++i) add(Source::kCounter, in_.memory[i].device, 0, i);
     for (auto& [ids, pending] : by_ids) {
-      const auto [source, a, b] = ids;
+      const auto [a, b] = ids;
       TrackKey key{source, std::string(in_.names.Get(a)), ""};
       if (source == Source::kDevice) {
         key.lane = std::string(in_.names.Get(b));
