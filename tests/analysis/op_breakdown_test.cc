@@ -1,5 +1,7 @@
 // The op breakdown's nesting rules (ANALYSIS.md, Op breakdown) on small hand-made traces.
 
+#include <algorithm>
+#include <random>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -142,6 +144,34 @@ TEST(OpBreakdown, LegacyEventsWithoutCategoryAreHostEvents) {
   });
   EXPECT_EQ(FindOp(s, "mm")->self_ns, 4000);
   EXPECT_EQ(s.unknown_category_events, 0);
+}
+
+// Busy time is the union of every kind's intervals, each kind's time the union of its own:
+// against a brute-force count of busy nanoseconds on a grid, on random overlapping activities.
+TEST(DeviceBreakdown, BusyAndEachKindMatchABruteForceUnion) {
+  std::mt19937 rng(11);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::string> events;
+    std::vector<bool> busy(2000, false), kinds[3];
+    for (auto& k : kinds) k.assign(2000, false);
+    for (int i = 0; i < 60; ++i) {
+      const int start = static_cast<int>(rng() % 1900), dur = static_cast<int>(rng() % 60);
+      const int kind = static_cast<int>(rng() % 3);  // compute, communication, memory
+      const char* name = kind == 0 ? "gemm" : kind == 1 ? "ncclKernel_AllReduce_RING_LL_Sum_float" : "Memcpy HtoD";
+      const char* cat = kind == 2 ? "gpu_memcpy" : "kernel";
+      events.push_back(absl::StrCat(R"({"ph": "X", "cat": ")", cat, R"(", "name": ")", name,
+                                    R"(", "pid": 0, "tid": )", 7 + i % 3, ", \"ts\": ", start, ", \"dur\": ", dur,
+                                    R"(, "args": {"device": 0, "stream": )", 7 + i % 3, "}}"));
+      for (int t = start; t < start + dur; ++t) busy[t] = kinds[kind][t] = true;
+    }
+    TraceSummary s = Analyze(events);
+    ASSERT_EQ(s.devices.size(), 1u);
+    auto count = [](const std::vector<bool>& v) { return std::count(v.begin(), v.end(), true) * int64_t{1000}; };
+    EXPECT_EQ(s.devices[0].busy_ns, count(busy)) << "round " << round;
+    EXPECT_EQ(s.devices[0].compute_ns, count(kinds[0])) << "round " << round;
+    EXPECT_EQ(s.devices[0].communication_ns, count(kinds[1])) << "round " << round;
+    EXPECT_EQ(s.devices[0].memory_ns, count(kinds[2])) << "round " << round;
+  }
 }
 
 TEST(StepBreakdown, MeasuresDeviceBusyTimeInsideEachStep) {
