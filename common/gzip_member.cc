@@ -59,6 +59,13 @@ absl::Status GunzipMember(std::string_view member, size_t max_plain_bytes, std::
   state->crc_flag = ISAL_GZIP;
   state->next_in = reinterpret_cast<uint8_t*>(const_cast<char*>(member.data()));
   state->avail_in = static_cast<uint32_t>(member.size());
+  // The trailer's ISIZE (the content's length mod 2^32) sizes the output once; it is only a
+  // hint: ISA-L checks it at the end, and a member that claims less still grows step by step.
+  if (member.size() >= 18) {
+    const auto* tail = reinterpret_cast<const unsigned char*>(member.data() + member.size() - 4);
+    const size_t claimed = tail[0] | (tail[1] << 8) | (tail[2] << 16) | (size_t{tail[3]} << 24);
+    plain->reserve(std::min(claimed, max_plain_bytes) + 1);
+  }
   for (;;) {
     const size_t have = plain->size();
     if (have >= max_plain_bytes + 1) {
@@ -66,8 +73,9 @@ absl::Status GunzipMember(std::string_view member, size_t max_plain_bytes, std::
       return absl::ResourceExhaustedError(
           absl::StrCat("a gzip member inflates to more than ", max_plain_bytes, " bytes"));
     }
-    // One byte past the cap tells "exactly the cap" from "more".
-    plain->resize(have + std::min(kInflateStep, max_plain_bytes + 1 - have));
+    // One byte past the cap tells "exactly the cap" from "more"; the reserved room first.
+    const size_t room = plain->capacity() > have ? plain->capacity() - have : kInflateStep;
+    plain->resize(have + std::min(room, max_plain_bytes + 1 - have));
     state->next_out = reinterpret_cast<uint8_t*>(plain->data() + have);
     state->avail_out = static_cast<uint32_t>(plain->size() - have);
     const int ret = isal_inflate(state.get());
