@@ -71,7 +71,7 @@ grpc::Status SendOnce(v1::IngestService::Stub& stub, const UploadOptions& option
   // Each chunk goes as a gzip member of the file's bytes (about a ninth of them for JSON), unless
   // the file is compressed already: fewer bytes on the network, and the server keeps them as
   // they came instead of compressing them itself.
-  const bool compress = options.compress && !FileLooksGzipped(file);
+  const bool compress = !FileLooksGzipped(file);
   if (compress) metadata->set_chunk_encoding("gzip");
   for (const auto& [key, value] : options.labels) (*metadata->mutable_labels())[key] = value;
   bool open = writer->Write(request);

@@ -25,8 +25,6 @@ struct UploadOptions {
   std::map<std::string, std::string> labels;
   int max_attempts = 5;
   int64_t chunk_bytes = 1 << 20;
-  // Sends each chunk as a gzip member (chunk_encoding "gzip"), unless the file is gzip already.
-  bool compress = true;
   // Sends at most this many bytes (-1: the file's size when the upload starts). A file another
   // process writes (a job's trace) may grow after its size was checked: the checked size holds.
   int64_t max_bytes = -1;
@@ -37,8 +35,8 @@ struct UploadOptions {
   std::function<bool()> cancelled;
 };
 
-// Sends the file; on UNAVAILABLE or an interrupted stream asks the server how much it holds
-// and resumes from there. Returns the server's answer (already_existed set when the upload_id
+// Sends the file, each chunk as one gzip member unless the file is gzip already; on UNAVAILABLE
+// or an interrupted stream asks the server how much it holds and resumes from there. Returns the server's answer (already_existed set when the upload_id
 // had been committed before).
 absl::StatusOr<v1::UploadResponse> UploadFile(const std::shared_ptr<grpc::Channel>& channel,
                                               const UploadOptions& options);

@@ -1,6 +1,7 @@
 #include "storage/upload_table.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fleetprof {
@@ -17,6 +18,19 @@ absl::StatusOr<int64_t> CountBytes(analysis::ByteSource& source) {
     total += static_cast<int64_t>(*got);
   }
 }
+
+// A source whose every read fails with `error`: the original of an upload whose record could
+// not be read is that error, never the parts read one way or the other by guess.
+class FailedSource : public analysis::ByteSource {
+ public:
+  FailedSource(std::string name, absl::Status error) : name_(std::move(name)), error_(std::move(error)) {}
+  absl::StatusOr<size_t> Read(char*, size_t) override { return error_; }
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::string name_;
+  absl::Status error_;
+};
 
 }  // namespace
 
@@ -37,9 +51,9 @@ std::unique_ptr<analysis::ByteSource> UploadTable::ReadRaw(const std::string& up
 
 std::unique_ptr<analysis::ByteSource> UploadTable::ReadOriginal(const std::string& upload_id, int64_t size_bytes) {
   auto record = Get(upload_id);
-  if (record.ok() && record->has_value()) return ReadRaw(upload_id, **record);
-  // Without its record (an error reading it, or none), what the parts hold as they are: an
-  // error surfaces as a read that ends early, which callers check against size_bytes.
+  if (!record.ok()) return std::make_unique<FailedSource>(upload_id, record.status());
+  if (record->has_value()) return ReadRaw(upload_id, **record);
+  // No record (a profile stored before upload records were kept): its parts as they are.
   return blobs_->ReadParts(upload_id, size_bytes);
 }
 
