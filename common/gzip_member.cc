@@ -3,6 +3,7 @@
 #include <isa-l/igzip_lib.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 
@@ -33,13 +34,21 @@ std::string GzipMember(std::string_view plain) {
   stream->level_buf = level_buffer.get();
   stream->level_buf_size = kLevelBufferBytes;
   stream->gzip_flag = IGZIP_GZIP;
-  stream->end_of_stream = 1;
   stream->flush = NO_FLUSH;
-  // ISA-L takes 32-bit lengths; a chunk is far below 4 GiB (the server's --max_chunk_mb).
-  stream->next_in = reinterpret_cast<uint8_t*>(const_cast<char*>(plain.data()));
-  stream->avail_in = static_cast<uint32_t>(plain.size());
+  // ISA-L takes 32-bit lengths: the input goes in slices, the last one marked as the end.
+  constexpr size_t kSlice = size_t{1} << 30;
+  size_t fed = 0;
+  auto feed = [&] {
+    const size_t n = std::min(kSlice, plain.size() - fed);
+    stream->next_in = reinterpret_cast<uint8_t*>(const_cast<char*>(plain.data() + fed));
+    stream->avail_in = static_cast<uint32_t>(n);
+    fed += n;
+    stream->end_of_stream = fed == plain.size() ? 1 : 0;
+  };
+  feed();
   size_t written = 0;
   while (stream->internal_state.state != ZSTATE_END) {
+    if (stream->avail_in == 0 && fed < plain.size()) feed();
     if (written == out.size()) out.resize(out.size() * 2);
     stream->next_out = reinterpret_cast<uint8_t*>(out.data() + written);
     stream->avail_out = static_cast<uint32_t>(out.size() - written);
@@ -54,6 +63,10 @@ std::string GzipMember(std::string_view plain) {
 absl::Status GunzipMember(std::string_view member, size_t max_plain_bytes, std::string* plain) {
   plain->clear();
   if (!LooksGzipped(member)) return absl::InvalidArgumentError("not a gzip member (no gzip magic bytes)");
+  // ISA-L takes 32-bit lengths; no chunk comes near (the server's is 1 MiB).
+  if (member.size() > UINT32_MAX || max_plain_bytes >= UINT32_MAX) {
+    return absl::InvalidArgumentError("a gzip member or its content over 4 GiB");
+  }
   auto state = std::make_unique<inflate_state>();
   isal_inflate_init(state.get());
   state->crc_flag = ISAL_GZIP;

@@ -1,8 +1,11 @@
 #include "storage/upload_table.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 namespace fleetprof {
 namespace {
@@ -32,6 +35,30 @@ class FailedSource : public analysis::ByteSource {
   absl::Status error_;
 };
 
+// The first `length` bytes of `inner`, which must hold at least that many: content that ends
+// short is DATA_LOSS (stored members and their record that disagree), never a shorter file.
+class ExactLengthSource : public analysis::ByteSource {
+ public:
+  ExactLengthSource(std::unique_ptr<analysis::ByteSource> inner, int64_t length)
+      : inner_(std::move(inner)), left_(std::max<int64_t>(length, 0)) {}
+  absl::StatusOr<size_t> Read(char* buf, size_t n) override {
+    if (left_ == 0) return 0;
+    absl::StatusOr<size_t> got = inner_->Read(buf, static_cast<size_t>(std::min<int64_t>(left_, static_cast<int64_t>(n))));
+    if (!got.ok()) return got.status();
+    if (*got == 0) {
+      return absl::DataLossError(absl::StrCat(inner_->name(), ": the stored bytes end ", left_,
+                                              " bytes before the length the upload's record counts"));
+    }
+    left_ -= static_cast<int64_t>(*got);
+    return got;
+  }
+  const std::string& name() const override { return inner_->name(); }
+
+ private:
+  std::unique_ptr<analysis::ByteSource> inner_;
+  int64_t left_;
+};
+
 }  // namespace
 
 absl::Status UploadTable::AppendRaw(const std::string& upload_id, v1::UploadRecord& record, std::string_view stored,
@@ -46,15 +73,20 @@ std::unique_ptr<analysis::ByteSource> UploadTable::ReadRaw(const std::string& up
                                                            const v1::UploadRecord& record) {
   if (record.parts_encoding().empty()) return blobs_->ReadParts(upload_id, record.received_bytes());
   // Gzip members in a row read as one .gz file: its content is the file.
-  return analysis::MaybeGunzip(blobs_->ReadParts(upload_id, record.stored_bytes()));
+  return std::make_unique<ExactLengthSource>(analysis::MaybeGunzip(blobs_->ReadParts(upload_id, record.stored_bytes())),
+                                             record.received_bytes());
 }
 
 std::unique_ptr<analysis::ByteSource> UploadTable::ReadOriginal(const std::string& upload_id, int64_t size_bytes) {
   auto record = Get(upload_id);
   if (!record.ok()) return std::make_unique<FailedSource>(upload_id, record.status());
-  if (record->has_value()) return ReadRaw(upload_id, **record);
-  // No record (a profile stored before upload records were kept): its parts as they are.
-  return blobs_->ReadParts(upload_id, size_bytes);
+  // A committed profile's upload keeps its record until the profile is deleted with it.
+  if (!record->has_value()) {
+    return std::make_unique<FailedSource>(upload_id, absl::NotFoundError(absl::StrCat("upload ", upload_id, " is gone")));
+  }
+  v1::UploadRecord known = **std::move(record);
+  if (known.received_bytes() > size_bytes) known.set_received_bytes(size_bytes);  // never past the profile
+  return ReadRaw(upload_id, known);
 }
 
 absl::Status UploadTable::Abort(const std::string& upload_id) {
@@ -92,13 +124,14 @@ absl::StatusOr<int> UploadTable::RepairPartial() {
     } else {
       // Whole members survived (a part is written at once): the file's bytes are what they hold.
       record.set_stored_bytes(*stored);
-      auto file_bytes = CountBytes(*ReadRaw(id, record));
-      if (!file_bytes.ok()) {
+      auto file_bytes = CountBytes(*analysis::MaybeGunzip(blobs_->ReadParts(id, *stored)));
+      if (absl::IsDataLoss(file_bytes.status())) {
         // Damaged: the client starts again from the first byte, on no part of the old bytes.
         if (absl::Status dropped = blobs_->DeleteParts(id, Reclaim::kLater); !dropped.ok()) return dropped;
         record.set_stored_bytes(0);
         file_bytes = 0;
       }
+      if (!file_bytes.ok()) return file_bytes.status();  // the store or a thread: the next start tries again
       record.set_received_bytes(*file_bytes);
     }
     if (absl::Status put = records_.Put(id, record); !put.ok()) return put;

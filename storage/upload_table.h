@@ -38,7 +38,8 @@ class UploadTable {
   // Streams the file's first record.received_bytes() bytes as they were uploaded, whatever the
   // parts' encoding.
   std::unique_ptr<analysis::ByteSource> ReadRaw(const std::string& upload_id, const v1::UploadRecord& record);
-  // The original file of a committed profile (its upload's key and size_bytes), byte for byte.
+  // The original file of a committed profile (its upload's key and size_bytes), byte for byte;
+  // NOT_FOUND once the upload is gone.
   std::unique_ptr<analysis::ByteSource> ReadOriginal(const std::string& upload_id, int64_t size_bytes);
   // Deletes an uncommitted upload's record and bytes (the record first: bytes without a record
   // are orphans that Storage::CollectOrphans removes).

@@ -281,6 +281,8 @@ absl::Status UploadSession::Receive(v1::UploadRequest message) {
   if (record_.received_bytes() + static_cast<int64_t>(file_bytes.size()) > limits.max_upload_bytes) {
     return over_limits();
   }
+  // A chunk of no bytes adds nothing: nothing is stored, not even an empty member.
+  if (file_bytes.empty()) return absl::OkStatus();
   if (UploadTable::StoredBytes(record_) == 0 && record_.received_bytes() == 0) {
     // Kept as gzip members unless the file is compressed already. Decided at the first byte and
     // kept for the upload's life, a resume included.
@@ -291,8 +293,11 @@ absl::Status UploadSession::Receive(v1::UploadRequest message) {
   std::string member;
   std::string_view stored = file_bytes;
   if (!record_.parts_encoding().empty()) {
-    if (gzip_chunk) {
-      stored = *chunk;  // the client's member, checked above: kept as it came
+    // The client's member is kept as it came, unless it takes more room than ours would (its
+    // header may carry a name or comment of any length): the stored bytes stay bounded by the
+    // file's.
+    if (gzip_chunk && chunk->size() <= GzipMemberBound(file_bytes.size())) {
+      stored = *chunk;
     } else {
       member = GzipMember(file_bytes);
       stored = member;

@@ -171,6 +171,7 @@ TEST(DeviceBreakdown, BusyAndEachKindMatchABruteForceUnion) {
     EXPECT_EQ(s.devices[0].compute_ns, count(kinds[0])) << "round " << round;
     EXPECT_EQ(s.devices[0].communication_ns, count(kinds[1])) << "round " << round;
     EXPECT_EQ(s.devices[0].memory_ns, count(kinds[2])) << "round " << round;
+    EXPECT_EQ(s.devices[0].idle_ns, s.devices[0].span_ns - count(busy)) << "round " << round;
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include "common/gzip_member.h"
 
+#include <cstdint>
 #include <random>
 #include <string>
 
@@ -69,6 +70,18 @@ TEST(GzipMember, RefusesDamageTruncationTrailingBytesAndBombs) {
   EXPECT_TRUE(absl::IsInvalidArgument(GunzipMember(member + member, 1 << 20, &out))) << "exactly one member";
   EXPECT_TRUE(absl::IsInvalidArgument(GunzipMember(plain, 1 << 20, &out))) << "not gzip at all";
   EXPECT_TRUE(absl::IsInvalidArgument(GunzipMember("", 1 << 20, &out)));
+
+  EXPECT_TRUE(absl::IsInvalidArgument(GunzipMember(member.substr(0, 6), 1 << 20, &out))) << "cut in the header";
+  EXPECT_TRUE(absl::IsInvalidArgument(GunzipMember(member.substr(0, member.size() / 2), 1 << 20, &out)))
+      << "cut in the deflate stream";
+  // The trailer's length field is only a hint for the output's size: one that lies, low or
+  // high, is refused by the check of the whole member and never sizes past the cap.
+  for (const uint32_t lie : {uint32_t{1}, uint32_t{0xFFFFFFFFu}}) {
+    std::string lying = member;
+    for (int i = 0; i < 4; ++i) lying[lying.size() - 4 + i] = static_cast<char>((lie >> (8 * i)) & 0xFF);
+    EXPECT_TRUE(absl::IsInvalidArgument(GunzipMember(lying, 1 << 20, &out))) << lie;
+    EXPECT_TRUE(out.empty());
+  }
 
   // 64 MiB of zeros in about 64 KiB: inflation stops one byte past the cap.
   const std::string bomb = GzipMember(std::string(64 << 20, '\0'));

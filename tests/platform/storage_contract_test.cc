@@ -265,6 +265,27 @@ TEST_P(StorageContractTest, AfterLostGzipPartsTheRecordCountsTheFileBytesTheSurv
   ASSERT_TRUE(blobs().FinishParts("u").ok());
 }
 
+// Gzip parts that no longer inflate (damaged on disk) after a crash lost some: the upload starts
+// again from its first byte, on none of the old parts.
+TEST_P(StorageContractTest, DamagedGzipPartsAfterACrashStartTheUploadAgain) {
+  v1::UploadRecord record;
+  record.set_parts_encoding(std::string(UploadTable::kGzipParts));
+  ASSERT_TRUE(storage_->uploads().Put("u", record).ok());
+  std::string damaged = GzipMember("hello, this member will not inflate");
+  damaged[damaged.size() / 2] = static_cast<char>(damaged[damaged.size() / 2] ^ 0x55);
+  ASSERT_TRUE(storage_->uploads().AppendRaw("u", record, damaged, 35).ok());
+  record.set_stored_bytes(record.stored_bytes() + 100);  // a later part the crash lost
+  record.set_received_bytes(record.received_bytes() + 50);
+  ASSERT_TRUE(storage_->uploads().Put("u", record).ok());
+
+  ASSERT_TRUE(storage_->uploads().RepairPartial().ok());
+  v1::UploadRecord resumed = **storage_->uploads().Get("u");
+  EXPECT_EQ(resumed.received_bytes(), 0);
+  EXPECT_EQ(resumed.stored_bytes(), 0);
+  ASSERT_TRUE(Append("u", resumed, "hello again").ok());
+  EXPECT_EQ(ReadAll(*storage_->uploads().ReadRaw("u", resumed)), "hello again");
+}
+
 // Parts are written without a log: a crash may lose the latest ones, or (after a gap) keep
 // some. At start the record is cut back to the bytes left from offset 0, and what follows a gap
 // is dropped, so a resumed upload reads back exactly what its client sends again.

@@ -315,14 +315,46 @@ TEST_F(IngestCleanupTest, GzipChunksMakeTheSameProfileAndKeepTheOriginalByteForB
   }
 
   const std::string gz = CorpusBytes("kineto/a100_alexnet.json.gz");
-  auto gz_file = UploadMembers("gz-file", {GzipMember(gz)});
-  ASSERT_TRUE(gz_file.ok()) << gz_file.status();
-  EXPECT_EQ((*store_->uploads().Get("gz-file"))->parts_encoding(), "") << "a .gz file is kept as it is";
-  EXPECT_EQ(Original(*gz_file), gz);
+  auto gz_as_member = UploadMembers("gz-as-member", {GzipMember(gz)});
+  ASSERT_TRUE(gz_as_member.ok()) << gz_as_member.status();
+  auto gz_as_plain = Upload("gz-as-plain", gz, 4096, static_cast<int64_t>(gz.size()));
+  ASSERT_TRUE(gz_as_plain.ok()) << gz_as_plain.status();
+  for (const auto* response : {&*gz_as_member, &*gz_as_plain}) {
+    EXPECT_EQ((*store_->uploads().Get(response->profile().upload_id()))->parts_encoding(), "")
+        << "a .gz file is kept as it is";
+    EXPECT_EQ(Original(*response), gz);
+  }
+}
+
+// What a client's member costs in storage is bounded by its content, whatever its header
+// carries: a member padded with a long comment is stored as the server would have made it, and
+// a chunk of no bytes stores nothing.
+TEST_F(IngestCleanupTest, AGzipChunkTakesNoMoreRoomThanItsContentAllows) {
+  const std::string path = fleetprof::testing::CorpusPath("kineto/a100_alexnet.json.gz");
+  FLEETPROF_REQUIRE_PATH(path);
+  const std::string json = analysis::testing::ReadDecompressed(path);
+  std::vector<std::string> members;
+  for (size_t at = 0; at < json.size(); at += 100000) {
+    const std::string content = json.substr(at, 100000);
+    std::string padded = GzipMember(content);
+    // FLG.FCOMMENT: a zero-terminated comment right after the 10-byte header.
+    padded[3] = static_cast<char>(padded[3] | 0x10);
+    padded.insert(10, std::string(500000, 'c') + '\0');
+    std::string check;
+    ASSERT_TRUE(GunzipMember(padded, 1 << 20, &check).ok()) << "a valid member";
+    members.push_back(std::move(padded));
+    members.push_back(GzipMember(""));  // a chunk of no bytes
+  }
+  auto stored = UploadMembers("padded", members);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(Original(*stored), json);
+  const v1::UploadRecord record = **store_->uploads().Get("padded");
+  EXPECT_EQ(record.received_bytes(), static_cast<int64_t>(json.size()));
+  EXPECT_LT(record.stored_bytes(), static_cast<int64_t>(json.size()) / 4) << "the comments were not kept";
 }
 
 // A gzip chunk is checked whole before any of it is stored or analysed: damaged, cut short,
-// followed by other bytes, or inflating past --max_chunk_mb, the upload is refused and leaves
+// followed by other bytes, or inflating past the chunk limit, the upload is refused and leaves
 // nothing; so is an encoding the server does not know.
 TEST_F(IngestCleanupTest, ABadGzipChunkIsRefusedAndLeavesNothing) {
   const std::string path = fleetprof::testing::CorpusPath("kineto/a100_alexnet.json.gz");
@@ -390,8 +422,10 @@ TEST_F(IngestCleanupTest, DeletingAProfileRemovesEveryRecordOfIt) {
   EXPECT_FALSE(upload->has_value());
   char byte;
   auto raw = store_->uploads().ReadOriginal("gone", static_cast<int64_t>(gz.size()))->Read(&byte, 1);
-  ASSERT_TRUE(raw.ok());
-  EXPECT_EQ(*raw, 0u);
+  EXPECT_TRUE(absl::IsNotFound(raw.status())) << raw.status();
+  auto parts = store_->engine().blobs().ReadParts("gone", static_cast<int64_t>(gz.size()))->Read(&byte, 1);
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  EXPECT_EQ(*parts, 0u) << "its parts are gone too";
   auto listed = store_->profiles().List(v1::ListProfilesRequest());
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->profiles.size(), 1u);
