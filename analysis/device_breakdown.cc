@@ -35,16 +35,16 @@ Ticks UnionLength(std::vector<Interval>* intervals) {
 
 namespace {
 
+constexpr int kKinds = 3;  // ActivityKind's values
+
 struct DeviceAccumulator {
   NameId device = 0;
   int64_t events = 0;
   Ticks start = std::numeric_limits<Ticks>::max();
   Ticks end = std::numeric_limits<Ticks>::min();
-  int64_t per_kind[3] = {0, 0, 0};   // the first pass's counts
-  std::vector<Interval> by_kind[3];  // indexed by ActivityKind
+  int64_t per_kind[kKinds] = {};          // the first pass's counts
+  std::vector<Interval> by_kind[kKinds];  // indexed by ActivityKind
 };
-
-constexpr int kKinds = 3;
 
 // The length of the union of `lists`, each sorted and merged (MergeIntervals): a sweep over
 // their heads in start order, so the union of all kinds needs no list of its own.

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/gzip_member.h"
 #include "common/threads.h"
 
 namespace fleetprof::analysis {
@@ -49,9 +50,7 @@ class SniffingSource : public ByteSource {
         if (*got == 0) break;
         prefix.append(head, *got);
       }
-      bool gzip = prefix.size() == 2 && static_cast<unsigned char>(prefix[0]) == 0x1f &&
-                  static_cast<unsigned char>(prefix[1]) == 0x8b;
-      if (gzip) {
+      if (LooksGzipped(prefix)) {
         resolved_ = std::make_unique<GunzipSource>(std::move(inner_), std::move(prefix));
       } else {
         resolved_ = PrefixedSource(std::move(prefix), std::move(inner_));
