@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 namespace fleetprof::analysis {
 namespace {
@@ -22,7 +24,76 @@ size_t PageRounded(size_t bytes) {
   return (bytes + page - 1) / page * page;
 }
 
+constexpr size_t kSmallestKept = size_t{1} << 20;
+
+// Freed mappings kept for reuse (KeepFreedEventMemory): few (a trace has two arrays), taken
+// and given at an array's start, growth and end only.
+class KeptMappings {
+ public:
+  void SetLimit(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    limit_ = bytes;
+    while (total_ > limit_) DropLargestLocked();
+  }
+  void ReleaseAll() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [data, bytes] : kept_) ::munmap(data, bytes);
+    kept_.clear();
+    total_ = 0;
+  }
+  size_t Total() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return total_;
+  }
+
+  // The smallest kept mapping of at least `bytes`, or {nullptr, 0}.
+  std::pair<char*, size_t> Take(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto best = kept_.end();
+    for (auto it = kept_.begin(); it != kept_.end(); ++it) {
+      if (it->second >= bytes && (best == kept_.end() || it->second < best->second)) best = it;
+    }
+    if (best == kept_.end()) return {nullptr, 0};
+    const auto taken = *best;
+    kept_.erase(best);
+    total_ -= taken.second;
+    return taken;
+  }
+  // Keeps the mapping if there is room for it; else it is the caller's to unmap.
+  bool Give(char* data, size_t bytes) {
+    if (bytes < kSmallestKept) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (bytes > limit_ - std::min(limit_, total_)) return false;
+    kept_.emplace_back(data, bytes);
+    total_ += bytes;
+    return true;
+  }
+
+ private:
+  void DropLargestLocked() {
+    auto largest = std::max_element(kept_.begin(), kept_.end(),
+                                    [](const auto& a, const auto& b) { return a.second < b.second; });
+    ::munmap(largest->first, largest->second);
+    total_ -= largest->second;
+    kept_.erase(largest);
+  }
+
+  std::mutex mu_;
+  std::vector<std::pair<char*, size_t>> kept_;
+  size_t total_ = 0;
+  size_t limit_ = 0;
+};
+
+KeptMappings& Kept() {
+  static KeptMappings* kept = new KeptMappings;  // never destroyed: arrays may outlive statics
+  return *kept;
+}
+
 }  // namespace
+
+void KeepFreedEventMemory(size_t bytes) { Kept().SetLimit(bytes); }
+void ReleaseKeptEventMemory() { Kept().ReleaseAll(); }
+size_t KeptEventMemoryBytes() { return Kept().Total(); }
 
 MappedBytes& MappedBytes::operator=(MappedBytes&& other) noexcept {
   MappedBytes gone(std::move(other));
@@ -33,7 +104,7 @@ MappedBytes& MappedBytes::operator=(MappedBytes&& other) noexcept {
 MappedBytes::~MappedBytes() { Release(); }
 
 void MappedBytes::Release() {
-  if (data_ != nullptr) ::munmap(data_, capacity_);
+  if (data_ != nullptr && !Kept().Give(data_, capacity_)) ::munmap(data_, capacity_);
   data_ = nullptr;
   capacity_ = 0;
 }
@@ -43,11 +114,21 @@ void MappedBytes::Swap(MappedBytes& other) noexcept {
   std::swap(capacity_, other.capacity_);
 }
 
-void MappedBytes::Grow(size_t bytes) {
+void MappedBytes::Grow(size_t bytes, size_t used) {
   if (bytes <= capacity_) return;
   size_t wanted = std::max(bytes, capacity_ == 0 ? kFirstBytes : capacity_);
   if (capacity_ != 0 && capacity_ <= SIZE_MAX / 2) wanted = std::max(bytes, capacity_ * 2);
   wanted = PageRounded(wanted);
+  if (const auto [kept, kept_bytes] = Kept().Take(wanted); kept != nullptr) {
+    // Copying what is used costs less than faulting in the pages it would grow into.
+    if (data_ != nullptr) {
+      std::memcpy(kept, data_, std::min(used, capacity_));
+      Release();
+    }
+    data_ = kept;
+    capacity_ = kept_bytes;
+    return;
+  }
   void* grown;
   if (data_ == nullptr) {
     grown = ::mmap(nullptr, wanted, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -24,14 +24,22 @@ bool LooksGzipped(std::string_view bytes) {
          static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
-std::string GzipMember(std::string_view plain) {
-  // Room for the usual case in one step (JSON shrinks; incompressible bytes grow a little).
-  std::string out(plain.size() / 2 + (64 << 10), '\0');
-  auto stream = std::make_unique<isal_zstream>();
-  auto level_buffer = std::make_unique<uint8_t[]>(kLevelBufferBytes);
-  isal_deflate_init(stream.get());
+struct GzipDeflater::State {
+  isal_zstream stream;
+  uint8_t level_buffer[kLevelBufferBytes];
+};
+
+GzipDeflater::GzipDeflater() : state_(std::make_unique<State>()) {}
+GzipDeflater::~GzipDeflater() = default;
+
+std::string GzipDeflater::Member(std::string_view plain) {
+  // Room for the usual case in one step (JSON shrinks; incompressible bytes grow a little),
+  // kept from member to member.
+  if (out_.size() < plain.size() / 2 + (64 << 10)) out_.resize(plain.size() / 2 + (64 << 10));
+  isal_zstream* stream = &state_->stream;
+  isal_deflate_init(stream);
   stream->level = kLevel;
-  stream->level_buf = level_buffer.get();
+  stream->level_buf = state_->level_buffer;
   stream->level_buf_size = kLevelBufferBytes;
   stream->gzip_flag = IGZIP_GZIP;
   stream->flush = NO_FLUSH;
@@ -49,68 +57,65 @@ std::string GzipMember(std::string_view plain) {
   size_t written = 0;
   while (stream->internal_state.state != ZSTATE_END) {
     if (stream->avail_in == 0 && fed < plain.size()) feed();
-    if (written == out.size()) out.resize(out.size() * 2);
-    stream->next_out = reinterpret_cast<uint8_t*>(out.data() + written);
-    stream->avail_out = static_cast<uint32_t>(out.size() - written);
+    if (written == out_.size()) out_.resize(out_.size() * 2);
+    stream->next_out = reinterpret_cast<uint8_t*>(out_.data() + written);
+    stream->avail_out = static_cast<uint32_t>(std::min<size_t>(out_.size() - written, UINT32_MAX));
     // Errors come only from bad parameters, which are fixed here: one is a bug to stop at.
-    if (isal_deflate(stream.get()) != COMP_OK) std::abort();
-    written = out.size() - stream->avail_out;
+    if (isal_deflate(stream) != COMP_OK) std::abort();
+    written = static_cast<size_t>(reinterpret_cast<char*>(stream->next_out) - out_.data());
   }
-  out.resize(written);
-  return out;
+  return std::string(out_.data(), written);
 }
 
+std::string GzipMember(std::string_view plain) { return GzipDeflater().Member(plain); }
+
 absl::Status GunzipMember(std::string_view member, size_t max_plain_bytes, std::string* plain) {
-  plain->clear();
-  if (!LooksGzipped(member)) return absl::InvalidArgumentError("not a gzip member (no gzip magic bytes)");
+  // `*plain` is written over from its start: a buffer used before costs no zeroing up to its
+  // length. On every error it is left empty.
+  const auto fail = [plain](absl::Status error) {
+    plain->clear();
+    return error;
+  };
+  if (!LooksGzipped(member)) return fail(absl::InvalidArgumentError("not a gzip member (no gzip magic bytes)"));
   // ISA-L takes 32-bit lengths; no chunk comes near (the server's is 1 MiB).
   if (member.size() > UINT32_MAX || max_plain_bytes >= UINT32_MAX) {
-    return absl::InvalidArgumentError("a gzip member or its content over 4 GiB");
+    return fail(absl::InvalidArgumentError("a gzip member or its content over 4 GiB"));
   }
+  const auto too_large = [&] {
+    return fail(absl::ResourceExhaustedError(absl::StrCat("a gzip member inflates to more than ", max_plain_bytes, " bytes")));
+  };
   auto state = std::make_unique<inflate_state>();
   isal_inflate_init(state.get());
   state->crc_flag = ISAL_GZIP;
   state->next_in = reinterpret_cast<uint8_t*>(const_cast<char*>(member.data()));
   state->avail_in = static_cast<uint32_t>(member.size());
+  // One byte past the cap tells "exactly the cap" from "more".
+  const size_t limit = max_plain_bytes + 1;
   // The trailer's ISIZE (the content's length mod 2^32) sizes the output once; it is only a
   // hint: ISA-L checks it at the end, and a member that claims less still grows step by step.
   if (member.size() >= 18) {
     const auto* tail = reinterpret_cast<const unsigned char*>(member.data() + member.size() - 4);
     const size_t claimed = tail[0] | (tail[1] << 8) | (tail[2] << 16) | (size_t{tail[3]} << 24);
-    plain->reserve(std::min(claimed, max_plain_bytes) + 1);
+    if (plain->size() < std::min(claimed, max_plain_bytes) + 1) plain->resize(std::min(claimed, max_plain_bytes) + 1);
   }
+  size_t written = 0;
   for (;;) {
-    const size_t have = plain->size();
-    if (have >= max_plain_bytes + 1) {
-      plain->clear();
-      return absl::ResourceExhaustedError(
-          absl::StrCat("a gzip member inflates to more than ", max_plain_bytes, " bytes"));
-    }
-    // One byte past the cap tells "exactly the cap" from "more"; the reserved room first.
-    const size_t room = plain->capacity() > have ? plain->capacity() - have : kInflateStep;
-    plain->resize(have + std::min(room, max_plain_bytes + 1 - have));
-    state->next_out = reinterpret_cast<uint8_t*>(plain->data() + have);
-    state->avail_out = static_cast<uint32_t>(plain->size() - have);
+    if (written >= limit) return too_large();
+    if (written == plain->size()) plain->resize(std::min(written + kInflateStep, limit));
+    const size_t room = std::min(plain->size(), limit) - written;
+    state->next_out = reinterpret_cast<uint8_t*>(plain->data() + written);
+    state->avail_out = static_cast<uint32_t>(room);
     const int ret = isal_inflate(state.get());
-    plain->resize(plain->size() - state->avail_out);
+    written += room - state->avail_out;
     if (ret != ISAL_DECOMP_OK) {
-      plain->clear();
-      return absl::InvalidArgumentError(absl::StrCat("a damaged gzip member (ISA-L error ", ret, ")"));
+      return fail(absl::InvalidArgumentError(absl::StrCat("a damaged gzip member (ISA-L error ", ret, ")")));
     }
     if (state->block_state == ISAL_BLOCK_FINISH) break;
-    if (state->avail_in == 0 && state->avail_out > 0) {
-      plain->clear();
-      return absl::InvalidArgumentError("a gzip member cut short");
-    }
+    if (state->avail_in == 0 && state->avail_out > 0) return fail(absl::InvalidArgumentError("a gzip member cut short"));
   }
-  if (plain->size() > max_plain_bytes) {
-    plain->clear();
-    return absl::ResourceExhaustedError(absl::StrCat("a gzip member inflates to more than ", max_plain_bytes, " bytes"));
-  }
-  if (state->avail_in != 0) {
-    plain->clear();
-    return absl::InvalidArgumentError("bytes after the end of a gzip member");
-  }
+  if (written > max_plain_bytes) return too_large();
+  if (state->avail_in != 0) return fail(absl::InvalidArgumentError("bytes after the end of a gzip member"));
+  plain->resize(written);
   return absl::OkStatus();
 }
 

@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "common/gzip_member.h"
 #include "common/runtime.h"
 #include "common/server_busy.h"
 #include "grpcpp/grpcpp.h"
+#include "rpc/chunk_producer.h"
 
 namespace fleetprof {
 namespace {
@@ -34,25 +33,12 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// Whether the file starts with gzip's magic bytes; leaves the read position where it was.
-bool FileLooksGzipped(std::ifstream& file) {
-  const auto at = file.tellg();
-  char head[2] = {0, 0};
-  file.seekg(0);
-  file.read(head, 2);
-  const bool gzip = file.gcount() == 2 && LooksGzipped(std::string_view(head, 2));
-  file.clear();
-  file.seekg(at);
-  return gzip;
-}
-
-// One attempt: sends the file from `offset` on one stream.
+// One attempt: sends the producer's chunks, from its offset on, on one stream.
 grpc::Status SendOnce(v1::IngestService::Stub& stub, const UploadOptions& options,
-                      const std::string& upload_id, int64_t offset, int64_t size,
+                      const std::string& upload_id, ChunkProducer& producer, int64_t size,
                       v1::UploadResponse* response) {
-  std::ifstream file(options.path, std::ios::binary);
-  if (!file) return grpc::Status(grpc::StatusCode::NOT_FOUND, "cannot open " + options.path);
-  file.seekg(offset);
+  if (!producer.status().ok()) return grpc::Status(grpc::StatusCode::NOT_FOUND, std::string(producer.status().message()));
+  const int64_t offset = producer.offset();
   grpc::ClientContext context;
   // Every call has a deadline: 5 minutes plus a second per MiB to send (a 1 GiB trace: 22
   // minutes), so a server that stopped reading cannot hold an agent's uploader for good.
@@ -71,28 +57,21 @@ grpc::Status SendOnce(v1::IngestService::Stub& stub, const UploadOptions& option
   // Each chunk goes as a gzip member of the file's bytes (about a ninth of them for JSON), unless
   // the file is compressed already: fewer bytes on the network, and the server keeps them as
   // they came instead of compressing them itself.
-  const bool compress = !FileLooksGzipped(file);
-  if (compress) metadata->set_chunk_encoding("gzip");
+  if (producer.compressed()) metadata->set_chunk_encoding("gzip");
   for (const auto& [key, value] : options.labels) (*metadata->mutable_labels())[key] = value;
   bool open = writer->Write(request);
-  std::string buffer(static_cast<size_t>(options.chunk_bytes), '\0');
   int64_t sent = offset;
-  while (open && sent < size) {
+  while (open) {
     if (options.cancelled && options.cancelled()) {
       context.TryCancel();
       break;
     }
-    file.read(buffer.data(), static_cast<std::streamsize>(std::min<int64_t>(buffer.size(), size - sent)));
-    std::streamsize got = file.gcount();
-    if (got <= 0) break;
+    std::optional<ChunkProducer::Chunk> chunk = producer.Next();
+    if (!chunk) break;
     request.Clear();
-    if (compress) {
-      request.set_chunk(GzipMember(std::string_view(buffer.data(), static_cast<size_t>(got))));
-    } else {
-      request.set_chunk(buffer.data(), static_cast<size_t>(got));
-    }
+    request.set_chunk(std::move(chunk->body));
     open = writer->Write(request);
-    sent += got;
+    sent += chunk->file_bytes;
     if (open && options.progress) options.progress(sent, size);
   }
   if (open) writer->WritesDone();
@@ -110,6 +89,10 @@ absl::StatusOr<v1::UploadResponse> UploadFile(const std::shared_ptr<grpc::Channe
   const std::string upload_id =
       options.upload_id.empty() ? absl::StrCat("cli-", RandomHex(12)) : options.upload_id;
   auto stub = v1::IngestService::NewStub(channel);
+  // Most uploads start at byte 0: the first chunks are read and compressed while the channel
+  // connects and the server is asked about the upload.
+  const auto chunk_bytes = static_cast<size_t>(std::max<int64_t>(options.chunk_bytes, 1));
+  auto producer = std::make_unique<ChunkProducer>(options.path, 0, static_cast<int64_t>(size), chunk_bytes);
 
   grpc::Status last;
   for (int attempt = 1; attempt <= options.max_attempts; ++attempt) {
@@ -119,16 +102,19 @@ absl::StatusOr<v1::UploadResponse> UploadFile(const std::shared_ptr<grpc::Channe
     if (attempt > 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200 << std::min(attempt, 6)));
     }
-    // Ask where the server stands: committed already, or how many bytes it holds.
-    grpc::ClientContext state_context;
-    state_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    v1::GetUploadStateRequest state_request;
-    state_request.set_upload_id(upload_id);
+    // Ask where the server stands: committed already, or how many bytes it holds. A new random
+    // id has nothing stored yet: its first attempt saves the round trip.
     v1::UploadState state;
-    last = stub->GetUploadState(&state_context, state_request, &state);
-    if (!last.ok()) {
-      if (Retryable(last.error_code())) continue;
-      return FromGrpc(last, "upload");
+    if (attempt > 1 || !options.upload_id.empty()) {
+      grpc::ClientContext state_context;
+      state_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+      v1::GetUploadStateRequest state_request;
+      state_request.set_upload_id(upload_id);
+      last = stub->GetUploadState(&state_context, state_request, &state);
+      if (!last.ok()) {
+        if (Retryable(last.error_code())) continue;
+        return FromGrpc(last, "upload");
+      }
     }
     v1::UploadResponse response;
     if (state.state() == v1::UploadState::COMMITTED) {
@@ -137,7 +123,11 @@ absl::StatusOr<v1::UploadResponse> UploadFile(const std::shared_ptr<grpc::Channe
       return response;
     }
     int64_t offset = state.state() == v1::UploadState::PARTIAL ? state.received_bytes() : 0;
-    last = SendOnce(*stub, options, upload_id, offset, static_cast<int64_t>(size), &response);
+    if (producer == nullptr || producer->offset() != offset) {
+      producer = std::make_unique<ChunkProducer>(options.path, offset, static_cast<int64_t>(size), chunk_bytes);
+    }
+    last = SendOnce(*stub, options, upload_id, *producer, static_cast<int64_t>(size), &response);
+    producer.reset();  // another attempt starts where the server says it stands
     if (last.ok()) return response;
     if (!Retryable(last.error_code())) return FromGrpc(last, "");
   }

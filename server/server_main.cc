@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "analysis/event_array.h"
 #include "auth/access_guard.h"
 #include "common/flags.h"
 #include "common/runtime.h"
@@ -57,6 +58,10 @@ int Run(const ServerFlags& flags, const TlsPem& pem) {
 
 int main(int argc, char** argv) {
   fleetprof::TuneMalloc();
+  // The event arrays of the last uploads stay mapped for the next ones (event_array.h): upload
+  // +index of a 54 MB trace 250 -> 228 ms in alternated runs. As much as malloc keeps at the
+  // top of a heap (TuneMalloc).
+  fleetprof::analysis::KeepFreedEventMemory(size_t{64} << 20);
   fleetprof::BlockShutdownSignals();
   fleetprof::ServerFlags flags;
   fleetprof::FlagSet set(fleetprof::kUsage);

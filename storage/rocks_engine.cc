@@ -48,6 +48,15 @@ rocksdb::ColumnFamilyOptions FamilyOptions(int family) {
   // (0.101 of the uploaded plain JSON against 0.104).
   options.compression_opts.level = 1;
   if (family == rocks::kEvents) {
+    // Event blocks are varint-packed already (zstd keeps 0.76 of them), and their flush at
+    // the end of an upload ran on the one flush thread while the upload's commit waited
+    // behind it for its raw bytes' flush. LZ4 flushes them in a fraction of the time; the
+    // compaction into the last level still stores them as zstd, so the disk they take for
+    // good does not grow. In alternated runs: upload+index -8 ms, slowest commit 32 -> 12 ms.
+    options.compression = rocksdb::kLZ4Compression;
+    options.bottommost_compression = rocksdb::kZSTD;
+    options.bottommost_compression_opts.level = 1;
+    options.bottommost_compression_opts.enabled = true;
     static const std::shared_ptr<rocksdb::Cache> cache = rocksdb::NewLRUCache(kEventBlockCacheBytes);
     rocksdb::BlockBasedTableOptions table;
     table.block_cache = cache;
@@ -187,6 +196,10 @@ absl::StatusOr<std::unique_ptr<StorageEngine>> OpenRocksEngine(const std::string
   options.create_if_missing = true;
   options.create_missing_column_families = true;
   options.max_background_jobs = 2;
+  // Two flush threads (of RocksDB's default one for two jobs) and one for compaction: an
+  // upload's commit flushes its raw bytes and must not wait for another family's flush.
+  options.max_background_flushes = 2;
+  options.max_background_compactions = 1;
   options.keep_log_file_num = 4;
   options.max_open_files = store_options.max_open_files;
   options.listeners.push_back(health);

@@ -34,6 +34,7 @@ void ChunkQueue::StopReading() {
   absl::MutexLock lock(&mu_);
   reading_stopped_ = true;
   chunks_.clear();
+  spare_ = std::string();
   queued_bytes_ = 0;
 }
 
@@ -49,10 +50,16 @@ absl::StatusOr<size_t> ChunkQueue::Read(char* buf, size_t n) {
   front_pos_ += take;
   if (front_pos_ == front.size()) {
     queued_bytes_ -= front.size();
+    spare_ = std::move(front);
     chunks_.pop_front();
     front_pos_ = 0;
   }
   return take;
+}
+
+std::string ChunkQueue::TakeSpare() {
+  absl::MutexLock lock(&mu_);
+  return std::move(spare_);
 }
 
 absl::StatusOr<size_t> ConcatSource::Read(char* buf, size_t n) {

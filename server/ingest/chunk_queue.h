@@ -26,6 +26,11 @@ class ChunkQueue : public analysis::ByteSource {
   void Fail(absl::Status status);
   // Consumer: it will read no more (it failed or finished early); unblocks Push.
   void StopReading();
+  // Producer: a chunk the consumer has read to its end (its length and bytes as they were),
+  // or an empty string. Refilling it writes over memory already faulted in, where a new
+  // chunk's would be allocated and zeroed first: for an upload's inflated 1 MiB chunks, a
+  // fifth of the worker's CPU.
+  std::string TakeSpare();
 
   absl::StatusOr<size_t> Read(char* buf, size_t n) override;
   const std::string& name() const override { return name_; }
@@ -35,6 +40,7 @@ class ChunkQueue : public analysis::ByteSource {
   const size_t capacity_;
   absl::Mutex mu_;
   std::deque<std::string> chunks_ ABSL_GUARDED_BY(mu_);
+  std::string spare_ ABSL_GUARDED_BY(mu_);  // one is enough: the producer takes it for its next chunk
   size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   size_t front_pos_ ABSL_GUARDED_BY(mu_) = 0;
   bool writing_closed_ ABSL_GUARDED_BY(mu_) = false;

@@ -29,6 +29,8 @@ class StreamingAnalysis {
   // Hands the next bytes to the analysis. False once the analysis has failed: call Finish
   // for the error.
   bool Push(std::string chunk);
+  // A pushed chunk the analysis has read, to fill again (see ChunkQueue::TakeSpare).
+  std::string TakeSpare() { return queue_.TakeSpare(); }
   // No more bytes: waits for the analysis and returns its result.
   absl::StatusOr<analysis::TraceSummary> Finish();
   // The upload broke off: stops the analysis, discarding its result.

@@ -88,5 +88,79 @@ TEST(EventArray, AnArrayTooLargeToAddressIsRefusedAsAnAllocation) {
   EXPECT_EQ(a[0].start, 1);
 }
 
+
+// The server keeps freed arrays' mappings for the next arrays (KeepFreedEventMemory).
+class KeptEventMemory : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    KeepFreedEventMemory(0);
+    ReleaseKeptEventMemory();
+  }
+};
+
+TEST_F(KeptEventMemory, AFreedArraysMappingServesTheNextWithEveryEventIntact) {
+  KeepFreedEventMemory(size_t{16} << 20);
+  const Record* first_data = nullptr;
+  {
+    EventArray<Record> a;
+    for (int64_t i = 0; i < 200'000; ++i) a.push_back(Record{i, 1});  // 3.2 MB: a 4 MiB mapping
+    first_data = a.data();
+  }
+  EXPECT_EQ(KeptEventMemoryBytes(), size_t{4} << 20);
+  EventArray<Record> b;
+  b.push_back(Record{-1, 2});
+  EXPECT_EQ(b.data(), first_data) << "the kept mapping, taken at the first push";
+  EXPECT_EQ(KeptEventMemoryBytes(), 0u);
+  // Growing past it maps anew (nothing larger is kept); the events move along.
+  for (int64_t i = 0; i < 600'000; ++i) b.push_back(Record{i, 3});
+  ASSERT_EQ(b.size(), 600'001u);
+  EXPECT_EQ(b[0].start, -1);
+  for (int64_t i = 0; i < 600'000; ++i) ASSERT_EQ(b[static_cast<size_t>(i) + 1].start, i) << i;
+}
+
+TEST_F(KeptEventMemory, GrowingTakesALargerKeptMappingAndCopiesOnlyWhatIsUsed) {
+  KeepFreedEventMemory(size_t{64} << 20);
+  {
+    EventArray<Record> big;
+    big.reserve((size_t{16} << 20) / sizeof(Record));
+  }
+  ASSERT_EQ(KeptEventMemoryBytes(), size_t{16} << 20);
+  EventArray<Record> a;
+  a.push_back(Record{7, 7});
+  EXPECT_EQ(a.capacity() * sizeof(Record), size_t{16} << 20) << "the smallest kept mapping that fits";
+  std::vector<int64_t> expected{7};
+  for (int64_t i = 0; i < 1'500'000; ++i) {  // 24 MB: past the kept 16 MiB
+    a.push_back(Record{i, 0});
+    expected.push_back(i);
+  }
+  EXPECT_EQ(Starts(a), expected);
+}
+
+TEST_F(KeptEventMemory, KeepsNoMoreThanItsLimitAndNothingSmallOrWhenOff) {
+  {
+    EventArray<Record> off;
+    off.reserve((size_t{2} << 20) / sizeof(Record));
+  }
+  EXPECT_EQ(KeptEventMemoryBytes(), 0u) << "the default keeps nothing";
+  KeepFreedEventMemory(size_t{6} << 20);
+  {
+    EventArray<Record> small, a, b;
+    small.push_back(Record{1, 1});  // 64 KiB: not worth keeping
+    a.reserve((size_t{4} << 20) / sizeof(Record));
+    b.reserve((size_t{4} << 20) / sizeof(Record));
+  }
+  EXPECT_EQ(KeptEventMemoryBytes(), size_t{4} << 20) << "one of the two 4 MiB mappings fits under 6 MiB";
+  KeepFreedEventMemory(size_t{1} << 20);
+  EXPECT_EQ(KeptEventMemoryBytes(), 0u) << "a lower limit gives back what is over it";
+  KeepFreedEventMemory(size_t{8} << 20);
+  {
+    EventArray<Record> a;
+    a.reserve((size_t{4} << 20) / sizeof(Record));
+  }
+  EXPECT_EQ(KeptEventMemoryBytes(), size_t{4} << 20);
+  ReleaseKeptEventMemory();
+  EXPECT_EQ(KeptEventMemoryBytes(), 0u);
+}
+
 }  // namespace
 }  // namespace fleetprof::analysis

@@ -93,5 +93,41 @@ TEST(GzipMember, RefusesDamageTruncationTrailingBytesAndBombs) {
   EXPECT_EQ(out, plain);
 }
 
+
+TEST(GzipMember, ADeflaterMakesTheSameMembersOneAfterAnother) {
+  GzipDeflater deflater;
+  // Large, empty, small, incompressible: the buffers it keeps from one member serve the next.
+  for (const std::string& plain : {Json(1 << 20), std::string(), Json(3000), RandomBytes(1 << 20), Json(1 << 20)}) {
+    const std::string member = deflater.Member(plain);
+    EXPECT_EQ(member, GzipMember(plain));
+    EXPECT_LE(member.size(), GzipMemberBound(plain.size()));
+    std::string back;
+    ASSERT_TRUE(GunzipMember(member, plain.size(), &back).ok());
+    EXPECT_EQ(back, plain);
+  }
+}
+
+TEST(GzipMember, InflatesOverABufferUsedBefore) {
+  // The server inflates each chunk into the buffer of one the analysis has read: longer,
+  // shorter or the same length as the new content, and full of the old bytes.
+  const std::string big = Json(1 << 20), small = Json(777);
+  std::string buffer = RandomBytes(2 << 20);
+  ASSERT_TRUE(GunzipMember(GzipMember(big), 1 << 20, &buffer).ok());
+  EXPECT_EQ(buffer, big);
+  ASSERT_TRUE(GunzipMember(GzipMember(small), 1 << 20, &buffer).ok());
+  EXPECT_EQ(buffer, small);
+  ASSERT_TRUE(GunzipMember(GzipMember(big), 1 << 20, &buffer).ok());
+  EXPECT_EQ(buffer, big);
+  // The cap holds whatever the buffer's length: a reused 2 MiB buffer inflates no further.
+  buffer = RandomBytes(2 << 20);
+  EXPECT_TRUE(absl::IsResourceExhausted(GunzipMember(GzipMember(std::string(3 << 20, 'a')), 1 << 20, &buffer)));
+  EXPECT_TRUE(buffer.empty());
+  buffer = RandomBytes(100);
+  std::string damaged = GzipMember(big);
+  damaged[damaged.size() / 2] = static_cast<char>(damaged[damaged.size() / 2] ^ 0x40);
+  EXPECT_TRUE(absl::IsInvalidArgument(GunzipMember(damaged, 1 << 20, &buffer)));
+  EXPECT_TRUE(buffer.empty());
+}
+
 }  // namespace
 }  // namespace fleetprof
