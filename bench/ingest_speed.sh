@@ -69,7 +69,20 @@ awk -v r="$(median $(phase receive_s))" -v a="$(median $(phase analysis_after_st
     r*1000, a*1000, c*1000
 }'
 
-# One upload alone, then CONCURRENT at once: total throughput and the server's CPU per GB.
+# One upload alone, then CONCURRENT at once: total throughput and the server's CPU per GB. First
+# the flushes and compactions the rounds above set off finish (the server's CPU stops moving for
+# half a second, 20 s at most), or the one upload's CPU would include theirs.
+settle() {
+  local prev cur
+  prev=$(server_cpu)
+  for _ in $(seq 40); do
+    sleep 0.5
+    cur=$(server_cpu)
+    (( cur - prev <= 1 )) && return 0
+    prev=$cur
+  done
+}
+settle
 one_cpu0=$(server_cpu); t0=$(now)
 "$bin/fleetprof" upload "$trace" --job bench --server "$addr" --upload_id "one-$RANDOM" >/dev/null
 t1=$(now); sleep 3; one_cpu1=$(server_cpu)
