@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
-#include <mutex>
 #include <utility>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace fleetprof::analysis {
 namespace {
@@ -31,27 +33,27 @@ constexpr size_t kSmallestKept = size_t{1} << 20;
 class KeptMappings {
  public:
   void SetLimit(size_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     limit_ = bytes;
-    while (total_ > limit_) DropLargestLocked();
+    while (total_ > limit_) DropLargest();
   }
   void ReleaseAll() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (const auto& [data, bytes] : kept_) ::munmap(data, bytes);
     kept_.clear();
     total_ = 0;
   }
   size_t Total() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return total_;
   }
 
-  // The smallest kept mapping of at least `bytes`, or {nullptr, 0}.
+  // The smallest kept mapping of `bytes` to 4 times as many, or {nullptr, 0}.
   std::pair<char*, size_t> Take(size_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto best = kept_.end();
     for (auto it = kept_.begin(); it != kept_.end(); ++it) {
-      if (it->second >= bytes && (best == kept_.end() || it->second < best->second)) best = it;
+      if (it->second >= bytes && it->second / 4 <= bytes && (best == kept_.end() || it->second < best->second)) best = it;
     }
     if (best == kept_.end()) return {nullptr, 0};
     const auto taken = *best;
@@ -59,18 +61,23 @@ class KeptMappings {
     total_ -= taken.second;
     return taken;
   }
-  // Keeps the mapping if there is room for it; else it is the caller's to unmap.
-  bool Give(char* data, size_t bytes) {
+  // Keeps the mapping if there is room for it; else it is the caller's to unmap. Never throws:
+  // it runs where an array is destroyed.
+  bool Give(char* data, size_t bytes) noexcept {
     if (bytes < kSmallestKept) return false;
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (bytes > limit_ - std::min(limit_, total_)) return false;
-    kept_.emplace_back(data, bytes);
+    try {
+      kept_.emplace_back(data, bytes);
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
     total_ += bytes;
     return true;
   }
 
  private:
-  void DropLargestLocked() {
+  void DropLargest() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto largest = std::max_element(kept_.begin(), kept_.end(),
                                     [](const auto& a, const auto& b) { return a.second < b.second; });
     ::munmap(largest->first, largest->second);
@@ -78,10 +85,10 @@ class KeptMappings {
     kept_.erase(largest);
   }
 
-  std::mutex mu_;
-  std::vector<std::pair<char*, size_t>> kept_;
-  size_t total_ = 0;
-  size_t limit_ = 0;
+  absl::Mutex mu_;
+  std::vector<std::pair<char*, size_t>> kept_ ABSL_GUARDED_BY(mu_);
+  size_t total_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t limit_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 KeptMappings& Kept() {

@@ -3,7 +3,8 @@
 // its own. It grows in place: mremap moves page tables, not bytes, so the millions of events
 // of a large trace never exist twice while the array grows (a std::vector copies them into
 // a buffer twice the size), and the memory it gives back goes to the kernel instead of
-// staying in a malloc arena. Pages never written cost nothing, so capacity is cheap.
+// staying in a malloc arena (unless a server keeps some for its next traces: see
+// KeepFreedEventMemory). Pages never written cost nothing, so capacity is cheap.
 // The part of std::vector's interface the analysis uses.
 
 #include <cstddef>
@@ -19,7 +20,9 @@ namespace fleetprof::analysis {
 // first written, and in a VM that costs some 10 µs: the 9 MB of events of a 54 MB trace were a
 // tenth of its analysis, paid again by every upload. A kept mapping is written over instead.
 // 0 (the default, and what a one-shot `fleetprof analyze` keeps) gives every mapping back to
-// the kernel at once. Mappings under 1 MiB are never kept: faulting them in is cheap.
+// the kernel at once. Mappings under 1 MiB are never kept: faulting them in is cheap. An array
+// takes a kept mapping of at most 4 times the room it needs, copying its events over when it
+// grows into one: a small array does not take the mapping a large one would have filled.
 void KeepFreedEventMemory(size_t bytes);
 // Gives every kept mapping back to the kernel (before large one-off work).
 void ReleaseKeptEventMemory();

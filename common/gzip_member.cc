@@ -26,7 +26,7 @@ bool LooksGzipped(std::string_view bytes) {
 
 struct GzipDeflater::State {
   isal_zstream stream;
-  uint8_t level_buffer[kLevelBufferBytes];
+  alignas(64) uint8_t level_buffer[kLevelBufferBytes];
 };
 
 GzipDeflater::GzipDeflater() : state_(std::make_unique<State>()) {}

@@ -50,7 +50,7 @@ constexpr size_t GzipMemberBound(size_t plain_bytes) { return plain_bytes + plai
 // so a small member cannot make the caller hold more). Says nothing of the member's own size:
 // its header may carry a name or comment of any length (see GzipMemberBound). A `*plain` that
 // held an earlier member is written over in place: a caller inflating member after member into
-// the same buffers allocates and zeroes nothing after the first.
+// the same buffers allocates and zeroes only where a member is longer than the buffer.
 absl::Status GunzipMember(std::string_view member, size_t max_plain_bytes, std::string* plain);
 
 }  // namespace fleetprof

@@ -1,6 +1,8 @@
 #include "rpc/chunk_producer.h"
 
 #include <algorithm>
+#include <exception>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/threads.h"
@@ -59,9 +61,16 @@ void ChunkProducer::Run() {
       mu_.Await(absl::Condition(&room));
       if (stop_) return;
     }
-    std::optional<Chunk> chunk = Make();
+    std::optional<Chunk> chunk;
+    std::exception_ptr error;
+    try {
+      chunk = Make();
+    } catch (...) {  // std::bad_alloc, for one: the sender's thread rethrows it, as it was before
+      error = std::current_exception();
+    }
     absl::MutexLock lock(&mu_);
     const bool last = !chunk.has_value();
+    if (error) error_ = error;
     ready_.push_back(std::move(chunk));
     if (last) return;
   }
@@ -76,6 +85,7 @@ std::optional<ChunkProducer::Chunk> ChunkProducer::Next() {
   std::optional<Chunk> chunk = std::move(ready_.front());
   ready_.pop_front();
   finished_ = !chunk.has_value();
+  if (finished_ && error_) std::rethrow_exception(std::exchange(error_, nullptr));
   return chunk;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -39,7 +40,8 @@ class ChunkProducer {
     int64_t file_bytes = 0;  // how many of the file's bytes it carries
   };
   // The next chunk in file order; nullopt after the last, or where the file ends before `end`
-  // (it shrank: the server then holds fewer bytes than announced and says so).
+  // (it shrank: the server then holds fewer bytes than announced and says so). What the thread
+  // threw making a chunk (std::bad_alloc) is thrown here, in its place.
   std::optional<Chunk> Next();
 
  private:
@@ -64,6 +66,7 @@ class ChunkProducer {
   std::deque<std::optional<Chunk>> ready_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // the last (nullopt) was handed out
+  std::exception_ptr error_ ABSL_GUARDED_BY(mu_);  // what ended the thread's chunks early
   std::thread thread_;
 };
 

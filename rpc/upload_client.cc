@@ -89,10 +89,14 @@ absl::StatusOr<v1::UploadResponse> UploadFile(const std::shared_ptr<grpc::Channe
   const std::string upload_id =
       options.upload_id.empty() ? absl::StrCat("cli-", RandomHex(12)) : options.upload_id;
   auto stub = v1::IngestService::NewStub(channel);
-  // Most uploads start at byte 0: the first chunks are read and compressed while the channel
-  // connects and the server is asked about the upload.
+  // A new random id starts at byte 0: its first chunks are read and compressed while the channel
+  // connects and the server is asked about the upload. A given id (an agent's) may be committed
+  // or partly stored already: its chunks wait for the answer.
   const auto chunk_bytes = static_cast<size_t>(std::max<int64_t>(options.chunk_bytes, 1));
-  auto producer = std::make_unique<ChunkProducer>(options.path, 0, static_cast<int64_t>(size), chunk_bytes);
+  std::unique_ptr<ChunkProducer> producer;
+  if (options.upload_id.empty()) {
+    producer = std::make_unique<ChunkProducer>(options.path, 0, static_cast<int64_t>(size), chunk_bytes);
+  }
 
   grpc::Status last;
   for (int attempt = 1; attempt <= options.max_attempts; ++attempt) {
@@ -102,19 +106,17 @@ absl::StatusOr<v1::UploadResponse> UploadFile(const std::shared_ptr<grpc::Channe
     if (attempt > 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200 << std::min(attempt, 6)));
     }
-    // Ask where the server stands: committed already, or how many bytes it holds. A new random
-    // id has nothing stored yet: its first attempt saves the round trip.
+    // Ask where the server stands: committed already, or how many bytes it holds. (Also for a
+    // new random id: the short deadline finds a server that accepts and never answers.)
+    grpc::ClientContext state_context;
+    state_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::GetUploadStateRequest state_request;
+    state_request.set_upload_id(upload_id);
     v1::UploadState state;
-    if (attempt > 1 || !options.upload_id.empty()) {
-      grpc::ClientContext state_context;
-      state_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-      v1::GetUploadStateRequest state_request;
-      state_request.set_upload_id(upload_id);
-      last = stub->GetUploadState(&state_context, state_request, &state);
-      if (!last.ok()) {
-        if (Retryable(last.error_code())) continue;
-        return FromGrpc(last, "upload");
-      }
+    last = stub->GetUploadState(&state_context, state_request, &state);
+    if (!last.ok()) {
+      if (Retryable(last.error_code())) continue;
+      return FromGrpc(last, "upload");
     }
     v1::UploadResponse response;
     if (state.state() == v1::UploadState::COMMITTED) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace fleetprof {
 
@@ -14,7 +15,8 @@ bool ChunkQueue::Push(std::string chunk) {
   const auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return reading_stopped_ || queued_bytes_ < capacity_; };
   mu_.Await(absl::Condition(&room));  // (absl re-checks it whenever mu_ is released)
   if (reading_stopped_) return false;
-  queued_bytes_ += chunk.size();
+  // What the chunk holds, not its length: a reused buffer may be longer than its bytes.
+  queued_bytes_ += chunk.capacity();
   chunks_.push_back(std::move(chunk));
   return true;
 }
@@ -43,13 +45,16 @@ absl::StatusOr<size_t> ChunkQueue::Read(char* buf, size_t n) {
   const auto readable = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !chunks_.empty() || writing_closed_; };
   mu_.Await(absl::Condition(&readable));
   if (!failure_.ok()) return failure_;
-  if (chunks_.empty()) return 0;
+  if (chunks_.empty()) {
+    spare_ = std::string();  // the end: no chunk will need it
+    return 0;
+  }
   std::string& front = chunks_.front();
   size_t take = std::min(n, front.size() - front_pos_);
   std::memcpy(buf, front.data() + front_pos_, take);
   front_pos_ += take;
   if (front_pos_ == front.size()) {
-    queued_bytes_ -= front.size();
+    queued_bytes_ -= front.capacity();
     spare_ = std::move(front);
     chunks_.pop_front();
     front_pos_ = 0;
@@ -59,7 +64,7 @@ absl::StatusOr<size_t> ChunkQueue::Read(char* buf, size_t n) {
 
 std::string ChunkQueue::TakeSpare() {
   absl::MutexLock lock(&mu_);
-  return std::move(spare_);
+  return std::exchange(spare_, std::string());
 }
 
 absl::StatusOr<size_t> ConcatSource::Read(char* buf, size_t n) {

@@ -1,7 +1,8 @@
 #pragma once
 // A bounded hand-off of byte chunks from an upload (producer: the worker storing its chunks)
 // to its analysis thread (consumer, through the ByteSource interface). Bounded so that a fast
-// client cannot make the server hold more than `capacity_bytes` of a trace in memory.
+// client cannot make the server hold more than `capacity_bytes` of a trace in memory (the
+// chunks' capacities are counted: a reused buffer holds more than a short chunk's bytes).
 
 #include <deque>
 #include <string>

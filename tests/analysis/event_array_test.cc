@@ -2,8 +2,10 @@
 
 #include "analysis/event_array.h"
 
+#include <atomic>
 #include <cstdint>
 #include <numeric>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -109,13 +111,18 @@ TEST_F(KeptEventMemory, AFreedArraysMappingServesTheNextWithEveryEventIntact) {
   EXPECT_EQ(KeptEventMemoryBytes(), size_t{4} << 20);
   EventArray<Record> b;
   b.push_back(Record{-1, 2});
-  EXPECT_EQ(b.data(), first_data) << "the kept mapping, taken at the first push";
-  EXPECT_EQ(KeptEventMemoryBytes(), 0u);
-  // Growing past it maps anew (nothing larger is kept); the events move along.
-  for (int64_t i = 0; i < 600'000; ++i) b.push_back(Record{i, 3});
-  ASSERT_EQ(b.size(), 600'001u);
-  EXPECT_EQ(b[0].start, -1);
-  for (int64_t i = 0; i < 600'000; ++i) ASSERT_EQ(b[static_cast<size_t>(i) + 1].start, i) << i;
+  EXPECT_NE(b.data(), first_data) << "64 KiB asked: a 4 MiB mapping is more than 4 times that";
+  // Growing to 1 MiB takes it, the events copied over; growing past it maps anew.
+  std::vector<int64_t> expected{-1};
+  for (int64_t i = 0; i < 600'000; ++i) {
+    b.push_back(Record{i, 3});
+    expected.push_back(i);
+    if (b.size() == (size_t{1} << 20) / sizeof(Record) + 1) {
+      EXPECT_EQ(b.data(), first_data) << "the kept mapping, taken when 1 MiB was asked";
+      EXPECT_EQ(KeptEventMemoryBytes(), 0u);
+    }
+  }
+  EXPECT_EQ(Starts(b), expected);
 }
 
 TEST_F(KeptEventMemory, GrowingTakesALargerKeptMappingAndCopiesOnlyWhatIsUsed) {
@@ -126,14 +133,42 @@ TEST_F(KeptEventMemory, GrowingTakesALargerKeptMappingAndCopiesOnlyWhatIsUsed) {
   }
   ASSERT_EQ(KeptEventMemoryBytes(), size_t{16} << 20);
   EventArray<Record> a;
-  a.push_back(Record{7, 7});
-  EXPECT_EQ(a.capacity() * sizeof(Record), size_t{16} << 20) << "the smallest kept mapping that fits";
-  std::vector<int64_t> expected{7};
-  for (int64_t i = 0; i < 1'500'000; ++i) {  // 24 MB: past the kept 16 MiB
-    a.push_back(Record{i, 0});
-    expected.push_back(i);
+  std::vector<int64_t> expected;
+  // 24 MB: from 2 MiB (4 MiB asked) into the kept 16 MiB, then past it.
+  constexpr size_t kAt2MiB = (size_t{2} << 20) / sizeof(Record);
+  for (int64_t i = 0; i < 1'500'000; ++i) {
+    a.push_back(Record{i * 5, 0});
+    expected.push_back(i * 5);
+    if (a.size() == kAt2MiB) {
+      EXPECT_EQ(a.capacity() * sizeof(Record), size_t{2} << 20);
+    }
+    if (a.size() == kAt2MiB + 1) {
+      EXPECT_EQ(a.capacity() * sizeof(Record), size_t{16} << 20) << "grew into the kept mapping";
+    }
   }
   EXPECT_EQ(Starts(a), expected);
+  EXPECT_EQ(KeptEventMemoryBytes(), size_t{2} << 20) << "the 2 MiB it left is kept in turn";
+}
+
+TEST_F(KeptEventMemory, ArraysOnManyThreadsKeepTheirOwnEvents) {
+  KeepFreedEventMemory(size_t{24} << 20);
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([t, &wrong] {
+      for (int round = 0; round < 12; ++round) {
+        EventArray<Record> a;
+        const int64_t n = 50'000 + 70'000 * ((t + round) % 5);
+        for (int64_t i = 0; i < n; ++i) a.push_back(Record{i * 7 + t, static_cast<int32_t>(round)});
+        for (int64_t i = 0; i < n; ++i) {
+          if (a[static_cast<size_t>(i)].start != i * 7 + t || a[static_cast<size_t>(i)].name != round) ++wrong;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_LE(KeptEventMemoryBytes(), size_t{24} << 20);
 }
 
 TEST_F(KeptEventMemory, KeepsNoMoreThanItsLimitAndNothingSmallOrWhenOff) {

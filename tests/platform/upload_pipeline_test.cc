@@ -2,9 +2,12 @@
 // compresses ahead of the network, and the server's ChunkQueue, which hands inflated chunks to
 // the analysis and their buffers back for the next chunk.
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "common/gzip_member.h"
 #include "common/threads.h"
@@ -104,6 +107,28 @@ TEST(ChunkQueue, HandsReadChunksBackAsSpareBuffers) {
   ASSERT_EQ(*queue.Read(buffer, sizeof buffer), 10u);
   queue.StopReading();
   EXPECT_TRUE(queue.TakeSpare().empty()) << "a queue no one reads keeps nothing";
+}
+
+
+TEST(ChunkQueue, CountsWhatAChunkHoldsNotItsLength) {
+  // A reused 1 MiB buffer carrying 10 bytes fills a 1 MiB queue: a client alternating full
+  // and tiny chunks cannot make it hold many megabytes under a small count.
+  ChunkQueue queue("q", 1 << 20);
+  std::string tiny(10, 't');
+  tiny.reserve(1 << 20);
+  ASSERT_TRUE(queue.Push(std::move(tiny)));
+  std::atomic<bool> pushed{false};
+  std::thread producer([&] {
+    EXPECT_TRUE(queue.Push(std::string(5, 'u')));
+    pushed = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(pushed.load()) << "the queue is full";
+  char buffer[16];
+  ASSERT_EQ(*queue.Read(buffer, sizeof buffer), 10u);
+  producer.join();
+  EXPECT_TRUE(pushed.load());
+  ASSERT_EQ(*queue.Read(buffer, sizeof buffer), 5u);
 }
 
 }  // namespace
