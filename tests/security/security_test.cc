@@ -652,10 +652,10 @@ TEST_F(TlsTest, CliAndAgentWorkOverTlsAndAClientWithoutTheCaFailsClearly) {
   CommandResult ok = cluster_.Cli({"profiles", "--json", "--tls_ca=" + Pki("ca.pem")});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   CommandResult plain = cluster_.Cli({"profiles", "--json", "--timeout_s=3"});
-  EXPECT_EQ(plain.exit_code, 1);
+  EXPECT_EQ(plain.exit_code, 1) << plain.err;
   EXPECT_NE(plain.err.find("if the server uses TLS, pass --tls_ca"), std::string::npos) << plain.err;
   CommandResult wrong_ca = cluster_.Cli({"profiles", "--json", "--timeout_s=3", "--tls_ca=" + Pki("other.pem")});
-  EXPECT_EQ(wrong_ca.exit_code, 1);
+  EXPECT_EQ(wrong_ca.exit_code, 1) << wrong_ca.err;
   EXPECT_NE(wrong_ca.err.find("check that --tls_ca signed the server's certificate"), std::string::npos)
       << wrong_ca.err;
 
