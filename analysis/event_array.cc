@@ -32,33 +32,45 @@ constexpr size_t kSmallestKept = size_t{1} << 20;
 // and given at an array's start, growth and end only.
 class KeptMappings {
  public:
+  using Mapping = std::pair<char*, size_t>;
+
   void SetLimit(size_t bytes) {
-    absl::MutexLock lock(&mu_);
-    limit_ = bytes;
-    while (total_ > limit_) DropLargest();
+    std::vector<Mapping> over;
+    {
+      absl::MutexLock lock(&mu_);
+      limit_ = bytes;
+      // The largest go first, until what is kept fits.
+      std::sort(kept_.begin(), kept_.end(), [](const Mapping& a, const Mapping& b) { return a.second < b.second; });
+      while (TotalLocked() > limit_) {
+        over.push_back(kept_.back());
+        kept_.pop_back();
+      }
+    }
+    Unmap(over);  // outside the lock: other arrays need not wait for the kernel
   }
   void ReleaseAll() {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [data, bytes] : kept_) ::munmap(data, bytes);
-    kept_.clear();
-    total_ = 0;
+    std::vector<Mapping> all;
+    {
+      absl::MutexLock lock(&mu_);
+      all.swap(kept_);
+    }
+    Unmap(all);
   }
   size_t Total() {
     absl::MutexLock lock(&mu_);
-    return total_;
+    return TotalLocked();
   }
 
   // The smallest kept mapping of `bytes` to 4 times as many, or {nullptr, 0}.
-  std::pair<char*, size_t> Take(size_t bytes) {
+  Mapping Take(size_t bytes) {
     absl::MutexLock lock(&mu_);
     auto best = kept_.end();
     for (auto it = kept_.begin(); it != kept_.end(); ++it) {
       if (it->second >= bytes && it->second / 4 <= bytes && (best == kept_.end() || it->second < best->second)) best = it;
     }
     if (best == kept_.end()) return {nullptr, 0};
-    const auto taken = *best;
+    const Mapping taken = *best;
     kept_.erase(best);
-    total_ -= taken.second;
     return taken;
   }
   // Keeps the mapping if there is room for it; else it is the caller's to unmap. Never throws:
@@ -66,28 +78,28 @@ class KeptMappings {
   bool Give(char* data, size_t bytes) noexcept {
     if (bytes < kSmallestKept) return false;
     absl::MutexLock lock(&mu_);
-    if (bytes > limit_ - std::min(limit_, total_)) return false;
+    if (bytes > limit_ - std::min(limit_, TotalLocked())) return false;
     try {
       kept_.emplace_back(data, bytes);
     } catch (const std::bad_alloc&) {
       return false;
     }
-    total_ += bytes;
     return true;
   }
 
  private:
-  void DropLargest() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto largest = std::max_element(kept_.begin(), kept_.end(),
-                                    [](const auto& a, const auto& b) { return a.second < b.second; });
-    ::munmap(largest->first, largest->second);
-    total_ -= largest->second;
-    kept_.erase(largest);
+  size_t TotalLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    size_t total = 0;
+    for (const Mapping& m : kept_) total += m.second;
+    return total;
+  }
+  static void Unmap(const std::vector<Mapping>& mappings) {
+    for (const auto& [data, bytes] : mappings) ::munmap(data, bytes);
   }
 
   absl::Mutex mu_;
-  std::vector<std::pair<char*, size_t>> kept_ ABSL_GUARDED_BY(mu_);
-  size_t total_ ABSL_GUARDED_BY(mu_) = 0;
+  // The mappings kept (a few: each of 1 MiB or more, together within limit_), and the limit.
+  std::vector<Mapping> kept_ ABSL_GUARDED_BY(mu_);
   size_t limit_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

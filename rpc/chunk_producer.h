@@ -62,6 +62,8 @@ class ChunkProducer {
   int64_t made_to_;
   absl::Status open_;
 
+  // The hand-off between the reader thread and the sender, nothing else: the file is read and
+  // compressed, and the chunks sent, outside it.
   absl::Mutex mu_;
   std::deque<std::optional<Chunk>> ready_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
