@@ -7,9 +7,12 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/clock_sync_labels.h"
 #include "rpc/upload_client.h"
 #include "collectors/job_network.h"
+#include "collectors/kineto_start.h"
+#include "common/kineto_timing.h"
 #include "collectors/process_jobs.h"
 #include "collectors/trace_file_waiter.h"
 #include "collectors/xprof_client.h"
@@ -24,6 +27,10 @@ namespace fleetprof {
 namespace {
 
 constexpr int64_t kNanosPerMs = 1'000'000;
+// How long a dynolog-requested trace may take to be written after its duration ends.
+constexpr int64_t kDynoTraceWriteMarginMs = 60'000;
+// An iteration trace's length is the job's steps': this is the wait for one.
+constexpr int64_t kDynoIterationTraceWaitMs = 5 * 60'000;
 
 std::string TargetLabel(const v1::CaptureCommand& command) {
   return command.target_name().empty() ? command.target().address() : command.target_name();
@@ -50,20 +57,35 @@ bool CaptureRunner::cancelled() const {
   return stopping_;
 }
 
-absl::Status CaptureRunner::Spawn(std::function<void()> work) {
+absl::Status CaptureRunner::Spawn(std::function<void()> work, std::optional<int64_t> dyno_uid) {
   absl::MutexLock lock(&mu_);
   if (stopping_) return absl::UnavailableError("the agent is stopping");
+  size_t captures = 0, dyno_waits = 0, dyno_waits_of_uid = 0;
   for (auto it = workers_.begin(); it != workers_.end();) {
     if (it->done->load()) {
       it->thread.join();
       it = workers_.erase(it);
-    } else {
-      ++it;
+      continue;
     }
+    if (!it->dyno_uid.has_value()) {
+      ++captures;
+    } else {
+      ++dyno_waits;
+      if (it->dyno_uid == dyno_uid) ++dyno_waits_of_uid;
+    }
+    ++it;
   }
-  if (workers_.size() >= kMaxWorkers) {
+  if (!dyno_uid.has_value() && captures >= kMaxWorkers) {
     return absl::ResourceExhaustedError(
         absl::StrCat("the agent already runs ", kMaxWorkers, " captures and trace uploads; try again later"));
+  }
+  if (dyno_uid.has_value() && dyno_waits_of_uid >= kMaxDynoWaitsPerUid) {
+    return absl::ResourceExhaustedError(absl::StrCat("uid ", *dyno_uid, " already has ", kMaxDynoWaitsPerUid,
+                                                     " dynolog-requested traces in flight"));
+  }
+  if (dyno_uid.has_value() && dyno_waits >= kMaxDynoWaits) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the agent already waits for ", kMaxDynoWaits, " dynolog-requested traces"));
   }
   auto done = std::make_shared<std::atomic<bool>>(false);
   auto thread = StartThread("a capture thread", [work = std::move(work), done] {
@@ -71,7 +93,7 @@ absl::Status CaptureRunner::Spawn(std::function<void()> work) {
     done->store(true);
   });
   if (!thread.ok()) return thread.status();
-  workers_.push_back(Worker{*std::move(thread), done});
+  workers_.push_back(Worker{*std::move(thread), done, dyno_uid});
   return absl::OkStatus();
 }
 
@@ -84,7 +106,8 @@ void CaptureRunner::Run(const v1::CaptureCommand& command) {
 }
 
 void CaptureRunner::Report(const v1::CaptureCommand& command, v1::CaptureTarget::State state,
-                           const std::string& profile_id, const std::string& error) {
+                           const std::string& profile_id, const std::string& error, int64_t start_time_unix_ns,
+                           const std::string& note) {
   v1::AgentMessage message;
   v1::CaptureUpdate* update = message.mutable_capture_update();
   update->set_capture_id(command.capture_id());
@@ -92,6 +115,8 @@ void CaptureRunner::Report(const v1::CaptureCommand& command, v1::CaptureTarget:
   update->set_state(state);
   update->set_profile_id(profile_id);
   update->set_error(error);
+  update->set_start_time_unix_ns(start_time_unix_ns);
+  update->set_note(note);
   send_(message);
 }
 
@@ -249,6 +274,8 @@ absl::StatusOr<CheckedFile> CaptureRunner::CaptureKinetoTarget(const v1::Capture
   request.duration_ms = command.iterations() > 0 ? 0 : command.duration_ms();
   request.iterations = command.iterations();
   request.start_time_unix_ms = command.start_time_unix_ns() / kNanosPerMs;
+  // Said explicitly: the shared start and the hand-out checks plan with this warm-up.
+  if (request.iterations == 0) request.warmup_secs = kKinetoWarmupSecs;
   request.record_shapes = command.record_shapes();
   request.profile_memory = command.profile_memory();
   request.with_stack = command.with_stack();
@@ -257,17 +284,21 @@ absl::StatusOr<CheckedFile> CaptureRunner::CaptureKinetoTarget(const v1::Capture
     absl::MutexLock lock(&mu_);
     own_log_files_.insert(request.log_file);  // Execute uploads it, not AdoptKinetoTrace
   }
-  absl::StatusOr<KinetoProcess> triggered =
-      kineto_->TriggerProcess(target.pid(), target.start_ticks(), BuildKinetoConfig(request));
-  if (!triggered.ok()) {
+  absl::StatusOr<KinetoTrigger> triggered =
+      kineto_->TriggerProcess(target.pid(), target.start_ticks(), request, !command.start_time_fixed());
+  absl::StatusOr<int64_t> moved_ns =
+      triggered.ok() ? AwaitKinetoHandout(command, *triggered, request, deadline) : triggered.status();
+  if (!moved_ns.ok()) {
     absl::MutexLock lock(&mu_);
     own_log_files_.erase(request.log_file);
-    return triggered.status();
+    return moved_ns.status();
   }
   // libkineto's rule, on the whole path as the job applies it: with the pid the job knows
   // itself by (its pod's numbering).
-  const std::string trace_path = KinetoTracePath(request.log_file, triggered->ns_pid);
-  auto trace = WaitForTraceFile(trace_path, deadline, [this] { return cancelled(); });
+  const std::string trace_path = KinetoTracePath(request.log_file, triggered->process.ns_pid);
+  // A start moved later moves the end of the wait with it.
+  auto trace = WaitForTraceFile(trace_path, deadline + std::chrono::nanoseconds(*moved_ns),
+                                [this] { return cancelled(); });
   {
     absl::MutexLock lock(&mu_);
     own_log_files_.erase(request.log_file);  // the poll that handed it out came before the file
@@ -275,6 +306,62 @@ absl::StatusOr<CheckedFile> CaptureRunner::CaptureKinetoTarget(const v1::Capture
   if (!trace.ok()) return trace.status();
   // Reached without following a link, and only a plain file of the traced process's user.
   return CheckedFile::OpenBeneath(options_.kineto_dir, trace_path.substr(options_.kineto_dir.size() + 1), owners);
+}
+
+absl::StatusOr<int64_t> CaptureRunner::AwaitKinetoHandout(const v1::CaptureCommand& command,
+                                                          const KinetoTrigger& trigger,
+                                                          const KinetoTraceRequest& request, Deadline deadline) {
+  const int32_t pid = trigger.process.pid;
+  const auto absl_time_of = [](Deadline when) {
+    return absl::Now() + absl::FromChrono(when - std::chrono::steady_clock::now());
+  };
+  // Until start - warm-up, the last moment the job can take a fixed start: then a fixed start
+  // is withdrawn with the reason at once, and a movable one says why it waits.
+  if (std::optional<int64_t> last_ms = LastHandOutMs(request)) {
+    const absl::Time last = std::min(absl::FromUnixMillis(*last_ms), absl_time_of(deadline));
+    if (trigger.handout->WaitUntil(last).state == KinetoHandout::State::kPending) {
+      const std::string why = kineto_->WhyPending(pid);
+      if (command.start_time_fixed()) {
+        if (kineto_->Withdraw(pid, trigger.handout)) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "the job had not taken its config ", KinetoWarmupMs(request),
+              " ms before the start that was asked for (", why,
+              "): libkineto would not start tracing (insufficient time for warmup), so the agent withdrew "
+              "it; without --start_delay_ms the agent moves a late job's start instead"));
+        }
+      } else {
+        Report(command, v1::CaptureTarget::RUNNING, "", "", 0,
+               absl::StrCat("the job has not taken its config yet: ", why,
+                            "; its trace starts when it does, after its warm-up"));
+      }
+    }
+  }
+  KinetoHandout::Status handout;
+  while (true) {
+    handout = trigger.handout->WaitUntil(std::min(absl::Now() + absl::Milliseconds(200), absl_time_of(deadline)));
+    if (handout.state != KinetoHandout::State::kPending) break;
+    const bool stopping = cancelled();
+    if (!stopping && std::chrono::steady_clock::now() < deadline) continue;
+    const std::string why = kineto_->WhyPending(pid);
+    if (kineto_->Withdraw(pid, trigger.handout)) {
+      if (stopping) return absl::CancelledError("the agent is stopping");
+      return absl::DeadlineExceededError(
+          absl::StrCat("the job never took its config before the capture's deadline: ", why));
+    }
+  }
+  switch (handout.state) {
+    case KinetoHandout::State::kHandedOut:
+      break;
+    case KinetoHandout::State::kWithdrawn:
+      return absl::CancelledError("the config was withdrawn");
+    default:
+      return absl::FailedPreconditionError(handout.reason);
+  }
+  if (!handout.moved) return 0;
+  const int64_t start_ns = handout.start_time_unix_ms * kNanosPerMs;
+  spdlog::info("capture {} of pid {}: {}", command.capture_id(), pid, handout.reason);
+  Report(command, v1::CaptureTarget::RUNNING, "", "", start_ns, handout.reason);
+  return std::max<int64_t>(0, start_ns - command.start_time_unix_ns());
 }
 
 void CaptureRunner::Execute(const v1::CaptureCommand& command) {
@@ -326,7 +413,16 @@ void CaptureRunner::Execute(const v1::CaptureCommand& command) {
   Report(command, v1::CaptureTarget::INDEXED, response->profile_id(), "");
 }
 
-void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const std::string& log_file) {
+void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const KinetoTraceRequest& request) {
+  const std::string& log_file = request.log_file;
+  // A memory snapshot is written where the job itself chooses (libkineto replaces the log
+  // file): there is no trace to wait for, and no thread waits.
+  if (request.memory_snapshot) {
+    spdlog::info("memory snapshot requested from pid {} (job {}): the job writes it to its own snapshot path; "
+                 "no trace is awaited or uploaded",
+                 process.pid, process.job);
+    return;
+  }
   // A config without a log file names nothing to upload; ours are uploaded by Execute.
   if (log_file.empty()) return;
   {
@@ -340,17 +436,26 @@ void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const std::st
     spdlog::warn("not uploading the trace of pid {}: {}", process.pid, std::string(confined.status().message()));
     return;
   }
-  absl::Status started = Spawn([this, process, log_file = *confined] {
+  if (process.uid < 0) {
+    spdlog::warn("not waiting for the trace of pid {}: its uid is unknown (no kernel credentials)", process.pid);
+    return;
+  }
+  // As long as the request can take: its start, its duration, and time to write the file.
+  // Iteration traces end when the job's steps do: a fixed bound.
+  const int64_t now_ms = UnixNanos() / kNanosPerMs;
+  const int64_t start_in_ms = request.start_time_unix_ms > 0
+                                  ? std::max<int64_t>(0, request.start_time_unix_ms - now_ms)
+                                  : KinetoWarmupMs(request) + kKinetoUnsetStartDelayMs;
+  const int64_t wait_ms = request.iterations > 0 ? kDynoIterationTraceWaitMs
+                                                 : start_in_ms + std::max<int64_t>(request.duration_ms, 500) +
+                                                       kDynoTraceWriteMarginMs;
+  absl::Status started = Spawn([this, process, log_file = *confined, wait_ms] {
     const std::string path = KinetoTracePath(log_file, process.ns_pid);
-    auto trace = WaitForTraceFile(path, std::chrono::steady_clock::now() + std::chrono::minutes(10),
+    auto trace = WaitForTraceFile(path, std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms),
                                   [this] { return cancelled(); });
     if (!trace.ok()) {
       spdlog::warn("trace requested from pid {} never appeared: {}", process.pid,
                    std::string(trace.status().message()));
-      return;
-    }
-    if (process.uid < 0) {
-      spdlog::warn("not uploading the trace of pid {}: its uid is unknown (no kernel credentials)", process.pid);
       return;
     }
     auto checked = CheckedFile::OpenBeneath(options_.kineto_dir, std::filesystem::path(*trace).filename().string(),
@@ -379,7 +484,7 @@ void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const std::st
     if (absl::Status removed = checked->RemoveName(); !removed.ok()) {
       spdlog::warn("trace of pid {}: {}", process.pid, std::string(removed.message()));
     }
-  });
+  }, process.uid);
   if (!started.ok()) {
     spdlog::warn("not waiting for the trace of pid {}: {}", process.pid, std::string(started.message()));
   }

@@ -45,7 +45,9 @@ class CaptureRunner {
   // Starts the capture of one target in the background.
   void Run(const v1::CaptureCommand& command);
   // A trace some other tool (e.g. `dyno gputrace`) asked a Kineto client for: upload it too.
-  void AdoptKinetoTrace(const KinetoProcess& process, const std::string& log_file);
+  // Waited for on a thread outside the capture pool, at most kMaxDynoWaitsPerUid per user
+  // and kMaxDynoWaits in all, until the request's start and duration plus a margin.
+  void AdoptKinetoTrace(const KinetoProcess& process, const KinetoTraceRequest& request);
 
  private:
   void Execute(const v1::CaptureCommand& command);
@@ -62,12 +64,22 @@ class CaptureRunner {
   absl::StatusOr<CheckedFile> CaptureXprofTarget(const v1::CaptureCommand& command, Deadline deadline);
   // A Kineto client polling this agent: it writes the trace file itself.
   absl::StatusOr<CheckedFile> CaptureKinetoTarget(const v1::CaptureCommand& command, Deadline deadline);
+  // Waits until the Kineto job takes the config TriggerProcess queued (or the capture gives up
+  // on it): how many ns later than the shared start its trace starts (0 unless moved).
+  absl::StatusOr<int64_t> AwaitKinetoHandout(const v1::CaptureCommand& command, const KinetoTrigger& trigger,
+                                             const KinetoTraceRequest& request, Deadline deadline);
+  // Progress of a target: `state`, and for RUNNING maybe a moved start and a note.
   void Report(const v1::CaptureCommand& command, v1::CaptureTarget::State state,
-              const std::string& profile_id, const std::string& error);
-  // Runs `work` on a thread of its own; at most kMaxWorkers at once. RESOURCE_EXHAUSTED
-  // when that many are busy, UNAVAILABLE when no thread can be started (never an exception).
-  absl::Status Spawn(std::function<void()> work);
+              const std::string& profile_id, const std::string& error, int64_t start_time_unix_ns = 0,
+              const std::string& note = "");
+  // Runs `work` on a thread of its own. Captures (no `dyno_uid`) take one of kMaxWorkers;
+  // the waits for dynolog-requested traces count apart (AdoptKinetoTrace), so no user's
+  // requests can hold the captures' threads. RESOURCE_EXHAUSTED when the limit is reached,
+  // UNAVAILABLE when no thread can be started (never an exception).
+  absl::Status Spawn(std::function<void()> work, std::optional<int64_t> dyno_uid = std::nullopt);
   static constexpr size_t kMaxWorkers = 32;
+  static constexpr size_t kMaxDynoWaits = 32;
+  static constexpr size_t kMaxDynoWaitsPerUid = 4;
   // OK while target.pid() is still the process discovered (its start time is the target's).
   absl::Status CheckSameProcess(const v1::Target& target) const;
   bool cancelled() const;
@@ -91,6 +103,7 @@ class CaptureRunner {
   struct Worker {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> done;
+    std::optional<int64_t> dyno_uid;  // set for a dynolog trace's wait: whose request it is
   };
   std::list<Worker> workers_ ABSL_GUARDED_BY(mu_);  // finished ones are joined at the next Spawn
   std::set<std::string> own_log_files_ ABSL_GUARDED_BY(mu_);  // Kineto log files of captures (Execute uploads them)

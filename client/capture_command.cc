@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 #include "proto/proto_json.h"
 #include "client/cli.h"
 #include "common/runtime.h"
@@ -42,9 +43,27 @@ class ProgressPrinter {
   void Show(const v1::Capture& capture) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (!start_shown_ && capture.start_time_unix_ns() > 0) {
+      // When the trace starts and why then: a PyTorch job's start lies seconds out.
+      start_shown_ = true;
+      std::cerr << absl::StrFormat("[%6.1fs] trace starts %s (in %.1f s)%s\n", seconds,
+                                   absl::FormatTime("%H:%M:%S", absl::FromUnixNanos(capture.start_time_unix_ns()),
+                                                    absl::LocalTimeZone()),
+                                   (capture.start_time_unix_ns() - UnixNanos()) / 1e9,
+                                   capture.start_note().empty() ? "" : ": " + capture.start_note());
+    }
     for (const auto& t : capture.targets()) {
       std::string key = t.node() + " " + t.target();
-      std::string now = v1::CaptureTarget::State_Name(t.state()) + (t.error().empty() ? "" : ": " + t.error());
+      std::string now = v1::CaptureTarget::State_Name(t.state());
+      if (!t.error().empty()) {
+        absl::StrAppend(&now, ": ", t.error());
+      } else if (!t.note().empty() && t.state() <= v1::CaptureTarget::RUNNING) {
+        absl::StrAppend(&now, ": ", t.note());
+      }
+      if (t.start_time_unix_ns() > capture.start_time_unix_ns() && capture.start_time_unix_ns() > 0) {
+        absl::StrAppend(&now, absl::StrFormat(" (its trace starts %.1f s after the shared start)",
+                                              (t.start_time_unix_ns() - capture.start_time_unix_ns()) / 1e9));
+      }
       if (seen_[key] == now) continue;
       seen_[key] = now;
       std::cerr << absl::StrFormat("[%6.1fs] %s  %s\n", seconds, key, now);
@@ -53,6 +72,7 @@ class ProgressPrinter {
 
  private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  bool start_shown_ = false;
   std::map<std::string, std::string> seen_;
 };
 

@@ -140,7 +140,8 @@ struct TriggerRequest {
   std::vector<int32_t> pids;
   int64_t job_id = 0;
   int process_limit = kDefaultProcessLimit;
-  std::string config;  // rebuilt from the strict reading of the client's
+  // The strict reading of the client's config: the job gets a config rebuilt from it alone.
+  KinetoTraceRequest trace;
 };
 
 // InvalidArgument with the message of the error reply for a request that cannot be served.
@@ -189,7 +190,7 @@ absl::StatusOr<TriggerRequest> ReadTriggerRequest(simdjson::dom::object& object,
   }
   out.process_limit = static_cast<int>(std::clamp<int64_t>(process_limit, std::numeric_limits<int>::min(),
                                                             std::numeric_limits<int>::max()));
-  out.config = BuildKinetoConfig(*trace);
+  out.trace = *std::move(trace);
   return out;
 }
 
@@ -373,7 +374,7 @@ std::string DynologApiServer::HandleRequest(std::string_view request, std::optio
   spdlog::info("dynolog API: trace request from uid {}", *caller_uid);
   // Root traces any process; everyone else only processes registered with their own uid.
   const std::optional<int64_t> owner = *caller_uid == 0 ? std::nullopt : caller_uid;
-  return TriggerReply(endpoint_.Trigger(trigger->pids, trigger->job_id, trigger->config, trigger->process_limit, owner));
+  return TriggerReply(endpoint_.Trigger(trigger->pids, trigger->job_id, trigger->trace, trigger->process_limit, owner));
 }
 
 }  // namespace fleetprof

@@ -10,6 +10,7 @@ add_library(fleetprof_kineto STATIC
   ${CMAKE_CURRENT_LIST_DIR}/kineto_config.cc
   ${CMAKE_CURRENT_LIST_DIR}/kineto_endpoint.cc
   ${CMAKE_CURRENT_LIST_DIR}/kineto_ipc.cc
+  ${CMAKE_CURRENT_LIST_DIR}/kineto_start.cc
   ${CMAKE_CURRENT_LIST_DIR}/peer_identity.cc
   ${CMAKE_CURRENT_LIST_DIR}/trace_file_waiter.cc)
 target_include_directories(fleetprof_kineto PUBLIC ${CMAKE_CURRENT_LIST_DIR}/..)

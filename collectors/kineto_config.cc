@@ -84,6 +84,9 @@ const std::map<absl::string_view, ValueReader>& Readers() {
       {"PROFILE_WITH_STACK", Flag(&KinetoTraceRequest::with_stack)},
       {"PROFILE_WITH_FLOPS", Flag(&KinetoTraceRequest::with_flops)},
       {"PROFILE_WITH_MODULES", Flag(&KinetoTraceRequest::with_modules)},
+      // What `dyno gputrace --profile-memory` adds to PROFILE_PROFILE_MEMORY.
+      {"PROFILE_MEMORY", Flag(&KinetoTraceRequest::memory_snapshot)},
+      {"PROFILE_MEMORY_DURATION_MSECS", Number(&KinetoTraceRequest::memory_duration_ms, 1, 3'600'000)},
       {"REQUEST_TRACE_ID", Text(&KinetoTraceRequest::trace_id, kMaxIdLength)},
       {"REQUEST_GROUP_TRACE_ID", Text(&KinetoTraceRequest::group_trace_id, kMaxIdLength)},
   };
@@ -118,6 +121,10 @@ std::string BuildKinetoConfig(const KinetoTraceRequest& request) {
                   "PROFILE_WITH_STACK=", Bool(request.with_stack), "\n",
                   "PROFILE_WITH_FLOPS=", Bool(request.with_flops), "\n",
                   "PROFILE_WITH_MODULES=", Bool(request.with_modules), "\n");
+  if (request.memory_snapshot) absl::StrAppend(&config, "PROFILE_MEMORY=true\n");
+  if (request.memory_duration_ms > 0) {
+    absl::StrAppend(&config, "PROFILE_MEMORY_DURATION_MSECS=", request.memory_duration_ms, "\n");
+  }
   if (!request.trace_id.empty()) {
     absl::StrAppend(&config, "REQUEST_TRACE_ID=", WithoutControlCharacters(request.trace_id), "\n");
   }

@@ -27,6 +27,10 @@ struct KinetoTraceRequest {
   bool with_stack = false;
   bool with_flops = false;
   bool with_modules = false;
+  // PROFILE_MEMORY: a memory snapshot *instead of* a trace. libkineto then writes the snapshot
+  // to the job's own default path, not to log_file: no trace file follows such a config.
+  bool memory_snapshot = false;
+  int64_t memory_duration_ms = 0;  // PROFILE_MEMORY_DURATION_MSECS; 0: omitted
   std::string trace_id;        // REQUEST_TRACE_ID, omitted when empty
   std::string group_trace_id;  // REQUEST_GROUP_TRACE_ID, omitted when empty
 };

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "collectors/kineto_start.h"
 #include "collectors/process_jobs.h"
 #include "common/safe_paths.h"
 #include "spdlog/spdlog.h"
@@ -228,9 +229,9 @@ bool KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid, int64_t 
   Registration& registration = processes_[host_pid];
   if (registration.process.pid != 0 &&
       (registration.process.start_ticks != *start_ticks || registration.process.uid != uid) &&
-      registration.pending_config.has_value()) {
+      registration.pending.has_value()) {
     spdlog::info("Kineto pid={} now belongs to another process; dropping its pending config", host_pid);
-    registration.pending_config.reset();
+    DropPending(registration, absl::StrCat("pid ", host_pid, " now belongs to another process"));
   }
   KinetoProcess& process = registration.process;
   process.pid = host_pid;
@@ -252,15 +253,37 @@ bool KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid, int64_t 
 void KinetoEndpoint::HandlePoll(const KinetoDatagram& datagram, const KinetoPoll& poll) {
   if (!Register(poll, datagram.sender_pid, datagram.sender_uid)) return;
   const int32_t pid = datagram.sender_pid;  // Register's key
+  const bool asks_for_activities = (poll.type & kKinetoActivitiesBit) != 0;
   std::string config;
   KinetoProcess process;
-  if (poll.type & kKinetoActivitiesBit) {
+  KinetoTraceRequest handed;
+  {
     absl::MutexLock lock(&mutex_);
     Registration& registration = processes_[pid];
-    if (registration.pending_config.has_value()) {
-      config = std::move(*registration.pending_config);
-      registration.pending_config.reset();
-      process = registration.process;
+    registration.last_poll_busy = !asks_for_activities;
+    if (asks_for_activities && registration.pending.has_value()) {
+      // The job checks the start the moment it takes the config: judge it now, as it will.
+      PendingTrace pending = std::move(*registration.pending);
+      registration.pending.reset();
+      const KinetoStartDecision decision =
+          DecideKinetoStart(pending.request, UnixNowNs() / 1'000'000, pending.may_move_start);
+      if (decision.outcome == KinetoStartDecision::Outcome::kRefused) {
+        spdlog::warn("Kineto config for pid={} job={} not handed out: {}", pid, registration.process.job,
+                     decision.reason);
+        if (pending.handout) pending.handout->Finish({KinetoHandout::State::kRefused, 0, false, decision.reason});
+      } else {
+        handed = pending.request;
+        handed.start_time_unix_ms = decision.start_time_unix_ms;
+        config = BuildKinetoConfig(handed);
+        process = registration.process;
+        const bool moved = decision.outcome == KinetoStartDecision::Outcome::kMoved;
+        if (moved) spdlog::info("Kineto pid={}: {}", pid, decision.reason);
+        // Told before the reply leaves: the capture thread learns the start the job will use.
+        if (pending.handout) {
+          pending.handout->Finish(
+              {KinetoHandout::State::kHandedOut, decision.start_time_unix_ms, moved, decision.reason});
+        }
+      }
     }
   }
   absl::Status sent =
@@ -270,21 +293,14 @@ void KinetoEndpoint::HandlePoll(const KinetoDatagram& datagram, const KinetoPoll
     return;
   }
   if (!sent.ok()) {
-    // Not handed out after all: keep it for the next poll.
-    spdlog::warn("Kineto config for pid={} not delivered, kept pending: {}", pid,
-                 std::string(sent.message()));
-    absl::MutexLock lock(&mutex_);
-    auto it = processes_.find(pid);
-    if (it != processes_.end() && !it->second.pending_config) {
-      it->second.pending_config = std::move(config);
-    }
+    // The job never got it; its next poll (5 s on) could not meet a start planned for this
+    // one, and the capture already counts on it: say so in the log, the trace wait fails.
+    spdlog::warn("Kineto config for pid={} could not be sent: {}", pid, std::string(sent.message()));
     return;
   }
-  // Configs come from BuildKinetoConfig, so the strict reading is the job's reading too.
-  absl::StatusOr<KinetoTraceRequest> sent_request = ParseKinetoConfig(config);
-  const std::string log_file = sent_request.ok() ? sent_request->log_file : "";
-  spdlog::info("Kineto config handed to pid={} job={} log_file={}", pid, process.job, log_file);
-  if (on_triggered_) on_triggered_(process, log_file);
+  spdlog::info("Kineto config handed to pid={} job={} log_file={} start_time_ms={}", pid, process.job,
+               handed.log_file, handed.start_time_unix_ms);
+  if (on_triggered_) on_triggered_(process, handed);
 }
 
 void KinetoEndpoint::HandleContext(const KinetoDatagram& datagram, const KinetoContext& context) {
@@ -311,7 +327,9 @@ void KinetoEndpoint::ForgetSilentProcesses() {
       }
       spdlog::info("Kineto process pid={} job={} silent for {} s, forgotten{}", it->first,
                    it->second.process.job, options_.forget_after.count(),
-                   it->second.pending_config ? " with its pending config" : "");
+                   it->second.pending ? " with its pending config" : "");
+      DropPending(it->second, absl::StrCat("pid ", it->first, " stopped polling (silent for ",
+                                           options_.forget_after.count(), " s) before it took the config"));
       it = processes_.erase(it);
     }
   }
@@ -329,8 +347,8 @@ std::vector<KinetoProcess> KinetoEndpoint::Processes() const {
   return out;
 }
 
-absl::StatusOr<KinetoProcess> KinetoEndpoint::TriggerProcess(int32_t pid, uint64_t start_ticks,
-                                                             const std::string& config) {
+absl::StatusOr<KinetoTrigger> KinetoEndpoint::TriggerProcess(int32_t pid, uint64_t start_ticks,
+                                                             const KinetoTraceRequest& request, bool may_move_start) {
   absl::MutexLock lock(&mutex_);
   auto it = processes_.find(pid);
   if (it == processes_.end() || it->second.process.start_ticks != start_ticks) {
@@ -338,17 +356,60 @@ absl::StatusOr<KinetoProcess> KinetoEndpoint::TriggerProcess(int32_t pid, uint64
         "pid ", pid, it == processes_.end() ? " no longer polls this agent's Kineto endpoint"
                                             : " is another process now (its start time differs): not the target"));
   }
-  if (it->second.pending_config.has_value()) {
+  if (it->second.pending.has_value()) {
     return absl::UnavailableError(absl::StrCat("target busy: pid ", pid, " still has an earlier trace request pending"));
   }
-  if (config.empty()) return absl::InvalidArgumentError("empty Kineto config");
-  it->second.pending_config = config;
+  auto handout = std::make_shared<KinetoHandout>();
+  it->second.pending = PendingTrace{request, may_move_start, handout, SteadyClock::now()};
   spdlog::info("Kineto trigger of pid {} (started at tick {}) job={}", pid, start_ticks, it->second.process.job);
-  return it->second.process;
+  return KinetoTrigger{it->second.process, std::move(handout)};
+}
+
+bool KinetoEndpoint::Withdraw(int32_t pid, const std::shared_ptr<KinetoHandout>& handout) {
+  absl::MutexLock lock(&mutex_);
+  auto it = processes_.find(pid);
+  if (it == processes_.end() || !it->second.pending || it->second.pending->handout != handout) return false;
+  it->second.pending.reset();
+  handout->Finish({KinetoHandout::State::kWithdrawn, 0, false, "withdrawn by the capture"});
+  return true;
+}
+
+std::string KinetoEndpoint::WhyPending(int32_t pid) const {
+  absl::MutexLock lock(&mutex_);
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) return absl::StrCat("pid ", pid, " no longer polls");
+  const Registration& registration = it->second;
+  const int64_t since_poll_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - registration.last_poll).count();
+  if (registration.pending && registration.last_poll > registration.pending->queued && registration.last_poll_busy) {
+    return absl::StrCat("its profiler is busy (another trace or warm-up in progress at its poll ", since_poll_ms,
+                        " ms ago)");
+  }
+  return absl::StrCat("it has not polled since the config was queued (last poll ", since_poll_ms, " ms ago)");
+}
+
+void KinetoEndpoint::DropPending(Registration& registration, const std::string& why) {
+  if (!registration.pending) return;
+  if (registration.pending->handout) {
+    registration.pending->handout->Finish({KinetoHandout::State::kRefused, 0, false, why});
+  }
+  registration.pending.reset();
+}
+
+KinetoHandout::Status KinetoHandout::WaitUntil(absl::Time until) const {
+  absl::MutexLock lock(&mu_);
+  const auto decided = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return status_.state != State::kPending; };
+  mu_.AwaitWithDeadline(absl::Condition(&decided), until);
+  return status_;
+}
+
+void KinetoHandout::Finish(Status status) {
+  absl::MutexLock lock(&mu_);
+  if (status_.state == State::kPending) status_ = std::move(status);
 }
 
 TriggerResult KinetoEndpoint::Trigger(const std::vector<int32_t>& pids, int64_t job_id,
-                                      const std::string& config, int process_limit,
+                                      const KinetoTraceRequest& request, int process_limit,
                                       std::optional<int64_t> owner_uid) {
   const bool all_pids =
       pids.empty() || std::find(pids.begin(), pids.end(), 0) != pids.end();
@@ -367,15 +428,15 @@ TriggerResult KinetoEndpoint::Trigger(const std::vector<int32_t>& pids, int64_t 
       continue;
     }
     result.matched.push_back(pid);
-    if (registration.pending_config.has_value()) {
+    if (registration.pending.has_value()) {
       ++result.busy;
       continue;
     }
-    if (config.empty()) continue;
     if (process_limit > 0 && result.triggered.size() >= static_cast<size_t>(process_limit)) {
       continue;
     }
-    registration.pending_config = config;
+    // As asked: dynolog forwards a start time unchanged (`dyno gputrace` sends none).
+    registration.pending = PendingTrace{request, false, nullptr, SteadyClock::now()};
     result.triggered.push_back(pid);
   }
   spdlog::info("Kineto trigger: pids=[{}] job_id={} for uid {}: matched {} triggered {} busy {} other users' {}",

@@ -20,6 +20,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "collectors/job_owners.h"
@@ -43,6 +44,39 @@ struct KinetoProcess {
   int64_t uid = -1;               // the sender's (SCM_CREDENTIALS): its trace files must belong to it
 };
 
+// What became of one config a capture queued for one process (TriggerProcess): the capture's
+// thread waits on it while the endpoint's thread hands the config out at the job's poll, where
+// the start time is checked (collectors/kineto_start.h).
+class KinetoHandout {
+ public:
+  enum class State {
+    kPending,    // queued, not yet taken by the job
+    kHandedOut,  // taken: the job traces from start_time_unix_ms (0: a start of its own)
+    kRefused,    // not handed out: the job would have refused it, or stopped polling (reason)
+    kWithdrawn,  // taken back by the capture (Withdraw)
+  };
+  struct Status {
+    State state = State::kPending;
+    int64_t start_time_unix_ms = 0;  // kHandedOut: the start the job got
+    bool moved = false;              // kHandedOut: later than asked (reason says why)
+    std::string reason;
+  };
+  // The status once it is no longer kPending, or at `until` (then possibly still pending).
+  Status WaitUntil(absl::Time until) const;
+
+ private:
+  friend class KinetoEndpoint;
+  void Finish(Status status);
+  mutable absl::Mutex mu_;
+  Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+// A config queued by TriggerProcess, and where to follow it.
+struct KinetoTrigger {
+  KinetoProcess process;
+  std::shared_ptr<KinetoHandout> handout;
+};
+
 // The outcome of one Trigger(), in dynolog's terms.
 struct TriggerResult {
   std::vector<int32_t> matched;    // every registered process the request selected
@@ -63,10 +97,10 @@ class KinetoEndpoint {
     std::shared_ptr<JobOwners> job_owners;
   };
   // Called on the endpoint's thread each time a config is actually sent to a process, with
-  // the config's ACTIVITIES_LOG_FILE ("" when it names none or is not a strict config). Must not block: hand the wait
+  // the request as handed out (its start checked, maybe moved). Must not block: hand the wait
   // for the trace file to another thread.
   using TriggeredCallback =
-      std::function<void(const KinetoProcess& process, const std::string& log_file)>;
+      std::function<void(const KinetoProcess& process, const KinetoTraceRequest& request)>;
 
   explicit KinetoEndpoint(Options options);
   ~KinetoEndpoint();  // Stop()s
@@ -87,30 +121,47 @@ class KinetoEndpoint {
   // The processes that polled within `forget_after`, by pid.
   std::vector<KinetoProcess> Processes() const;
 
-  // Queues `config` for the one process `pid` that started at `start_ticks` (a capture's
-  // target): the process it was queued for. NotFound when no such process polls (gone, or the
-  // pid now belongs to another process), Unavailable when it still has a config pending.
-  absl::StatusOr<KinetoProcess> TriggerProcess(int32_t pid, uint64_t start_ticks, const std::string& config);
+  // Queues `request` for the one process `pid` that started at `start_ticks` (a capture's
+  // target). At hand-out its start is checked (DecideKinetoStart): with `may_move_start` a late
+  // hand-out moves it, else a start the job would refuse is not handed out (the handout says
+  // why). NotFound when no such process polls (gone, or the pid now belongs to another
+  // process), Unavailable when it still has a config pending.
+  absl::StatusOr<KinetoTrigger> TriggerProcess(int32_t pid, uint64_t start_ticks, const KinetoTraceRequest& request,
+                                               bool may_move_start);
+  // Takes back a config TriggerProcess queued, if the job has not taken it yet: true when it
+  // was still pending (its handout is then kWithdrawn), false when it was handed out or
+  // refused meanwhile (see the handout).
+  bool Withdraw(int32_t pid, const std::shared_ptr<KinetoHandout>& handout);
+  // Why `pid` has not taken its pending config yet, in words for the capture's progress.
+  std::string WhyPending(int32_t pid) const;
 
-  // Queues `config` for each registered process that matches: job_id 0 matches any job, and
+  // Queues `request` for each registered process that matches: job_id 0 matches any job, and
   // `pids` (the agent's pid namespace's, as `dyno` on the node gives them) empty or containing
-  // 0 matches every process, else a process matches when any pid of its ancestry is listed. A process that still has a config pending counts as busy and
-  // keeps it; at most `process_limit` processes are triggered (<= 0: no limit). An empty
-  // config triggers nothing. Each queued config is sent exactly once, on the process's next
-  // poll that asks for an activities config (a poll of type 0 means its profiler is busy).
+  // 0 matches every process, else a process matches when any pid of its ancestry is listed. A
+  // process that still has a config pending counts as busy and keeps it; at most
+  // `process_limit` processes are triggered (<= 0: no limit). Each queued config is sent
+  // exactly once, on the process's next poll that asks for an activities config (a poll of
+  // type 0 means its profiler is busy), and only if the job would accept its start.
   // `owner_uid` set: only processes registered with that uid are selected (one whose uid is
   // unknown never is); nullopt: any process, for root and the agent's own captures.
-  TriggerResult Trigger(const std::vector<int32_t>& pids, int64_t job_id,
-                        const std::string& config, int process_limit,
-                        std::optional<int64_t> owner_uid = std::nullopt);
+  TriggerResult Trigger(const std::vector<int32_t>& pids, int64_t job_id, const KinetoTraceRequest& request,
+                        int process_limit, std::optional<int64_t> owner_uid = std::nullopt);
 
  private:
+  // A config waiting for the process's next activities poll.
+  struct PendingTrace {
+    KinetoTraceRequest request;
+    bool may_move_start = false;
+    std::shared_ptr<KinetoHandout> handout;  // a capture's (TriggerProcess); null for Trigger's
+    std::chrono::steady_clock::time_point queued;
+  };
   struct Registration {
     KinetoProcess process;  // its ancestry: what the kernel confirmed of the claimed one
     std::vector<int32_t> claimed_ancestry;  // as the client sent it (a repeated poll is recognized by it)
     std::string claimed_job;  // from its environ; process.job is this unless another uid holds the name
     std::chrono::steady_clock::time_point last_poll;
-    std::optional<std::string> pending_config;
+    bool last_poll_busy = false;  // its latest poll said its profiler is in use (type 0)
+    std::optional<PendingTrace> pending;
   };
   struct ContextKey {
     int64_t job_id;
@@ -127,6 +178,8 @@ class KinetoEndpoint {
   // logged) without the kernel's credentials, or when they contradict the pid the client claims.
   bool Register(const KinetoPoll& poll, int32_t host_pid, int64_t uid);
   void ForgetSilentProcesses();
+  // Drops a registration's pending config, telling its capture why.
+  static void DropPending(Registration& registration, const std::string& why);
 
   const Options options_;
   TriggeredCallback on_triggered_;

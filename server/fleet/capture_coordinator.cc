@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "common/kineto_timing.h"
 #include "common/runtime.h"
 #include "common/text_checks.h"
 #include "spdlog/spdlog.h"
@@ -28,6 +29,17 @@ bool ValidRequestId(const std::string& id) {
   return true;
 }
 constexpr int64_t kGraceNs = 10'000 * kNanosPerMs;
+// How much later than the shared start an agent may report a target's start: a job that
+// took its config late. More would be an agent's error, not a late poll.
+constexpr int64_t kMaxStartMoveNs = int64_t{10} * 60 * 1'000 * kNanosPerMs;
+
+// A target whose start moved later has its deadline moved with it.
+int64_t TargetDeadline(const v1::Capture& capture, const v1::CaptureTarget& target) {
+  const int64_t moved = target.start_time_unix_ns() > capture.start_time_unix_ns()
+                            ? target.start_time_unix_ns() - capture.start_time_unix_ns()
+                            : 0;
+  return capture.deadline_unix_ns() + moved;
+}
 
 using TargetState = v1::CaptureTarget::State;
 
@@ -68,7 +80,35 @@ v1::ServerMessage CommandFor(const v1::Capture& capture, const v1::Target& targe
   command->set_record_shapes(request.record_shapes());
   command->set_profile_memory(request.profile_memory());
   command->set_with_stack(request.with_stack());
+  command->set_start_time_fixed(request.start_delay_ms() > 0);
   return message;
+}
+
+// How long after `now` the shared start of `request`'s targets lies, and why: as asked with
+// start_delay_ms; else as soon as the slowest kind of target can start. A PyTorch job takes a
+// config only at its next poll and then needs its warm-up (common/kineto_timing.h), so a
+// duration capture with a Kineto target starts kKinetoStartLeadMs out, every target with it.
+std::pair<int64_t, std::string> PlanStart(const v1::StartCaptureRequest& request,
+                                          const std::vector<std::pair<std::string, v1::Target>>& matched) {
+  const bool kineto = std::any_of(matched.begin(), matched.end(),
+                                  [](const auto& m) { return m.second.kind() == v1::Target::kineto; });
+  if (request.start_delay_ms() > 0) {
+    std::string note = absl::StrCat("as asked (start_delay_ms ", request.start_delay_ms(), ")");
+    if (kineto && request.iterations() == 0 && request.start_delay_ms() < kKinetoStartLeadMs) {
+      absl::StrAppend(&note, "; a PyTorch job that takes its config later than ",
+                      std::max<int64_t>(0, request.start_delay_ms() - kKinetoWarmupMs),
+                      " ms from now cannot meet it and fails with libkineto's reason (", kKinetoStartLeadMs,
+                      " ms would cover its ", kKinetoPollIntervalMs, " ms poll and ", kKinetoWarmupMs, " ms warm-up)");
+    }
+    return {request.start_delay_ms(), note};
+  }
+  if (kineto && request.iterations() == 0) {
+    return {kKinetoStartLeadMs,
+            absl::StrCat("a PyTorch job takes a config at its next poll (every ", kKinetoPollIntervalMs / 1000,
+                         " s) and warms its profiler up for ", kKinetoWarmupMs / 1000,
+                         " s before tracing; every target starts together")};
+  }
+  return {0, request.iterations() > 0 ? "at each job's next iteration boundary" : "now"};
 }
 
 }  // namespace
@@ -185,18 +225,6 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
     if (absl::Status s = CheckPrintableText(what, *text, 253); !s.ok()) return s;
   }
 
-  const int64_t now = clock_->Now();
-  v1::Capture capture;
-  capture.set_capture_id(absl::StrCat("c", absl::Hex(now, absl::kZeroPad16), RandomHex(8)));
-  capture.set_created_at_ns(now);
-  capture.set_schedule_id(schedule_id);
-  capture.set_start_time_unix_ns(now + request.start_delay_ms() * kNanosPerMs);
-  const int64_t timeout_ms = request.timeout_ms() > 0
-                                 ? request.timeout_ms()
-                                 : std::max<int64_t>(60'000, 2 * request.duration_ms());
-  capture.set_deadline_unix_ns(capture.start_time_unix_ns() + timeout_ms * kNanosPerMs);
-  *capture.mutable_request() = request;
-
   // Shared: every replica's connected agents (the catalog's records), not only this one's.
   std::vector<v1::AgentInfo> agents;
   if (shared_) {
@@ -206,6 +234,20 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
     agents = registry_->List();
   }
   std::vector<std::pair<std::string, v1::Target>> matched = MatchTargets(agents, request);
+
+  const int64_t now = clock_->Now();
+  const auto [start_in_ms, start_note] = PlanStart(request, matched);
+  v1::Capture capture;
+  capture.set_capture_id(absl::StrCat("c", absl::Hex(now, absl::kZeroPad16), RandomHex(8)));
+  capture.set_created_at_ns(now);
+  capture.set_schedule_id(schedule_id);
+  capture.set_start_time_unix_ns(now + start_in_ms * kNanosPerMs);
+  capture.set_start_note(start_note);
+  const int64_t timeout_ms = request.timeout_ms() > 0
+                                 ? request.timeout_ms()
+                                 : std::max<int64_t>(60'000, 2 * request.duration_ms());
+  capture.set_deadline_unix_ns(capture.start_time_unix_ns() + timeout_ms * kNanosPerMs);
+  *capture.mutable_request() = request;
   for (const auto& [node, target] : matched) {
     auto* t = capture.add_targets();
     t->set_node(node);
@@ -419,6 +461,13 @@ void CaptureCoordinator::OnUpdate(const std::string& node, const v1::CaptureUpda
       t.set_state(update.state());
       if (!update.profile_id().empty()) t.set_profile_id(update.profile_id());
       if (!update.error().empty()) t.set_error(update.error());
+      // Only later than the shared start, and never past the deadline's reach: a moved start
+      // extends this target's deadline by as much (TargetDeadline).
+      if (update.start_time_unix_ns() > it->second.capture.start_time_unix_ns() &&
+          update.start_time_unix_ns() - it->second.capture.start_time_unix_ns() <= kMaxStartMoveNs) {
+        t.set_start_time_unix_ns(update.start_time_unix_ns());
+      }
+      if (!update.note().empty()) t.set_note(update.note().substr(0, 1024));
       if (IsFinal(t.state())) metrics_->RecordCaptureTarget(v1::CaptureTarget::State_Name(t.state()));
       found = true;
       break;
@@ -487,15 +536,15 @@ int64_t CaptureCoordinator::ExpireOverdue(int64_t now) {
       // arrive before this generic one.
       if (active.capture.state() == v1::Capture::RUNNING && now > active.capture.deadline_unix_ns() + kGraceNs) {
         for (auto& t : *active.capture.mutable_targets()) {
-          if (IsFinal(t.state())) continue;
+          if (IsFinal(t.state()) || now <= TargetDeadline(active.capture, t) + kGraceNs) continue;
           t.set_error(t.state() == v1::CaptureTarget::PENDING
                           ? "agent never started the capture before the deadline"
                           : "no result from the agent within the capture deadline");
           t.set_state(v1::CaptureTarget::FAILED);
           metrics_->RecordCaptureTarget(v1::CaptureTarget::State_Name(v1::CaptureTarget::FAILED));
+          failed_now = true;
         }
-        changed.push_back(Changed(active));
-        failed_now = true;
+        if (failed_now) changed.push_back(Changed(active));
       }
       // Finished captures stay in memory a minute for watchers, then live in the store only
       // (one just failed stays until the next pass, after its final version is stored).

@@ -44,6 +44,8 @@ def main():
     trace.add_argument("--pids", default="0", help="comma-separated; 0 = all")
     trace.add_argument("--job-id", type=int, default=0)
     trace.add_argument("--process-limit", type=int, default=3)
+    trace.add_argument("--profile-memory", action="store_true",
+                       help="ask for a memory snapshot instead of a trace, as `dyno gputrace --profile-memory`")
     raw = sub.add_parser("raw")
     raw.add_argument("json_text")
     raw_bytes = sub.add_parser("bytes")
@@ -56,6 +58,11 @@ def main():
         # The config text dyno builds for a duration-based trace.
         config = "ACTIVITIES_LOG_FILE=%s\nPROFILE_START_TIME=0\nACTIVITIES_DURATION_MSECS=%d" % (
             args.log_file, args.duration_ms)
+        if args.profile_memory:
+            # The keys dyno adds for --profile-memory: the job then snapshots its memory for
+            # the duration instead of tracing, and writes the snapshot where it chooses.
+            config += "\nPROFILE_PROFILE_MEMORY=true\nPROFILE_MEMORY=true\nPROFILE_MEMORY_DURATION_MSECS=%d" % (
+                args.duration_ms)
         body = json.dumps({"fn": "setKinetOnDemandRequest", "config": config,
                            "job_id": args.job_id,
                            "pids": [int(p) for p in args.pids.split(",") if p],

@@ -102,9 +102,9 @@ class DynologApiTest : public ::testing::Test {
     KinetoEndpoint::Options options;
     options.socket_dir = dir_.path();
     endpoint_ = std::make_unique<KinetoEndpoint>(options);
-    endpoint_->set_on_triggered([this](const KinetoProcess& process, const std::string& log) {
+    endpoint_->set_on_triggered([this](const KinetoProcess& process, const KinetoTraceRequest& request) {
       std::lock_guard<std::mutex> lock(mutex_);
-      triggered_.emplace_back(process, log);
+      triggered_.emplace_back(process, request.log_file);
     });
     ASSERT_TRUE(endpoint_->Start().ok());
     DynologApiServer::Options api_options;
@@ -351,7 +351,9 @@ TEST_F(DynologApiTest, ARequestOfOneUserNeverTriggersAnotherUsersProcess) {
   EXPECT_NE(by_other.find("\"processesOfOtherUsers\":1"), std::string::npos) << by_other;
   EXPECT_NE(by_other.find("belong to another user"), std::string::npos) << by_other;
   // Its own user (through the endpoint's filter, for a test not running as root) and root may.
-  TriggerResult own = endpoint_->Trigger({0}, 0, "ACTIVITIES_DURATION_MSECS=100\n", 0, owner);
+  KinetoTraceRequest hundred_ms;
+  hundred_ms.duration_ms = 100;
+  TriggerResult own = endpoint_->Trigger({0}, 0, hundred_ms, 0, owner);
   EXPECT_EQ(own.matched, std::vector<int32_t>{job->pid()});
   EXPECT_EQ(own.other_users, 0);
   const std::string by_root = api_->HandleRequest(kTraceAll, kRoot);

@@ -111,6 +111,29 @@ TEST(KinetoConfig, ADynoRequestIsReadBackIntoTheSameRequest) {
   EXPECT_EQ(BuildKinetoConfig(*again), rebuilt);
 }
 
+TEST(KinetoConfig, DynoProfileMemoryKeysAreAcceptedAndHandedOn) {
+  // `dyno gputrace --profile-memory` (issue 38): a memory snapshot instead of a trace.
+  absl::StatusOr<KinetoTraceRequest> memory = ParseKinetoConfig(
+      "ACTIVITIES_LOG_FILE=/tmp/m.json\nPROFILE_START_TIME=0\nACTIVITIES_DURATION_MSECS=500\n"
+      "PROFILE_PROFILE_MEMORY=true\nPROFILE_MEMORY=true\nPROFILE_MEMORY_DURATION_MSECS=500");
+  ASSERT_TRUE(memory.ok()) << memory.status();
+  EXPECT_TRUE(memory->profile_memory);
+  EXPECT_TRUE(memory->memory_snapshot);
+  EXPECT_EQ(memory->memory_duration_ms, 500);
+  const std::string rebuilt = BuildKinetoConfig(*memory);
+  EXPECT_NE(rebuilt.find("\nPROFILE_MEMORY=true\nPROFILE_MEMORY_DURATION_MSECS=500\n"), std::string::npos) << rebuilt;
+  absl::StatusOr<KinetoTraceRequest> again = ParseKinetoConfig(rebuilt);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(BuildKinetoConfig(*again), rebuilt);
+  // Checked like every other key.
+  EXPECT_FALSE(ParseKinetoConfig("PROFILE_MEMORY=yes").ok());
+  EXPECT_FALSE(ParseKinetoConfig("PROFILE_MEMORY_DURATION_MSECS=0").ok());
+  EXPECT_FALSE(ParseKinetoConfig("PROFILE_MEMORY_DURATION_MSECS=-5").ok());
+  EXPECT_FALSE(ParseKinetoConfig("PROFILE_MEMORY=true\nPROFILE_MEMORY=true").ok());
+  // Without the keys nothing of them is written.
+  EXPECT_EQ(BuildKinetoConfig(KinetoTraceRequest{}).find("\nPROFILE_MEMORY"), std::string::npos);
+}
+
 TEST(KinetoConfig, AnythingLibkinetoCouldReadDifferentlyIsRefusedNamingTheLine) {
   const std::pair<std::string, std::string> refused[] = {
       {"ACTIVITIES_LOG_FILE=/etc/x.json\n\vACTIVITIES_LOG_FILE=/tmp/a.json", "line 2: holds the control character \\x0b"},

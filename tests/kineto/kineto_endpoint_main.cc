@@ -67,9 +67,9 @@ int Run(int argc, char** argv) {
   std::mutex waiters_mutex;
   std::vector<std::thread> waiters;
   if (wait_traces_s > 0) {
-    endpoint.set_on_triggered([&](const KinetoProcess& process, const std::string& log_file) {
-      if (log_file.empty()) return;
-      const std::string path = KinetoTracePath(log_file, process.ns_pid);
+    endpoint.set_on_triggered([&](const KinetoProcess& process, const KinetoTraceRequest& request) {
+      if (request.log_file.empty() || request.memory_snapshot) return;
+      const std::string path = KinetoTracePath(request.log_file, process.ns_pid);
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait_traces_s);
       std::lock_guard<std::mutex> lock(waiters_mutex);
       waiters.emplace_back([path, deadline, &stopping] {

@@ -26,11 +26,11 @@ using ::fleetprof::testing::ScriptProcess;
 using ::fleetprof::testing::StartKinetoStandin;
 using ::fleetprof::testing::TempDir;
 
-std::string DurationConfig(const std::string& log_file, int duration_ms) {
+KinetoTraceRequest DurationConfig(const std::string& log_file, int duration_ms) {
   KinetoTraceRequest request;
   request.log_file = log_file;
   request.duration_ms = duration_ms;
-  return BuildKinetoConfig(request);
+  return request;
 }
 
 class KinetoEndpointTest : public ::testing::Test {
@@ -46,9 +46,9 @@ class KinetoEndpointTest : public ::testing::Test {
     options.socket_dir = dir_.path();
     options.forget_after = forget_after;
     auto endpoint = std::make_unique<KinetoEndpoint>(options);
-    endpoint->set_on_triggered([this](const KinetoProcess& process, const std::string& log_file) {
+    endpoint->set_on_triggered([this](const KinetoProcess& process, const KinetoTraceRequest& request) {
       std::lock_guard<std::mutex> lock(mutex_);
-      handed_out_.emplace_back(process.pid, log_file);
+      handed_out_.emplace_back(process.pid, request.log_file);
     });
     absl::Status started = endpoint->Start();
     EXPECT_TRUE(started.ok()) << started;
@@ -119,7 +119,7 @@ TEST_F(KinetoEndpointTest, BusyClientKeepsItsConfigUntilItPollsForActivities) {
   std::optional<KinetoProcess> process = WaitForProcess(*endpoint, standin->pid());
   ASSERT_TRUE(process.has_value()) << standin->Output();
 
-  const std::string config = DurationConfig(dir_.path() + "/busy.json", 50);
+  const KinetoTraceRequest config = DurationConfig(dir_.path() + "/busy.json", 50);
   TriggerResult first = endpoint->Trigger({}, 0, config, 0);
   EXPECT_EQ(first.triggered, std::vector<int32_t>{process->pid});
   std::this_thread::sleep_for(500ms);
@@ -165,7 +165,7 @@ TEST_F(KinetoEndpointTest, ForgetsProcessAfterSilenceButKeepsPollingOnes) {
   EXPECT_LT(forgotten_after, 5s);
   EXPECT_TRUE(registered(steady->pid()));
   // A forgotten process cannot be triggered.
-  EXPECT_TRUE(endpoint->Trigger({quitter_pid}, 0, "X=1", 0).matched.empty());
+  EXPECT_TRUE(endpoint->Trigger({quitter_pid}, 0, KinetoTraceRequest{}, 0).matched.empty());
 }
 
 // Issue 21: a capture's Kineto target is the pid and the start time it registered with, so a
@@ -175,18 +175,18 @@ TEST_F(KinetoEndpointTest, ACaptureReachesItsPidOnlyWhileItIsTheProcessThatRegis
   auto standin = StartKinetoStandin(dir_.path(), dir_.path(), "pinned");
   std::optional<KinetoProcess> process = WaitForProcess(*endpoint, standin->pid());
   ASSERT_TRUE(process.has_value()) << standin->Output();
-  const std::string config = DurationConfig(dir_.path() + "/pinned.json", 50);
+  const KinetoTraceRequest config = DurationConfig(dir_.path() + "/pinned.json", 50);
 
-  absl::StatusOr<KinetoProcess> other = endpoint->TriggerProcess(process->pid, process->start_ticks + 1, config);
+  absl::StatusOr<KinetoTrigger> other = endpoint->TriggerProcess(process->pid, process->start_ticks + 1, config, false);
   EXPECT_TRUE(absl::IsNotFound(other.status())) << other.status();
   EXPECT_NE(std::string(other.status().message()).find("is another process now"), std::string::npos);
   std::this_thread::sleep_for(500ms);  // ten polls: a queued config would be handed out by now
   EXPECT_EQ(CountOccurrences(standin->Output(), "\"event\": \"config\""), 0) << standin->Output();
 
-  absl::StatusOr<KinetoProcess> same = endpoint->TriggerProcess(process->pid, process->start_ticks, config);
+  absl::StatusOr<KinetoTrigger> same = endpoint->TriggerProcess(process->pid, process->start_ticks, config, false);
   ASSERT_TRUE(same.ok()) << same.status();
-  EXPECT_EQ(same->ns_pid, standin->pid());
-  EXPECT_TRUE(absl::IsUnavailable(endpoint->TriggerProcess(process->pid, process->start_ticks, config).status()))
+  EXPECT_EQ(same->process.ns_pid, standin->pid());
+  EXPECT_TRUE(absl::IsUnavailable(endpoint->TriggerProcess(process->pid, process->start_ticks, config, false).status()))
       << "still pending: busy";
   EXPECT_TRUE(standin->WaitForOutput("\"event\": \"config\"", 15s)) << standin->Output();
 }
@@ -210,7 +210,7 @@ TEST_F(KinetoEndpointTest, JobComesFromFleetprofJobElseJobIdElseUnassigned) {
   EXPECT_GT(p3->last_poll_ns, 0);
 
   // job_id narrows a trigger to the processes that sent it.
-  TriggerResult result = endpoint->Trigger({0}, 4242, "X=1", 0);
+  TriggerResult result = endpoint->Trigger({0}, 4242, KinetoTraceRequest{}, 0);
   EXPECT_EQ(result.matched, std::vector<int32_t>{slurm->pid()});
 }
 
@@ -267,6 +267,83 @@ TEST_F(KinetoEndpointTest, StaleSocketFileFromDeadDaemonIsReplaced) {
   auto endpoint = StartEndpoint();
   auto standin = StartKinetoStandin(dir_.path(), dir_.path(), "fresh");
   EXPECT_TRUE(WaitForProcess(*endpoint, standin->pid()).has_value()) << standin->Output();
+}
+
+}  // namespace
+}  // namespace fleetprof
+
+namespace fleetprof {
+namespace {
+
+// Issue 38: the endpoint judges a capture's start the way the job will, at hand-out.
+class KinetoHandoutTest : public KinetoEndpointTest {
+ protected:
+  static int64_t NowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+};
+
+TEST_F(KinetoHandoutTest, AFixedStartTheJobWouldRefuseIsNotHandedOutAndTheCaptureLearnsWhy) {
+  auto endpoint = StartEndpoint();
+  auto standin = StartKinetoStandin(dir_.path(), dir_.path(), "fixed");
+  std::optional<KinetoProcess> process = WaitForProcess(*endpoint, standin->pid());
+  ASSERT_TRUE(process.has_value()) << standin->Output();
+  KinetoTraceRequest request = DurationConfig(dir_.path() + "/fixed.json", 100);
+  request.start_time_unix_ms = NowMs() + 2000;  // inside the 5 s warm-up
+  request.warmup_secs = 5;
+  absl::StatusOr<KinetoTrigger> trigger = endpoint->TriggerProcess(process->pid, process->start_ticks, request, false);
+  ASSERT_TRUE(trigger.ok()) << trigger.status();
+  const KinetoHandout::Status status = trigger->handout->WaitUntil(absl::Now() + absl::Seconds(10));
+  EXPECT_EQ(status.state, KinetoHandout::State::kRefused);
+  EXPECT_NE(status.reason.find("insufficient time for warmup"), std::string::npos) << status.reason;
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(CountOccurrences(standin->Output(), "\"event\": \"config\""), 0) << standin->Output();
+  EXPECT_TRUE(HandedOut().empty());
+  // Nothing stays pending: the next request is taken.
+  EXPECT_TRUE(endpoint->TriggerProcess(process->pid, process->start_ticks, DurationConfig("", 10), false).ok());
+}
+
+TEST_F(KinetoHandoutTest, AMovableStartHandedOutLateMovesToWarmUpAndMarginAfterTheHandOut) {
+  auto endpoint = StartEndpoint();
+  auto standin = StartKinetoStandin(dir_.path(), dir_.path(), "movable");
+  std::optional<KinetoProcess> process = WaitForProcess(*endpoint, standin->pid());
+  ASSERT_TRUE(process.has_value()) << standin->Output();
+  KinetoTraceRequest request = DurationConfig(dir_.path() + "/movable.json", 100);
+  request.start_time_unix_ms = NowMs() + 1000;
+  request.warmup_secs = 5;
+  const int64_t queued_ms = NowMs();
+  absl::StatusOr<KinetoTrigger> trigger = endpoint->TriggerProcess(process->pid, process->start_ticks, request, true);
+  ASSERT_TRUE(trigger.ok()) << trigger.status();
+  const KinetoHandout::Status status = trigger->handout->WaitUntil(absl::Now() + absl::Seconds(10));
+  ASSERT_EQ(status.state, KinetoHandout::State::kHandedOut) << status.reason;
+  EXPECT_TRUE(status.moved);
+  EXPECT_GE(status.start_time_unix_ms, queued_ms + 6000);
+  EXPECT_FALSE(status.reason.empty());
+  // The job got the moved start, accepted it (the stand-in keeps libkineto's rules) and traced.
+  ASSERT_TRUE(standin->WaitForOutput("\"event\": \"wrote\"", 20s)) << standin->Output();
+  EXPECT_NE(standin->Output().find("PROFILE_START_TIME=" + std::to_string(status.start_time_unix_ms)),
+            std::string::npos)
+      << standin->Output();
+  EXPECT_EQ(CountOccurrences(standin->Output(), "\"event\": \"refused\""), 0) << standin->Output();
+}
+
+TEST_F(KinetoHandoutTest, ABusyJobsPendingConfigCanBeWithdrawnAndSaysItIsBusy) {
+  auto endpoint = StartEndpoint();
+  auto standin = StartKinetoStandin(dir_.path(), dir_.path(), "busy", {"--busy-ms", "60000"});
+  std::optional<KinetoProcess> process = WaitForProcess(*endpoint, standin->pid());
+  ASSERT_TRUE(process.has_value()) << standin->Output();
+  KinetoTraceRequest request = DurationConfig(dir_.path() + "/busy.json", 100);
+  request.start_time_unix_ms = NowMs() + 11000;
+  absl::StatusOr<KinetoTrigger> trigger = endpoint->TriggerProcess(process->pid, process->start_ticks, request, false);
+  ASSERT_TRUE(trigger.ok()) << trigger.status();
+  EXPECT_EQ(trigger->handout->WaitUntil(absl::Now() + absl::Milliseconds(400)).state,
+            KinetoHandout::State::kPending);
+  EXPECT_NE(endpoint->WhyPending(process->pid).find("busy"), std::string::npos) << endpoint->WhyPending(process->pid);
+  EXPECT_TRUE(endpoint->Withdraw(process->pid, trigger->handout));
+  EXPECT_EQ(trigger->handout->WaitUntil(absl::Now()).state, KinetoHandout::State::kWithdrawn);
+  EXPECT_FALSE(endpoint->Withdraw(process->pid, trigger->handout)) << "withdrawn once";
+  EXPECT_EQ(CountOccurrences(standin->Output(), "\"event\": \"config\""), 0) << standin->Output();
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ TEST(KinetoAbstractAddress, StandinReachesEndpointOnDynologAbstractName) {
   KinetoTraceRequest request;
   request.log_file = dir.path() + "/abstract.json";
   request.duration_ms = 50;
-  EXPECT_EQ(endpoint->Trigger({standin->pid()}, 0, BuildKinetoConfig(request), 1)
+  EXPECT_EQ(endpoint->Trigger({standin->pid()}, 0, request, 1)
                 .triggered.size(),
             1u);
   ASSERT_TRUE(standin->WaitForOutput("\"event\": \"wrote\"", 15s)) << standin->Output();
@@ -186,7 +186,9 @@ TEST(KinetoDatagrams, MalformedDatagramsAreDroppedAndServiceContinues) {
   auto standin = StartKinetoStandin(dir.path(), dir.path(), "after-garbage");
   const int32_t standin_pid = standin->pid();
   ASSERT_TRUE(WaitUntilRegistered(endpoint, standin_pid)) << standin->Output();
-  endpoint.Trigger({standin_pid}, 0, "ACTIVITIES_DURATION_MSECS=10", 0);
+  KinetoTraceRequest request;
+  request.duration_ms = 10;
+  endpoint.Trigger({standin_pid}, 0, request, 0);
   ASSERT_TRUE(standin->WaitForOutput("\"event\": \"config\"", 15s)) << standin->Output();
   EXPECT_EQ(standin->Stop(), 0);
   EXPECT_EQ(CountOccurrences(standin->Output(), "\"bad_reply\""), 0) << standin->Output();

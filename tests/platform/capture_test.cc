@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 
 #include "absl/strings/ascii.h"
@@ -174,11 +175,12 @@ class KinetoCaptureTest : public ::testing::Test {
     ASSERT_GE(agent_, 0);
   }
 
-  // Starts a fake PyTorch process of `job` polling the agent every 100 ms.
-  void StartJob(const std::string& job, const std::vector<std::string>& extra) {
+  // Starts a fake PyTorch process of `job` polling the agent every `interval_ms` (libkineto
+  // polls every 5 s; shorter makes the tests that do not depend on it quicker).
+  void StartJob(const std::string& job, const std::vector<std::string>& extra, const std::string& interval_ms = "100") {
     std::vector<std::string> argv = {kPython,
                                      std::string(FLEETPROF_SOURCE_DIR) + "/tests/kineto/kineto_standin.py",
-                                     "--socket-dir", socket_dir_, "--interval-ms", "100"};
+                                     "--socket-dir", socket_dir_, "--interval-ms", interval_ms};
     argv.insert(argv.end(), extra.begin(), extra.end());
     job_.Start(argv, cluster_.root() + "/job.log",
                {"FLEETPROF_JOB=" + job, "KINETO_IPC_SOCKET_DIR=" + socket_dir_});
@@ -235,6 +237,135 @@ TEST_F(KinetoCaptureTest, DynoGputraceThroughTheAgentIsUploadedToo) {
     return cluster_.Cli({"profiles", "--job", "dyno-job", "--label", "source=dyno", "--json"})
                .out.find("\"profile_id\"") != std::string::npos;
   })) << cluster_.Cli({"profiles", "--json"}).out;
+}
+
+// The capture's start and each target's, from `fleetprof capture --json`.
+struct CaptureStarts {
+  int64_t shared = 0;
+  std::vector<int64_t> targets;
+  std::vector<std::string> notes;
+};
+CaptureStarts StartsOf(const std::string& json) {
+  CaptureStarts starts;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(json).get(doc) != simdjson::SUCCESS) return starts;
+  (void)doc["start_time_unix_ns"].get(starts.shared);
+  simdjson::dom::array targets;
+  if (doc["targets"].get(targets) != simdjson::SUCCESS) return starts;
+  for (auto t : targets) {
+    int64_t start = 0;
+    (void)t["start_time_unix_ns"].get(start);
+    starts.targets.push_back(start);
+    std::string_view note;
+    (void)t["note"].get(note);
+    starts.notes.emplace_back(note);
+  }
+  return starts;
+}
+
+int64_t WallNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Issue 38: a job that polls every 5 s and warms up 5 s, as real libkineto does, is captured
+// with no flag but the duration: the shared start leaves it that time.
+TEST_F(KinetoCaptureTest, DurationCaptureWithNoOtherFlagReachesAJobPollingEveryFiveSeconds) {
+  StartJob("llama-real", {"--trace-file", CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz")}, "5000");
+  CommandResult r = cluster_.Cli({"capture", "--job", "llama-real", "--duration_ms", "500", "--wait", "--json"}, 180);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << ReadSmallFile(cluster_.root() + "/job.log");
+  EXPECT_NE(r.out.find("\"state\":\"DONE\""), std::string::npos) << r.out;
+  // --wait says when the trace starts and why.
+  EXPECT_NE(r.err.find("trace starts"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("warms its profiler up"), std::string::npos) << r.err;
+  const std::string job_log = ReadSmallFile(cluster_.root() + "/job.log");
+  EXPECT_EQ(job_log.find("\"event\": \"refused\""), std::string::npos) << job_log;
+  EXPECT_NE(job_log.find("ACTIVITIES_WARMUP_PERIOD_SECS=5"), std::string::npos) << job_log;
+}
+
+// A job busy past start - warm-up takes its config late: without --start_delay_ms its start
+// moves (reported on the target) and the capture still ends INDEXED.
+TEST_F(KinetoCaptureTest, ABusyJobGetsAMovedStartAndIsIndexed) {
+  StartJob("busy-job", {"--trace-file", CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz"), "--busy-ms", "20000"},
+           "1000");
+  CommandResult r = cluster_.Cli({"capture", "--job", "busy-job", "--duration_ms", "300", "--wait", "--json"}, 180);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << ReadSmallFile(cluster_.root() + "/job.log");
+  std::cout << "capture progress:\n" << r.err;
+  const CaptureStarts starts = StartsOf(r.out);
+  ASSERT_EQ(starts.targets.size(), 1u) << r.out;
+  EXPECT_GT(starts.targets[0], starts.shared) << r.out;
+  EXPECT_NE(starts.notes[0].find("too late for the shared start"), std::string::npos) << r.out;
+  // While it waited, --wait said why.
+  EXPECT_NE(r.err.find("has not taken its config yet: its profiler is busy"), std::string::npos) << r.err;
+  const std::string job_log = ReadSmallFile(cluster_.root() + "/job.log");
+  EXPECT_EQ(job_log.find("\"event\": \"refused\""), std::string::npos) << job_log;
+}
+
+// With --start_delay_ms the start is the user's: a busy job that has not taken its config by
+// start - warm-up fails right then with libkineto's reason, not at the 60 s deadline.
+TEST_F(KinetoCaptureTest, AFixedStartABusyJobCannotMeetFailsAtStartLessWarmUp) {
+  StartJob("fixed-job", {"--never-write", "--busy-ms", "60000"}, "1000");
+  CommandResult r = cluster_.Cli(
+      {"capture", "--job", "fixed-job", "--duration_ms", "300", "--start_delay_ms", "8000", "--wait", "--json"}, 180);
+  const int64_t returned = WallNanos();
+  std::cout << "capture progress (start in 8 s, warm-up 5 s: the failure belongs at ~3 s):\n" << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("insufficient time for warmup"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("its profiler is busy"), std::string::npos) << r.out;
+  // Before the start it could not meet, let alone the deadline.
+  EXPECT_LT(returned, StartsOf(r.out).shared) << r.out << r.err;
+}
+
+// An XLA target and a Kineto target of one job start together, at the later of their starts.
+TEST_F(KinetoCaptureTest, XlaAndKinetoTargetsOfOneCaptureShareOneStart) {
+  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py";
+  FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
+  ChildProcess xla;
+  const std::string ready = cluster_.root() + "/xla.ready";
+  const std::string record = cluster_.root() + "/xla_requests.json";
+  xla.Start({kPython, standin, "--mode", "emit", "--record", record, "--ready", ready, "--xspace",
+             CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")},
+            cluster_.root() + "/xla.log");
+  const std::string port_json = WaitForFile(ready, 30);
+  ASSERT_FALSE(port_json.empty());
+  const std::string port(absl::StripAsciiWhitespace(
+      port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1)));
+  ASSERT_GE(cluster_.StartAgent({"--node=gpu-3", "--target=job=mixed,xprof=127.0.0.1:" + port}), 0);
+  StartJob("mixed", {"--trace-file", CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz")}, "5000");
+  ASSERT_TRUE(Eventually(10, [&] { return AgentReportsTarget(cluster_, "\"address\":\"127.0.0.1:" + port); }));
+  CommandResult r = cluster_.Cli({"capture", "--job", "mixed", "--duration_ms", "300", "--wait", "--json"}, 180);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const CaptureStarts starts = StartsOf(r.out);
+  ASSERT_EQ(starts.targets.size(), 2u) << r.out;
+  EXPECT_EQ(starts.targets, (std::vector<int64_t>{0, 0})) << "no target moved: " << r.out;
+  // The XLA profiler was asked for the shared start, and so was the PyTorch job (in ms).
+  EXPECT_NE(ReadSmallFile(record).find("opts.start_timestamp_ns\": " + std::to_string(starts.shared)), std::string::npos)
+      << ReadSmallFile(record) << " shared " << starts.shared;
+  EXPECT_NE(ReadSmallFile(cluster_.root() + "/job.log").find("PROFILE_START_TIME=" + std::to_string(starts.shared / 1'000'000)),
+            std::string::npos);
+}
+
+// `dyno gputrace --profile-memory`: accepted and triggered, and the agent waits for no trace
+// (the job writes its memory snapshot where it chooses).
+TEST_F(KinetoCaptureTest, DynoProfileMemoryIsAcceptedAndHoldsNoWorker) {
+  StartJob("memory-job", {"--memory-snapshot-dir", cluster_.root() + "/snapshots"});
+  const std::string api = cluster_.agent_dynolog_addr(agent_);
+  ASSERT_FALSE(api.empty());
+  CommandResult dyno = RunCommand({kPython, std::string(FLEETPROF_SOURCE_DIR) + "/tests/kineto/dyno_standin.py",
+                                   "--port", api.substr(api.rfind(':') + 1), "gputrace", "--profile-memory",
+                                   "--log-file", trace_dir_ + "/memory.json"});
+  ASSERT_EQ(dyno.exit_code, 0) << dyno.out << dyno.err;
+  const std::string pid = std::to_string(job_.pid());
+  EXPECT_NE(dyno.out.find("\"processesMatched\":[" + pid + "]"), std::string::npos) << dyno.out;
+  EXPECT_NE(dyno.out.find("\"activityProfilersTriggered\":[" + pid + "]"), std::string::npos) << dyno.out;
+  ASSERT_TRUE(Eventually(20, [&] {
+    return ReadSmallFile(cluster_.root() + "/job.log").find("\"event\": \"memory_snapshot\"") != std::string::npos;
+  })) << ReadSmallFile(cluster_.root() + "/job.log");
+  EXPECT_TRUE(Eventually(10, [&] {
+    return cluster_.AgentLog(agent_).find("no trace is awaited") != std::string::npos;
+  })) << cluster_.AgentLog(agent_);
+  EXPECT_EQ(cluster_.AgentLog(agent_).find("never appeared"), std::string::npos);
 }
 
 TEST(CaptureTest, CaptureRunningAcrossAServerRestartStillCompletes) {

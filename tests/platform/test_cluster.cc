@@ -81,6 +81,10 @@ CommandResult TestCluster::Cli(std::vector<std::string> args, int timeout_s) {
   return RunCommand(args, timeout_s);
 }
 
+std::string TestCluster::AgentLog(int index) const {
+  return ReadSmallFile(root_ + "/agent" + std::to_string(index) + ".log");
+}
+
 std::string TestCluster::ServerLog() const {
   std::ifstream in(root_ + "/server.log");
   std::ostringstream s;

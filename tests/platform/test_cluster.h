@@ -37,6 +37,7 @@ class TestCluster {
   // The agent's dynolog-compatible API address ("" when off).
   const std::string& agent_dynolog_addr(int index) const { return agent_dynolog_[index]; }
   std::string ServerLog() const;
+  std::string AgentLog(int index) const;
 
  private:
   std::string root_;

@@ -143,11 +143,12 @@ def main():
                                 f"{torch_row.cpu_time_total} us")
         self_ns = {n: values[n]["self_ns"] for n in order}
         total_ns = {n: values[n]["total_ns"] for n in order}
-        print("rmsnorm self_ns per variant:", self_ns, "total_ns:", total_ns)
-        if max(self_ns, key=self_ns.get) != "naive":
-            failures.append(f"naive is not the slowest on self time: {self_ns}")
-        if max(total_ns, key=total_ns.get) != "naive":
-            failures.append(f"naive is not the slowest on total time: {total_ns}")
+        # Which variant is slowest is a property of the workload and of the machine's load at
+        # that moment (a CPU-bound neighbour reorders them): reported, never asserted. What is
+        # exact is asserted above: one row per variant, its status, counts and totals against
+        # key_averages().
+        slowest = max(self_ns, key=self_ns.get)
+        print("rmsnorm self_ns per variant:", self_ns, "total_ns:", total_ns, "slowest on self time:", slowest)
         # The legacy profiler records the TorchScript call as an event of its own ("fused"),
         # which is a scope nested in rmsnorm: the scripted variant's work is booked there.
         scripted_rows = {r["name"]: r for r in diff["rows"]}
@@ -160,7 +161,7 @@ def main():
                 failures.append(f"by op: {op} should be removed in the fused variant; removed: {sorted(removed)}")
         if failures:
             sys.exit("FAIL:\n  " + "\n  ".join(failures))
-        print("OK: --by scope puts naive, fused and scripted side by side; naive is slowest")
+        print("OK: --by scope puts naive, fused and scripted side by side")
     finally:
         server.terminate()
         try:
