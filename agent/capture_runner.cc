@@ -120,6 +120,21 @@ void CaptureRunner::Report(const v1::CaptureCommand& command, v1::CaptureTarget:
   send_(message);
 }
 
+absl::StatusOr<std::string> CaptureRunner::DynoTraceFolder(int64_t uid) {
+  {
+    absl::MutexLock lock(&mu_);
+    size_t waits = 0;
+    for (const Worker& w : workers_) waits += !w.done->load() && w.dyno_uid == uid ? 1 : 0;
+    if (waits >= kMaxDynoWaitsPerUid) {
+      return absl::ResourceExhaustedError(absl::StrCat("uid ", uid, " already has ", kMaxDynoWaitsPerUid,
+                                                       " dynolog-requested traces in flight"));
+    }
+  }
+  absl::StatusOr<std::string> folder = JobFolderFor(uid);
+  if (!folder.ok()) return folder.status();
+  return absl::StrCat(options_.kineto_dir, "/", *folder);
+}
+
 absl::StatusOr<std::string> CaptureRunner::JobFolderFor(int64_t uid) {
   absl::MutexLock lock(&mu_);
   auto known = job_folders_.find(uid);
@@ -413,7 +428,8 @@ void CaptureRunner::Execute(const v1::CaptureCommand& command) {
   Report(command, v1::CaptureTarget::INDEXED, response->profile_id(), "");
 }
 
-void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const KinetoTraceRequest& request) {
+void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const KinetoTraceRequest& request,
+                                     const std::string& requested_name) {
   const std::string& log_file = request.log_file;
   // A memory snapshot is written where the job itself chooses (libkineto replaces the log
   // file): there is no trace to wait for, and no thread waits.
@@ -429,13 +445,25 @@ void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const KinetoT
     absl::MutexLock lock(&mu_);
     if (own_log_files_.erase(log_file) > 0) return;
   }
-  // Only files the job writes directly into the Kineto trace folder: the dynolog API refuses
-  // other paths already; this keeps any other route from naming /etc/… for root to upload.
-  auto confined = FileDirectlyIn(options_.kineto_dir, log_file);
-  if (!confined.ok()) {
-    spdlog::warn("not uploading the trace of pid {}: {}", process.pid, std::string(confined.status().message()));
+  // Only files the job writes in its user's private folder inside the Kineto trace folder (the
+  // endpoint placed it there), else directly in the trace folder: the dynolog API refuses other
+  // paths already; this keeps any other route from naming /etc/… for root to upload.
+  const std::string trace_path = KinetoTracePath(log_file, process.ns_pid);
+  const std::string prefix = options_.kineto_dir + "/";
+  if (!trace_path.starts_with(prefix) || trace_path.find("/..") != std::string::npos) {
+    spdlog::warn("not uploading the trace of pid {}: {} is not in {}", process.pid, absl::CHexEscape(trace_path),
+                 options_.kineto_dir);
     return;
   }
+  const std::string beneath = trace_path.substr(prefix.size());
+  if (requested_name.empty() && beneath.find('/') != std::string::npos) {
+    spdlog::warn("not uploading the trace of pid {}: {} is not directly in {}", process.pid,
+                 absl::CHexEscape(trace_path), options_.kineto_dir);
+    return;
+  }
+  // Uploaded under the name asked for, wherever the job wrote it (DESIGN.md).
+  const std::string file_name = KinetoTracePath(
+      requested_name.empty() ? std::filesystem::path(log_file).filename().string() : requested_name, process.ns_pid);
   if (process.uid < 0) {
     spdlog::warn("not waiting for the trace of pid {}: its uid is unknown (no kernel credentials)", process.pid);
     return;
@@ -449,24 +477,23 @@ void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const KinetoT
   const int64_t wait_ms = request.iterations > 0 ? kDynoIterationTraceWaitMs
                                                  : start_in_ms + std::max<int64_t>(request.duration_ms, 500) +
                                                        kDynoTraceWriteMarginMs;
-  absl::Status started = Spawn([this, process, log_file = *confined, wait_ms] {
-    const std::string path = KinetoTracePath(log_file, process.ns_pid);
-    auto trace = WaitForTraceFile(path, std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms),
+  absl::Status started = Spawn([this, process, trace_path, beneath, file_name, wait_ms] {
+    auto trace = WaitForTraceFile(trace_path, std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms),
                                   [this] { return cancelled(); });
     if (!trace.ok()) {
       spdlog::warn("trace requested from pid {} never appeared: {}", process.pid,
                    std::string(trace.status().message()));
       return;
     }
-    auto checked = CheckedFile::OpenBeneath(options_.kineto_dir, std::filesystem::path(*trace).filename().string(),
-                                            {process.uid});
+    // Reached without following a link, and only a plain file of the traced process's user.
+    auto checked = CheckedFile::OpenBeneath(options_.kineto_dir, beneath, {process.uid});
     if (!checked.ok()) {
       spdlog::warn("not uploading the trace of pid {}: {}", process.pid, std::string(checked.status().message()));
       return;
     }
     UploadOptions upload;
     upload.path = checked->proc_path();
-    upload.file_name = std::filesystem::path(*trace).filename().string();
+    upload.file_name = file_name;
     upload.job = process.job;
     upload.node = options_.node;
     upload.labels["source"] = "dyno";
@@ -479,8 +506,8 @@ void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const KinetoT
     } else {
       spdlog::warn("upload of {} failed, removing it: {}", *trace, std::string(response.status().message()));
     }
-    // The folder is shared by every user: a trace left there outlives the request that asked
-    // for it, so it goes either way (the upload, when it worked, keeps the bytes).
+    // A trace left on the node outlives the request that asked for it, so it goes either way
+    // (the upload, when it worked, keeps the bytes).
     if (absl::Status removed = checked->RemoveName(); !removed.ok()) {
       spdlog::warn("trace of pid {}: {}", process.pid, std::string(removed.message()));
     }

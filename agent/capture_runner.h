@@ -47,7 +47,14 @@ class CaptureRunner {
   // A trace some other tool (e.g. `dyno gputrace`) asked a Kineto client for: upload it too.
   // Waited for on a thread outside the capture pool, at most kMaxDynoWaitsPerUid per user
   // and kMaxDynoWaits in all, until the request's start and duration plus a margin.
-  void AdoptKinetoTrace(const KinetoProcess& process, const KinetoTraceRequest& request);
+  // `requested_name`: the file name the request asked for, when the trace was placed in the
+  // job's private folder (KinetoEndpoint::Trigger): the upload's file_name.
+  void AdoptKinetoTrace(const KinetoProcess& process, const KinetoTraceRequest& request,
+                        const std::string& requested_name);
+  // Where the jobs of `uid` write the traces a dynolog request asks for (their private folder,
+  // JobFolderFor), as an absolute path; RESOURCE_EXHAUSTED while the uid has
+  // kMaxDynoWaitsPerUid such traces in flight.
+  absl::StatusOr<std::string> DynoTraceFolder(int64_t uid);
 
  private:
   void Execute(const v1::CaptureCommand& command);

@@ -196,7 +196,16 @@ void ServerLink::RunSession() {
     context.TryCancel();
   }
   grpc::Status status = stream->Finish();
-  if (!connected_) spdlog::debug("connect ended: {}", status.error_message());
+  if (!connected_) {
+    // Unreachable is routine while the server restarts; a refusal says what to fix.
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE || status.error_code() == grpc::StatusCode::CANCELLED ||
+        status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+      spdlog::debug("connect ended: {}", status.error_message());
+    } else {
+      spdlog::warn("the server refused this agent's hello ({}): {}", static_cast<int>(status.error_code()),
+                   status.error_message());
+    }
+  }
   absl::MutexLock lock(&mu_);
   live_context_ = nullptr;
 }

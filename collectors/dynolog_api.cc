@@ -374,7 +374,8 @@ std::string DynologApiServer::HandleRequest(std::string_view request, std::optio
   spdlog::info("dynolog API: trace request from uid {}", *caller_uid);
   // Root traces any process; everyone else only processes registered with their own uid.
   const std::optional<int64_t> owner = *caller_uid == 0 ? std::nullopt : caller_uid;
-  return TriggerReply(endpoint_.Trigger(trigger->pids, trigger->job_id, trigger->trace, trigger->process_limit, owner));
+  return TriggerReply(endpoint_.Trigger(trigger->pids, trigger->job_id, trigger->trace, trigger->process_limit, owner,
+                                       options_.trace_folder_for));
 }
 
 }  // namespace fleetprof

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -23,6 +24,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "collectors/dynolog_listeners.h"
 
@@ -48,6 +50,9 @@ class DynologApiServer {
     // A trace request's ACTIVITIES_LOG_FILE must name a file directly in this folder (the
     // agent, as root, later reads and uploads it); empty: requests naming a file are refused.
     std::string log_dir;
+    // Where processes of a uid write the traces a request asks for (their private folder; see
+    // KinetoEndpoint::Trigger); unset: directly in log_dir, as requested.
+    std::function<absl::StatusOr<std::string>(int64_t uid)> trace_folder_for;
     // When set, every request must carry "auth_token" with this value (for an exposed API).
     // A caller with the token that the kernel cannot name (a remote host) acts as root.
     std::string token;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -16,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "collectors/kineto_start.h"
 #include "collectors/process_jobs.h"
+#include "common/runtime.h"
 #include "common/safe_paths.h"
 #include "spdlog/spdlog.h"
 
@@ -61,10 +63,30 @@ int64_t UnixNowNs() {
       .count();
 }
 
-std::string JobNameFor(const std::string& proc_root, int32_t environ_pid, int64_t job_id) {
-  if (environ_pid > 0) {
-    if (std::optional<std::string> job = ReadProcessJob(proc_root, environ_pid)) return *job;
+// What a new process's own environment says: its FLEETPROF_JOB, and whether its
+// SLURM_JOB_ID is the job id its polls claim.
+struct EnvironJob {
+  std::optional<std::string> job;
+  bool job_id_confirmed = false;
+};
+
+EnvironJob ReadEnvironJob(const std::string& proc_root, int32_t pid, int64_t claimed_job_id) {
+  EnvironJob out;
+  absl::StatusOr<std::string> environ = ReadProcessEnviron(proc_root, pid);
+  if (!environ.ok()) return out;
+  out.job = FindJobInEnviron(*environ);
+  if (claimed_job_id != 0) {
+    const std::string want = absl::StrCat("SLURM_JOB_ID=", claimed_job_id);
+    for (absl::string_view entry : absl::StrSplit(*environ, '\0')) {
+      if (entry == want) out.job_id_confirmed = true;
+    }
   }
+  return out;
+}
+
+// FLEETPROF_JOB, else the job id as text when non-zero, else "unassigned".
+std::string JobNameFor(const EnvironJob& environ, int64_t job_id) {
+  if (environ.job) return *environ.job;
   if (job_id != 0) return absl::StrCat(job_id);
   return std::string(kUnassignedJob);
 }
@@ -190,6 +212,7 @@ bool KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid, int64_t 
     return false;
   }
   std::optional<std::string> repeated_job;  // the claimed job of a poll seen before
+  bool repeated_job_id_confirmed = false;
   {
     absl::MutexLock lock(&mutex_);
     auto it = processes_.find(host_pid);
@@ -200,6 +223,7 @@ bool KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid, int64_t 
         it->second.last_poll = SteadyClock::now();
         it->second.process.last_poll_ns = UnixNowNs();
         repeated_job = it->second.claimed_job;
+        repeated_job_id_confirmed = it->second.job_id_confirmed;
       }
     }
   }
@@ -208,14 +232,25 @@ bool KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid, int64_t 
     // or taking it once the uid that held it has gone.
     const std::string job = job_owners_->Claim(*repeated_job, uid, host_pid) ? *repeated_job
                                                                                : std::string(kUnassignedJob);
+    const bool job_id_held =
+        repeated_job_id_confirmed && job_owners_->Claim(absl::StrCat(poll.job_id), uid, host_pid);
     absl::MutexLock lock(&mutex_);
     auto it = processes_.find(host_pid);
-    if (it != processes_.end()) it->second.process.job = job;
+    if (it != processes_.end()) {
+      it->second.process.job = job;
+      it->second.process.resolved_job_id = job_id_held ? poll.job_id : 0;
+    }
     return true;
+  }
+  {
+    // Refused before its environ is read: a uid past its cap costs one map look-up a poll.
+    absl::MutexLock lock(&mutex_);
+    if (!processes_.contains(host_pid) && !RoomForLocked(host_pid, uid)) return false;
   }
   // A new process (or a recycled pid): environ and status are read outside the lock, since
   // reading another process's environ can stall on its memory map lock.
-  const std::string claimed_job = JobNameFor(options_.proc_root, host_pid, poll.job_id);
+  const EnvironJob environ = ReadEnvironJob(options_.proc_root, host_pid, poll.job_id);
+  const std::string claimed_job = JobNameFor(environ, poll.job_id);
   const std::vector<int32_t> ancestry = ConfirmedAncestry(options_.proc_root, host_pid, poll.pids);
   if (ancestry.size() < poll.pids.size()) {
     spdlog::warn("Kineto pid {} (pid {} here) claims ancestors [{}]; the kernel confirms only [{}] (pids here)",
@@ -225,8 +260,25 @@ bool KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid, int64_t 
   // uid's process naming it is registered, but as no part of that job.
   const std::string job =
       job_owners_->Claim(claimed_job, uid, host_pid) ? claimed_job : std::string(kUnassignedJob);
+  // The job id a dyno request may select it by: its own environment's, held by its uid like a
+  // job name. A poll's job id alone is the client's word, which any process can send.
+  const bool job_id_held =
+      environ.job_id_confirmed && job_owners_->Claim(absl::StrCat(poll.job_id), uid, host_pid);
+  if (poll.job_id != 0 && !job_id_held) {
+    spdlog::info("Kineto pid {} (uid {}) claims job id {}, which its environment{} does not back: no job-scoped "
+                 "request selects it by that id",
+                 host_pid, uid, poll.job_id, environ.job_id_confirmed ? " backs but another uid holds" : "");
+  }
   absl::MutexLock lock(&mutex_);
+  auto existing = processes_.find(host_pid);
+  if (existing == processes_.end()) {
+    if (!RoomForLocked(host_pid, uid)) return false;
+  } else if (existing->second.process.uid != uid) {
+    --processes_by_uid_[existing->second.process.uid];
+    ++processes_by_uid_[uid];
+  }
   Registration& registration = processes_[host_pid];
+  if (existing == processes_.end()) ++processes_by_uid_[uid];
   if (registration.process.pid != 0 &&
       (registration.process.start_ticks != *start_ticks || registration.process.uid != uid) &&
       registration.pending.has_value()) {
@@ -239,11 +291,13 @@ bool KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid, int64_t 
   process.start_ticks = *start_ticks;
   process.ancestry = ancestry;
   process.job_id = poll.job_id;
+  process.resolved_job_id = job_id_held ? poll.job_id : 0;
   process.job = job;
   process.last_poll_ns = UnixNowNs();
   process.uid = uid;
   registration.claimed_ancestry = poll.pids;
   registration.claimed_job = claimed_job;
+  registration.job_id_confirmed = environ.job_id_confirmed;
   registration.last_poll = SteadyClock::now();
   spdlog::info("Kineto process registered: pid={} (pid {} in its namespace) uid={} job={} ancestry=[{}]", host_pid,
                claimed, uid, job, absl::StrJoin(ancestry, ","));
@@ -257,6 +311,7 @@ void KinetoEndpoint::HandlePoll(const KinetoDatagram& datagram, const KinetoPoll
   std::string config;
   KinetoProcess process;
   KinetoTraceRequest handed;
+  std::string requested_name;
   {
     absl::MutexLock lock(&mutex_);
     Registration& registration = processes_[pid];
@@ -273,6 +328,7 @@ void KinetoEndpoint::HandlePoll(const KinetoDatagram& datagram, const KinetoPoll
         if (pending.handout) pending.handout->Finish({KinetoHandout::State::kRefused, 0, false, decision.reason});
       } else {
         handed = pending.request;
+        requested_name = pending.requested_name;
         handed.start_time_unix_ms = decision.start_time_unix_ms;
         config = BuildKinetoConfig(handed);
         process = registration.process;
@@ -300,7 +356,7 @@ void KinetoEndpoint::HandlePoll(const KinetoDatagram& datagram, const KinetoPoll
   }
   spdlog::info("Kineto config handed to pid={} job={} log_file={} start_time_ms={}", pid, process.job,
                handed.log_file, handed.start_time_unix_ms);
-  if (on_triggered_) on_triggered_(process, handed);
+  if (on_triggered_) on_triggered_(process, handed, requested_name);
 }
 
 void KinetoEndpoint::HandleContext(const KinetoDatagram& datagram, const KinetoContext& context) {
@@ -314,6 +370,23 @@ void KinetoEndpoint::HandleContext(const KinetoDatagram& datagram, const KinetoC
                                     std::string_view(reinterpret_cast<const char*>(&count),
                                                      sizeof(count)));
   if (!sent.ok()) spdlog::debug("Kineto ctxt reply: {}", std::string(sent.message()));
+}
+
+bool KinetoEndpoint::RoomForLocked(int32_t pid, int64_t uid) {
+  auto count = processes_by_uid_.find(uid);
+  const char* cap = count != processes_by_uid_.end() && count->second >= options_.max_processes_per_uid ? "per-uid"
+                    : processes_.size() >= options_.max_processes                                      ? "total"
+                                                                                                       : nullptr;
+  if (cap == nullptr) return true;
+  const auto now = SteadyClock::now();
+  auto [logged, first] = refusals_logged_.try_emplace(uid, now);
+  if (first || now - logged->second >= std::chrono::minutes(1)) {
+    logged->second = now;
+    spdlog::warn("Kineto registration of pid {} (uid {}) refused: the {} cap is reached ({} processes per uid, {} in "
+                 "all); this uid's further refusals are logged once a minute",
+                 pid, uid, cap, options_.max_processes_per_uid, options_.max_processes);
+  }
+  return false;
 }
 
 void KinetoEndpoint::ForgetSilentProcesses() {
@@ -330,6 +403,7 @@ void KinetoEndpoint::ForgetSilentProcesses() {
                    it->second.pending ? " with its pending config" : "");
       DropPending(it->second, absl::StrCat("pid ", it->first, " stopped polling (silent for ",
                                            options_.forget_after.count(), " s) before it took the config"));
+      if (--processes_by_uid_[it->second.process.uid] == 0) processes_by_uid_.erase(it->second.process.uid);
       it = processes_.erase(it);
     }
   }
@@ -360,7 +434,7 @@ absl::StatusOr<KinetoTrigger> KinetoEndpoint::TriggerProcess(int32_t pid, uint64
     return absl::UnavailableError(absl::StrCat("target busy: pid ", pid, " still has an earlier trace request pending"));
   }
   auto handout = std::make_shared<KinetoHandout>();
-  it->second.pending = PendingTrace{request, may_move_start, handout, SteadyClock::now()};
+  it->second.pending = PendingTrace{request, may_move_start, handout, SteadyClock::now(), ""};
   spdlog::info("Kineto trigger of pid {} (started at tick {}) job={}", pid, start_ticks, it->second.process.job);
   return KinetoTrigger{it->second.process, std::move(handout)};
 }
@@ -410,19 +484,38 @@ void KinetoHandout::Finish(Status status) {
 
 TriggerResult KinetoEndpoint::Trigger(const std::vector<int32_t>& pids, int64_t job_id,
                                       const KinetoTraceRequest& request, int process_limit,
-                                      std::optional<int64_t> owner_uid) {
-  const bool all_pids =
-      pids.empty() || std::find(pids.begin(), pids.end(), 0) != pids.end();
+                                      std::optional<int64_t> owner_uid, const TraceFolderFor& folder_for) {
+  // Sorted once, outside the lock: a request may list many pids, and polls wait on the lock.
+  std::vector<int32_t> wanted = pids;
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  const bool all_pids = wanted.empty() || wanted.front() == 0;
+  const auto selects = [&](const KinetoProcess& process) {
+    if (job_id != 0 && process.resolved_job_id != job_id) return false;
+    return all_pids || std::any_of(process.ancestry.begin(), process.ancestry.end(), [&](int32_t p) {
+             return std::binary_search(wanted.begin(), wanted.end(), p);
+           });
+  };
+  // The trace goes into each process's user's private folder, made outside the lock.
+  std::map<int64_t, absl::StatusOr<std::string>> folders;
+  if (folder_for && !request.log_file.empty()) {
+    {
+      absl::MutexLock lock(&mutex_);
+      for (const auto& [pid, registration] : processes_) {
+        const KinetoProcess& process = registration.process;
+        if (selects(process) && (!owner_uid || process.uid == *owner_uid)) folders.emplace(process.uid, "");
+      }
+    }
+    for (auto& [uid, folder] : folders) {
+      folder = uid < 0 ? absl::FailedPreconditionError("its uid is unknown") : folder_for(uid);
+    }
+  }
+  const std::string requested_name = std::filesystem::path(request.log_file).filename().string();
   TriggerResult result;
   absl::MutexLock lock(&mutex_);
   for (auto& [pid, registration] : processes_) {
     const KinetoProcess& process = registration.process;
-    if (job_id != 0 && process.job_id != job_id) continue;
-    const bool selected =
-        all_pids || std::any_of(process.ancestry.begin(), process.ancestry.end(), [&](int32_t p) {
-          return std::find(pids.begin(), pids.end(), p) != pids.end();
-        });
-    if (!selected) continue;
+    if (!selects(process)) continue;
     if (owner_uid.has_value() && process.uid != *owner_uid) {
       ++result.other_users;
       continue;
@@ -436,11 +529,23 @@ TriggerResult KinetoEndpoint::Trigger(const std::vector<int32_t>& pids, int64_t 
       continue;
     }
     // As asked: dynolog forwards a start time unchanged (`dyno gputrace` sends none).
-    registration.pending = PendingTrace{request, false, nullptr, SteadyClock::now()};
+    PendingTrace pending{request, false, nullptr, SteadyClock::now(), ""};
+    if (folder_for && !request.log_file.empty()) {
+      auto folder = folders.find(process.uid);
+      if (folder == folders.end() || !folder->second.ok()) {
+        spdlog::warn("Kineto pid {} not triggered: no private trace folder for uid {}: {}", pid, process.uid,
+                     folder == folders.end() ? "it registered meanwhile" : std::string(folder->second.status().message()));
+        continue;
+      }
+      // Nobody else can enter the folder or predict the name: no one reads or plants the trace.
+      pending.request.log_file = absl::StrCat(*folder->second, "/", RandomHex(8), "-", requested_name);
+      pending.requested_name = requested_name;
+    }
+    registration.pending = std::move(pending);
     result.triggered.push_back(pid);
   }
-  spdlog::info("Kineto trigger: pids=[{}] job_id={} for uid {}: matched {} triggered {} busy {} other users' {}",
-               absl::StrJoin(pids, ","), job_id, owner_uid ? absl::StrCat(*owner_uid) : "any",
+  spdlog::info("Kineto trigger: {} pids listed, job_id={} for uid {}: matched {} triggered {} busy {} other users' {}",
+               wanted.size(), job_id, owner_uid ? absl::StrCat(*owner_uid) : "any",
                result.matched.size(), result.triggered.size(), result.busy, result.other_users);
   return result;
 }

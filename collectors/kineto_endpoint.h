@@ -39,6 +39,9 @@ struct KinetoProcess {
   std::vector<int32_t> ancestry;  // pid and its ancestors in the agent's numbering, leaf first, as far as
                                   // /proc confirms the client's claimed ones
   int64_t job_id = 0;             // what the client sent ($SLURM_JOB_ID or 0)
+  // job_id when the process's own environment has that SLURM_JOB_ID and its uid holds the id
+  // as a job name (JobOwners), else 0: what a job-scoped dyno request selects by.
+  int64_t resolved_job_id = 0;
   std::string job;                // FLEETPROF_JOB, else job_id as text when non-zero, else "unassigned"
   int64_t last_poll_ns = 0;       // unix time of the latest poll
   int64_t uid = -1;               // the sender's (SCM_CREDENTIALS): its trace files must belong to it
@@ -95,12 +98,21 @@ class KinetoEndpoint {
     std::chrono::seconds forget_after{60};
     // Which uid each job name belongs to, shared with the XLA discovery; null: one of its own.
     std::shared_ptr<JobOwners> job_owners;
+    // Registrations kept, per uid and in all: any local user can start polling processes, and
+    // each costs memory and a target. Past a cap a new process is not registered (logged once
+    // per uid and sweep); the per-uid cap comes first, so one uid cannot fill the total alone.
+    size_t max_processes_per_uid = 256;
+    size_t max_processes = 4096;
   };
   // Called on the endpoint's thread each time a config is actually sent to a process, with
-  // the request as handed out (its start checked, maybe moved). Must not block: hand the wait
-  // for the trace file to another thread.
-  using TriggeredCallback =
-      std::function<void(const KinetoProcess& process, const KinetoTraceRequest& request)>;
+  // the request as handed out (its start checked, maybe moved) and, for a trace Trigger placed
+  // in a private folder, the file name it was asked for ("" otherwise). Must not block: hand
+  // the wait for the trace file to another thread.
+  using TriggeredCallback = std::function<void(const KinetoProcess& process, const KinetoTraceRequest& request,
+                                               const std::string& requested_name)>;
+  // The private folder (an absolute path) where processes of `uid` write the traces a dynolog
+  // request asks for, made when needed.
+  using TraceFolderFor = std::function<absl::StatusOr<std::string>(int64_t uid)>;
 
   explicit KinetoEndpoint(Options options);
   ~KinetoEndpoint();  // Stop()s
@@ -143,9 +155,13 @@ class KinetoEndpoint {
   // exactly once, on the process's next poll that asks for an activities config (a poll of
   // type 0 means its profiler is busy), and only if the job would accept its start.
   // `owner_uid` set: only processes registered with that uid are selected (one whose uid is
-  // unknown never is); nullopt: any process, for root and the agent's own captures.
+  // unknown never is); nullopt: any process, for root and the agent's own captures. With
+  // `folder_for`, a requested log file is written into the process's user's private folder
+  // under a random name (never the shared folder, where another user could read or plant it).
+  // `job_id` selects by the job id a process's own environment confirms (resolved_job_id).
   TriggerResult Trigger(const std::vector<int32_t>& pids, int64_t job_id, const KinetoTraceRequest& request,
-                        int process_limit, std::optional<int64_t> owner_uid = std::nullopt);
+                        int process_limit, std::optional<int64_t> owner_uid = std::nullopt,
+                        const TraceFolderFor& folder_for = nullptr);
 
  private:
   // A config waiting for the process's next activities poll.
@@ -154,11 +170,13 @@ class KinetoEndpoint {
     bool may_move_start = false;
     std::shared_ptr<KinetoHandout> handout;  // a capture's (TriggerProcess); null for Trigger's
     std::chrono::steady_clock::time_point queued;
+    std::string requested_name;  // Trigger's, when it placed the log file: the name asked for
   };
   struct Registration {
     KinetoProcess process;  // its ancestry: what the kernel confirmed of the claimed one
     std::vector<int32_t> claimed_ancestry;  // as the client sent it (a repeated poll is recognized by it)
     std::string claimed_job;  // from its environ; process.job is this unless another uid holds the name
+    bool job_id_confirmed = false;  // its environ's SLURM_JOB_ID is the job id its polls send
     std::chrono::steady_clock::time_point last_poll;
     bool last_poll_busy = false;  // its latest poll said its profiler is in use (type 0)
     std::optional<PendingTrace> pending;
@@ -178,6 +196,8 @@ class KinetoEndpoint {
   // logged) without the kernel's credentials, or when they contradict the pid the client claims.
   bool Register(const KinetoPoll& poll, int32_t host_pid, int64_t uid);
   void ForgetSilentProcesses();
+  // Whether a new registration of `pid` by `uid` fits the caps; logs a refusal (rate-limited).
+  bool RoomForLocked(int32_t pid, int64_t uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Drops a registration's pending config, telling its capture why.
   static void DropPending(Registration& registration, const std::string& why);
 
@@ -191,6 +211,9 @@ class KinetoEndpoint {
   mutable absl::Mutex mutex_;
   std::shared_ptr<JobOwners> job_owners_;
   std::map<int32_t, Registration> processes_ ABSL_GUARDED_BY(mutex_);  // by the kernel's pid of the sender
+  std::map<int64_t, size_t> processes_by_uid_ ABSL_GUARDED_BY(mutex_);  // of processes_, for the caps
+  std::map<int64_t, std::chrono::steady_clock::time_point> refusals_logged_
+      ABSL_GUARDED_BY(mutex_);  // when each uid was last told about a cap
   // Legacy "ctxt" registrations: which pids announced themselves per (job, gpu).
   // Only the loop thread touches these.
   std::map<ContextKey, std::map<int32_t, std::chrono::steady_clock::time_point>> contexts_;

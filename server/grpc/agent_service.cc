@@ -4,10 +4,12 @@
 #include <memory>
 #include "absl/synchronization/mutex.h"
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/text_checks.h"
 #include "server/grpc/grpc_status.h"
+#include "spdlog/spdlog.h"
 
 namespace fleetprof {
 namespace {
@@ -53,6 +55,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::S
     } else {
       if (in_.has_heartbeat()) {
         if (absl::Status s = service_->registry()->Heartbeat(node_, in_.heartbeat()); !s.ok()) {
+          spdlog::warn("agent stream of node {} ended: {}", absl::CHexEscape(node_), std::string(s.message()));
           End(ToGrpcStatus(s));
           return;
         }
@@ -154,7 +157,11 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::S
                                        "')"));
     }
     // The welcome goes before the session exists, so no capture command can overtake it.
-    if (absl::Status s = service_->registry()->CheckHello(in_.hello()); !s.ok()) return ToGrpcStatus(s);
+    if (absl::Status s = service_->registry()->CheckHello(in_.hello()); !s.ok()) {
+      // Said here and to the agent: a node that stays DISCONNECTED must say why on both sides.
+      spdlog::warn("agent hello of node {} refused: {}", absl::CHexEscape(node), std::string(s.message()));
+      return ToGrpcStatus(s);
+    }
     v1::ServerMessage welcome;
     welcome.mutable_welcome()->set_node(node);
     welcome.mutable_welcome()->set_heartbeat_interval_ms(service_->heartbeat_interval_ms());

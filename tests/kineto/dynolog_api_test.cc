@@ -102,7 +102,7 @@ class DynologApiTest : public ::testing::Test {
     KinetoEndpoint::Options options;
     options.socket_dir = dir_.path();
     endpoint_ = std::make_unique<KinetoEndpoint>(options);
-    endpoint_->set_on_triggered([this](const KinetoProcess& process, const KinetoTraceRequest& request) {
+    endpoint_->set_on_triggered([this](const KinetoProcess& process, const KinetoTraceRequest& request, const std::string&) {
       std::lock_guard<std::mutex> lock(mutex_);
       triggered_.emplace_back(process, request.log_file);
     });

@@ -67,7 +67,7 @@ int Run(int argc, char** argv) {
   std::mutex waiters_mutex;
   std::vector<std::thread> waiters;
   if (wait_traces_s > 0) {
-    endpoint.set_on_triggered([&](const KinetoProcess& process, const KinetoTraceRequest& request) {
+    endpoint.set_on_triggered([&](const KinetoProcess& process, const KinetoTraceRequest& request, const std::string&) {
       if (request.log_file.empty() || request.memory_snapshot) return;
       const std::string path = KinetoTracePath(request.log_file, process.ns_pid);
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait_traces_s);

@@ -46,7 +46,7 @@ class KinetoEndpointTest : public ::testing::Test {
     options.socket_dir = dir_.path();
     options.forget_after = forget_after;
     auto endpoint = std::make_unique<KinetoEndpoint>(options);
-    endpoint->set_on_triggered([this](const KinetoProcess& process, const KinetoTraceRequest& request) {
+    endpoint->set_on_triggered([this](const KinetoProcess& process, const KinetoTraceRequest& request, const std::string&) {
       std::lock_guard<std::mutex> lock(mutex_);
       handed_out_.emplace_back(process.pid, request.log_file);
     });
@@ -195,8 +195,10 @@ TEST_F(KinetoEndpointTest, JobComesFromFleetprofJobElseJobIdElseUnassigned) {
   auto endpoint = StartEndpoint();
   auto named = StartKinetoStandin(dir_.path(), dir_.path(), "named", {"--job-id", "99"},
                                   {{"FLEETPROF_JOB", "llama-pretrain"}});
-  auto slurm = StartKinetoStandin(dir_.path(), dir_.path(), "slurm", {"--job-id", "4242"});
+  auto slurm = StartKinetoStandin(dir_.path(), dir_.path(), "slurm", {}, {{"SLURM_JOB_ID", "4242"}});
   auto anonymous = StartKinetoStandin(dir_.path(), dir_.path(), "anonymous");
+  // Claims the job id in its polls, but its environment does not say so (issue 39, finding 5).
+  auto liar = StartKinetoStandin(dir_.path(), dir_.path(), "liar", {"--job-id", "4242"});
 
   std::optional<KinetoProcess> p1 = WaitForProcess(*endpoint, named->pid());
   std::optional<KinetoProcess> p2 = WaitForProcess(*endpoint, slurm->pid());
@@ -209,7 +211,9 @@ TEST_F(KinetoEndpointTest, JobComesFromFleetprofJobElseJobIdElseUnassigned) {
   EXPECT_EQ(p3->job, "unassigned");
   EXPECT_GT(p3->last_poll_ns, 0);
 
-  // job_id narrows a trigger to the processes that sent it.
+  // job_id narrows a trigger to the processes whose own environment is that job's, never to
+  // a process that merely sends the id.
+  ASSERT_TRUE(WaitForProcess(*endpoint, liar->pid()).has_value()) << liar->Output();
   TriggerResult result = endpoint->Trigger({0}, 4242, KinetoTraceRequest{}, 0);
   EXPECT_EQ(result.matched, std::vector<int32_t>{slurm->pid()});
 }
@@ -344,6 +348,32 @@ TEST_F(KinetoHandoutTest, ABusyJobsPendingConfigCanBeWithdrawnAndSaysItIsBusy) {
   EXPECT_EQ(trigger->handout->WaitUntil(absl::Now()).state, KinetoHandout::State::kWithdrawn);
   EXPECT_FALSE(endpoint->Withdraw(process->pid, trigger->handout)) << "withdrawn once";
   EXPECT_EQ(CountOccurrences(standin->Output(), "\"event\": \"config\""), 0) << standin->Output();
+}
+
+}  // namespace
+}  // namespace fleetprof
+
+namespace fleetprof {
+namespace {
+
+// Issue 39, finding 1: a uid's registrations are capped, so one user's flood of short-lived
+// clients cannot grow the endpoint (or the node's target list) without bound.
+TEST_F(KinetoEndpointTest, RegistrationsAreCappedPerUid) {
+  KinetoEndpoint::Options options;
+  options.socket_dir = dir_.path();
+  options.max_processes_per_uid = 2;
+  KinetoEndpoint endpoint(options);
+  ASSERT_TRUE(endpoint.Start().ok());
+  auto a = StartKinetoStandin(dir_.path(), dir_.path(), "a");
+  auto b = StartKinetoStandin(dir_.path(), dir_.path(), "b");
+  ASSERT_TRUE(WaitForProcess(endpoint, a->pid()).has_value()) << a->Output();
+  ASSERT_TRUE(WaitForProcess(endpoint, b->pid()).has_value()) << b->Output();
+  auto c = StartKinetoStandin(dir_.path(), dir_.path(), "c");
+  EXPECT_FALSE(WaitForProcess(endpoint, c->pid(), 1s).has_value()) << "third of one uid";
+  EXPECT_EQ(endpoint.Processes().size(), 2u);
+  // Its polls are still answered (an empty config): the client is refused, not broken.
+  EXPECT_TRUE(c->WaitForOutput("\"event\": \"start\"", 5s));
+  EXPECT_EQ(CountOccurrences(c->Output(), "\"bad_reply\""), 0) << c->Output();
 }
 
 }  // namespace

@@ -228,15 +228,26 @@ TEST_F(KinetoCaptureTest, DynoGputraceThroughTheAgentIsUploadedToo) {
   StartJob("dyno-job", {"--trace-file", CorpusPath("kineto/mi250_rocm62.json.gz")});
   const std::string api = cluster_.agent_dynolog_addr(agent_);
   ASSERT_FALSE(api.empty());
+  // Issue 39: a name planted in the shared folder beforehand (as another user would, 0666)
+  // receives nothing: the job writes into its user's private folder under a random name.
+  const std::string planted = trace_dir_ + "/dyno_trace_" + std::to_string(job_.pid()) + ".json";
+  { std::ofstream(planted) << ""; }
+  fs::permissions(planted, fs::perms(0666));
   CommandResult dyno = RunCommand({kPython, std::string(FLEETPROF_SOURCE_DIR) + "/tests/kineto/dyno_standin.py",
                                    "--port", api.substr(api.rfind(':') + 1), "gputrace",
                                    "--log-file", trace_dir_ + "/dyno_trace.json"});
   ASSERT_EQ(dyno.exit_code, 0) << dyno.out << dyno.err;
   EXPECT_NE(dyno.out.find("\"activityProfilersTriggered\":["), std::string::npos) << dyno.out;
-  EXPECT_TRUE(Eventually(20, [&] {
-    return cluster_.Cli({"profiles", "--job", "dyno-job", "--label", "source=dyno", "--json"})
-               .out.find("\"profile_id\"") != std::string::npos;
-  })) << cluster_.Cli({"profiles", "--json"}).out;
+  std::string listed;
+  EXPECT_TRUE(Eventually(30, [&] {
+    listed = cluster_.Cli({"profiles", "--job", "dyno-job", "--label", "source=dyno", "--json"}).out;
+    return listed.find("\"profile_id\"") != std::string::npos;
+  })) << cluster_.Cli({"profiles", "--json"}).out << cluster_.AgentLog(agent_);
+  // Filed under the name asked for, whatever the job's file was called.
+  EXPECT_NE(listed.find("\"file_name\":\"dyno_trace_" + std::to_string(job_.pid()) + ".json\""), std::string::npos)
+      << listed;
+  EXPECT_EQ(fs::file_size(planted), 0u);
+  EXPECT_EQ(ReadSmallFile(cluster_.root() + "/job.log").find("\"path\": \"" + planted), std::string::npos);
 }
 
 // The capture's start and each target's, from `fleetprof capture --json`.
@@ -250,15 +261,15 @@ CaptureStarts StartsOf(const std::string& json) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (parser.parse(json).get(doc) != simdjson::SUCCESS) return starts;
-  (void)doc["start_time_unix_ns"].get(starts.shared);
+  if (doc["start_time_unix_ns"].get(starts.shared) != simdjson::SUCCESS) starts.shared = 0;
   simdjson::dom::array targets;
   if (doc["targets"].get(targets) != simdjson::SUCCESS) return starts;
   for (auto t : targets) {
     int64_t start = 0;
-    (void)t["start_time_unix_ns"].get(start);
+    if (t["start_time_unix_ns"].get(start) != simdjson::SUCCESS) start = 0;
     starts.targets.push_back(start);
     std::string_view note;
-    (void)t["note"].get(note);
+    if (t["note"].get(note) != simdjson::SUCCESS) note = {};
     starts.notes.emplace_back(note);
   }
   return starts;
