@@ -6,17 +6,27 @@
 
 #include "absl/strings/str_cat.h"
 #include "rpc/upload_client.h"
+#include "agent/reported_targets.h"
 #include "auth/exposure.h"
 #include "common/runtime.h"
 #include "common/safe_paths.h"
-#include "collectors/target_discovery.h"
 #include "prometheus/counter.h"
+#include "prometheus/text_serializer.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
 namespace {
 
 constexpr char kVersion[] = "0.1.0";
+// Targets one hello or heartbeat lists: half the server's default --max_targets_per_agent, and
+// with jobs of at most 253 bytes well inside its default --max_agent_message_kb=256. Kineto
+// processes (any local user can start them) are capped per uid first (reported_targets.h).
+constexpr size_t kMaxReportedTargets = 512;
+constexpr size_t kMaxReportedKinetoPerUid = 64;
+// /metrics: a scraper sends its request at once; whoever holds a connection without a whole
+// request this long is closed, and past this many connections the longest idle one is.
+constexpr int kMetricsRequestTimeoutS = 5;
+constexpr int kMetricsMaxConnections = 64;
 
 std::string WithPort(const std::string& addr, int port) {
   return absl::StrCat(addr.substr(0, addr.rfind(':')), ":", port);
@@ -73,6 +83,7 @@ absl::Status Agent::Start() {
   TraceUploaderOptions uploads;
   uploads.dirs = config_.trace_dirs;
   uploads.job = config_.job;
+  uploads.job_owners = job_owners_;
   uploads.node = config_.node;
   uploads.journal_path = config_.state_dir + "/uploaded.journal";
   uploads.scan_interval_ms = config_.scan_interval_ms;
@@ -83,8 +94,9 @@ absl::Status Agent::Start() {
   }
 
   StartKineto(channel);
+  discovery_ = std::make_unique<XprofTargetDiscovery>(config_.proc_root, job_owners_.get());
   {
-    std::vector<v1::Target> found = DiscoverXprofTargets(config_.proc_root, *job_owners_);
+    std::vector<v1::Target> found = discovery_->Scan();
     absl::MutexLock lock(&mu_);
     discovered_ = std::move(found);
   }
@@ -106,13 +118,27 @@ absl::Status Agent::StartMetrics() {
                      .Help("1 while the link to fleetprof-server is up")
                      .Register(*registry_)
                      .Add({{"node", config_.node}});
-  try {
-    exposer_ = std::make_unique<prometheus::Exposer>(config_.metrics_addr);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("cannot listen for metrics on ", config_.metrics_addr, ": ", e.what()));
+  // Any local user can connect here. prometheus-cpp's listener gave each connection one of
+  // its 2 threads for up to 30 s, so two idle connections stopped every scrape; this listener
+  // holds no thread for a connection that waits (http_server.h) and closes the longest idle
+  // one when full, so a scrape is answered whatever others hold open.
+  HttpServerOptions listener;
+  listener.address = config_.metrics_addr;
+  listener.threads = 2;
+  listener.timeout_s = kMetricsRequestTimeoutS;
+  listener.max_connections = kMetricsMaxConnections;
+  listener.max_body_bytes = 0;
+  listener.max_header_bytes = 8 << 10;
+  metrics_http_ = std::make_unique<HttpServer>(listener);
+  metrics_http_->Route("GET", "/metrics", [registry = registry_](const HttpRequest&, HttpResponse& res) {
+    res.SetContent(prometheus::TextSerializer().Serialize(registry->Collect()), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  absl::StatusOr<int> port = metrics_http_->Start();
+  if (!port.ok()) {
+    return absl::UnavailableError(absl::StrCat("cannot listen for metrics on ", config_.metrics_addr, ": ",
+                                               port.status().message()));
   }
-  exposer_->RegisterCollectable(registry_);
-  metrics_addr_ = WithPort(config_.metrics_addr, exposer_->GetListeningPorts().at(0));
+  metrics_addr_ = WithPort(config_.metrics_addr, *port);
 
   // Device and host metrics are sampled off the scrape path, on their own thread.
   MetricsSampler::Options sampling;
@@ -137,9 +163,10 @@ void Agent::StartKineto(const std::shared_ptr<grpc::Channel>& channel) {
   kineto_options.job_owners = job_owners_;
   kineto_ = std::make_unique<KinetoEndpoint>(kineto_options);
   // Fires only from Trigger calls, which come from captures_ or dynolog_, both set below.
-  kineto_->set_on_triggered([this](const KinetoProcess& process, const std::string& log_file) {
-    captures_->AdoptKinetoTrace(process, log_file);
-  });
+  kineto_->set_on_triggered(
+      [this](const KinetoProcess& process, const KinetoTraceRequest& request, const std::string& requested_name) {
+        captures_->AdoptKinetoTrace(process, request, requested_name);
+      });
   prometheus::Gauge& kineto_up = CollectorUpGauge(*registry_, "kineto");
   if (absl::Status s = kineto_->Start(); !s.ok()) {
     spdlog::warn("Kineto endpoint off: {}", std::string(s.message()));
@@ -158,6 +185,8 @@ void Agent::StartKineto(const std::shared_ptr<grpc::Channel>& channel) {
     api.listen_address = config_.dynolog_addr;
     api.unix_socket = config_.dynolog_socket;
     api.log_dir = config_.kineto_trace_dir;
+    // The job writes into its user's private folder, never the shared one (issue 39).
+    api.trace_folder_for = [this](int64_t uid) { return captures_->DynoTraceFolder(uid); };
     api.token = config_.dynolog_token;
     dynolog_ = std::make_unique<DynologApiServer>(*kineto_, api);
     if (absl::Status s = dynolog_->Start(); !s.ok()) {
@@ -197,7 +226,10 @@ std::vector<v1::Target> Agent::Targets() {
     }
   }
   if (kineto_) {
-    for (const auto& process : kineto_->Processes()) {
+    const size_t room = kMaxReportedTargets > targets.size() ? kMaxReportedTargets - targets.size() : 0;
+    ReportedKineto chosen = ChooseReportedKineto(kineto_->Processes(), kMaxReportedKinetoPerUid, room);
+    LogLeftOutTargets(chosen.left_out);
+    for (const auto& process : chosen.reported) {
       v1::Target target;
       target.set_job(process.job);
       target.set_kind(v1::Target::kineto);
@@ -207,6 +239,18 @@ std::vector<v1::Target> Agent::Targets() {
     }
   }
   return targets;
+}
+
+void Agent::LogLeftOutTargets(const std::map<int64_t, size_t>& left_out) {
+  absl::MutexLock lock(&mu_);
+  if (left_out == left_out_) return;  // said once per change, not on every heartbeat
+  left_out_ = left_out;
+  for (const auto& [uid, count] : left_out) {
+    spdlog::warn("not reporting {} Kineto processes of uid {} to the server: at most {} per uid and {} targets in all "
+                 "are reported, so no user's processes can crowd out the node's (they stay registered; only "
+                 "the reported ones can be captured)",
+                 count, uid, kMaxReportedKinetoPerUid, kMaxReportedTargets);
+  }
 }
 
 v1::AgentHello Agent::Hello() {
@@ -252,7 +296,7 @@ void Agent::DiscoverLoop() {
     link_gauge_->Set(link_->connected() ? 1 : 0);
     if (std::chrono::steady_clock::now() < next) continue;
     next = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.discover_interval_ms);
-    auto found = DiscoverXprofTargets(config_.proc_root, *job_owners_);
+    auto found = discovery_->Scan();
     absl::MutexLock lock(&mu_);
     discovered_ = std::move(found);
   }

@@ -4,6 +4,7 @@
 // capture runner. Start() brings them up in dependency order; Stop() takes them down.
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -21,9 +22,10 @@
 #include "collectors/job_owners.h"
 #include "collectors/kineto_endpoint.h"
 #include "collectors/metrics_sampler.h"
-#include "prometheus/exposer.h"
+#include "collectors/target_discovery.h"
 #include "prometheus/gauge.h"
 #include "prometheus/registry.h"
+#include "server/http/http_server.h"
 
 namespace fleetprof {
 
@@ -76,17 +78,20 @@ class Agent {
   v1::AgentHello Hello();
   v1::AgentHeartbeat Heartbeat();
   std::vector<v1::Target> Targets();
+  // Logs which uids' Kineto processes go unreported, when that changes.
+  void LogLeftOutTargets(const std::map<int64_t, size_t>& left_out);
   void DiscoverLoop();
 
   AgentConfig config_;
   std::vector<v1::Target> static_targets_;
   std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<HttpServer> metrics_http_;  // serves /metrics
   prometheus::Gauge* link_gauge_ = nullptr;
   std::string metrics_addr_;
   std::unique_ptr<MetricsSampler> sampler_;
   std::unique_ptr<TraceUploader> uploader_;
   std::shared_ptr<JobOwners> job_owners_;  // shared by the Kineto endpoint and the XLA discovery
+  std::unique_ptr<XprofTargetDiscovery> discovery_;  // used by Start(), then by DiscoverLoop alone
   std::unique_ptr<KinetoEndpoint> kineto_;
   std::unique_ptr<DynologApiServer> dynolog_;
   std::unique_ptr<CaptureRunner> captures_;
@@ -94,6 +99,7 @@ class Agent {
 
   absl::Mutex mu_;
   std::vector<v1::Target> discovered_ ABSL_GUARDED_BY(mu_);  // XLA jobs found in /proc, refreshed by DiscoverLoop
+  std::map<int64_t, size_t> left_out_ ABSL_GUARDED_BY(mu_);  // Kineto processes not reported, by uid
   std::atomic<bool> stopping_{false};
   std::thread discover_;
 };

@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
   set.AddRepeated("trace_dir", &config.trace_dirs, "folder to watch for finished trace files");
   set.AddRepeated("target", &config.targets, "an XLA profiler server to capture: job=J,xprof=HOST:PORT");
   set.AddString("job", &config.job,
-                "job of trace-dir files (default: first folder under the trace dir, else unassigned)");
+                "job of trace-dir files (default: the first folder under the trace dir when the file's owner may use "
+                "that job, see --job_owners_file; else unassigned, labelled claimed_job=FOLDER)");
   set.AddString("state_dir", &config.state_dir, "folder for the agent's own state (upload journal)");
   set.AddString("kineto_socket_dir", &config.kineto_socket_dir,
                 "filesystem socket folder for Kineto clients (default $KINETO_IPC_SOCKET_DIR, else the abstract socket)");
@@ -63,7 +64,9 @@ int main(int argc, char** argv) {
   set.AddInt("sample_interval_ms", &config.sample_interval_ms, "how often device and host metrics are sampled");
   set.AddInt("max_job_series", &config.max_job_series,
              "job label values per metric family; the jobs past it add up under job=\"other\"");
-  set.AddInt("discover_interval_ms", &config.discover_interval_ms, "how often /proc is scanned for XLA jobs");
+  set.AddInt("discover_interval_ms", &config.discover_interval_ms,
+             "how often /proc is scanned for XLA jobs (a process's environment is read once, its first 256 KiB: "
+             "FLEETPROF_JOB and FLEETPROF_XPROF_ADDR past that are not seen)");
   set.AddInt("max_trace_mb", &config.max_trace_mb,
              "largest trace an XLA profiler server may hand back in one answer, MiB (larger: the capture fails)");
   set.AddInt("max_capture_memory_mb", &config.max_capture_memory_mb,

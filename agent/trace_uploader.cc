@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "absl/strings/escaping.h"
 #include "common/runtime.h"
 #include "common/safe_paths.h"
 #include "rpc/upload_client.h"
@@ -13,7 +14,7 @@ TraceUploader::TraceUploader(TraceUploaderOptions options, std::shared_ptr<grpc:
                              prometheus::Registry& registry)
     : options_(std::move(options)),
       channel_(std::move(channel)),
-      watcher_(options_.dirs, options_.job, options_.settle_ms),
+      watcher_(options_.dirs, options_.settle_ms),
       results_(prometheus::BuildCounter()
                    .Name("fleetprof_agent_trace_uploads_total")
                    .Help("Trace files from watched folders, by upload result")
@@ -61,21 +62,32 @@ void TraceUploader::Loop() {
 }
 
 void TraceUploader::UploadOne(const TraceFile& file) {
+  // Names come from whoever may write the watched folders: escaped in the log, where a
+  // newline would forge lines.
+  const std::string shown = absl::CHexEscape(file.path);
   // Jobs may write these folders: read the file itself, reached without following a link at
   // any folder on the way (one may have been swapped for a link since the scan).
   auto checked = CheckedFile::OpenBeneath(file.root, file.relative, {});
   if (!checked.ok()) {
     results_.Add({{"result", "refused"}}).Increment();
-    spdlog::warn("not uploading {}: {}", file.path, std::string(checked.status().message()));
+    spdlog::warn("not uploading {}: {}", shown, std::string(checked.status().message()));
     return;
+  }
+  // The owner of the file that is read (measured on its descriptor), not of whatever the
+  // path names by now, decides whether its folder's job is its job.
+  const TraceFileJob filed = JobOfTraceFile(file, options_.job, checked->owner_uid(), *options_.job_owners);
+  if (!filed.claimed_job.empty()) {
+    spdlog::warn("{}: its folder '{}' is no job that its owner, uid {}, may use (--job_owners_file): filed as {}",
+                 shown, absl::CHexEscape(filed.claimed_job), checked->owner_uid(), filed.job);
   }
   UploadOptions upload;
   upload.path = checked->proc_path();
   upload.file_name = std::filesystem::path(file.path).filename().string();
-  upload.job = file.job;
+  upload.job = filed.job;
   upload.node = options_.node;
   upload.upload_id = UploadIdFor(secret_, options_.node, file);
   upload.labels["source"] = "trace_dir";
+  if (!filed.claimed_job.empty()) upload.labels["claimed_job"] = filed.claimed_job;
   upload.max_attempts = 2;
   upload.cancelled = [this] {
     absl::MutexLock lock(&mu_);
@@ -86,7 +98,7 @@ void TraceUploader::UploadOne(const TraceFile& file) {
     const char* result = response->already_existed() ? "duplicate" : "ok";
     results_.Add({{"result", result}}).Increment();
     uploaded_++;
-    spdlog::info("uploaded {} job={} profile_id={}{}", file.path, file.job, response->profile_id(),
+    spdlog::info("uploaded {} job={} profile_id={}{}", shown, absl::CHexEscape(filed.job), response->profile_id(),
                  response->already_existed() ? " (already stored)" : "");
     if (absl::Status s = journal_.Record(file, response->profile_id()); !s.ok()) {
       spdlog::error("journal: {}", std::string(s.message()));
@@ -99,14 +111,14 @@ void TraceUploader::UploadOne(const TraceFile& file) {
     // The file itself is the problem: say so once and do not retry it until it changes.
     results_.Add({{"result", "rejected"}}).Increment();
     failed_++;
-    spdlog::warn("server rejected {}: {}", file.path, std::string(error.message()));
+    spdlog::warn("server rejected {}: {}", shown, std::string(error.message()));
     if (absl::Status s = journal_.Record(file, "rejected"); !s.ok()) {
       spdlog::error("journal: {}", std::string(s.message()));
     }
     return;
   }
   results_.Add({{"result", "retry"}}).Increment();
-  spdlog::warn("upload of {} failed, will retry: {}", file.path, std::string(error.message()));
+  spdlog::warn("upload of {} failed, will retry: {}", shown, std::string(error.message()));
   retry_.push_back(file);
 }
 

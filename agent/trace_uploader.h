@@ -9,6 +9,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "collectors/job_owners.h"
 #include "collectors/trace_dir_watcher.h"
 #include "collectors/upload_journal.h"
 #include "grpcpp/channel.h"
@@ -19,7 +20,9 @@ namespace fleetprof {
 
 struct TraceUploaderOptions {
   std::vector<std::string> dirs;
-  std::string job;
+  std::string job;  // --job: every file's job; empty: JobOfTraceFile decides per file
+  // Whose jobs are whose (--job_owners_file), for files filed by their folder. Required.
+  std::shared_ptr<JobOwners> job_owners;
   std::string node;
   std::string journal_path;
   int64_t scan_interval_ms = 1000;

@@ -66,7 +66,7 @@ HttpAnswer HttpBinder::Serve(const HttpCall& call) const {
   if (serve == nullptr) {
     return ErrorAnswer(absl::UnimplementedError(absl::StrCat("this server does not serve ", method->full_name())));
   }
-  absl::StatusOr<std::unique_ptr<google::protobuf::Message>> response = (*serve)(*request);
+  absl::StatusOr<std::unique_ptr<google::protobuf::Message>> response = (*serve)(*request, call.caller);
   if (!response.ok()) return ErrorAnswer(response.status());
   HttpAnswer answer;
   answer.body = ProtoToJson(**response);

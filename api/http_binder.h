@@ -24,6 +24,7 @@ struct HttpCall {
   absl::string_view path;       // decoded, without the query string
   absl::string_view raw_query;  // after '?', still percent-encoded
   absl::string_view body;
+  Principal caller;  // who asks, as the edge's access check found it
 };
 
 struct HttpAnswer {

@@ -7,11 +7,13 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include "absl/strings/string_view.h"
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "analysis/byte_source.h"
+#include "auth/scopes.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 
@@ -27,18 +29,29 @@ struct FileAnswer {
 class Operations {
  public:
   using Message = google::protobuf::Message;
-  using UnaryFn = std::function<absl::StatusOr<std::unique_ptr<Message>>(const Message& request)>;
+  // `caller`: the principal the request acts as, as the edge's access check found it.
+  using UnaryFn =
+      std::function<absl::StatusOr<std::unique_ptr<Message>>(const Message& request, const Principal& caller)>;
   using FileFn = std::function<absl::StatusOr<FileAnswer>(const Message& request)>;
 
-  // Serves `method` ("fleetprof.v1.QueryService.OpBreakdown") with `fn(const Request&)`,
-  // which returns absl::StatusOr<Response>. A method that does not exist, whose types are not
-  // Request and Response, or that is added twice makes status() fail: a bug of the build.
+  // Serves `method` ("fleetprof.v1.QueryService.OpBreakdown") with `fn(const Request&)`, or
+  // with `fn(const Request&, const Principal& caller)` when what it may do depends on who
+  // asks beyond the method's scope; either returns absl::StatusOr<Response>. A method that
+  // does not exist, whose types are not Request and Response, or that is added twice makes
+  // status() fail: a bug of the build.
   template <typename Request, typename Response, typename F>
   void AddUnary(absl::string_view method, F fn) {
     const auto* descriptor = Check(method, Request::descriptor(), Response::descriptor());
     if (descriptor == nullptr) return;
-    unary_[descriptor] = [fn = std::move(fn)](const Message& request) -> absl::StatusOr<std::unique_ptr<Message>> {
-      absl::StatusOr<Response> response = fn(static_cast<const Request&>(request));
+    unary_[descriptor] = [fn = std::move(fn)](const Message& request,
+                                              const Principal& caller) -> absl::StatusOr<std::unique_ptr<Message>> {
+      absl::StatusOr<Response> response = [&]() -> absl::StatusOr<Response> {
+        if constexpr (std::is_invocable_v<const F&, const Request&, const Principal&>) {
+          return fn(static_cast<const Request&>(request), caller);
+        } else {
+          return fn(static_cast<const Request&>(request));
+        }
+      }();
       if (!response.ok()) return response.status();
       return std::unique_ptr<Message>(new Response(std::move(*response)));
     };

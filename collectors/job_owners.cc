@@ -148,6 +148,14 @@ bool JobOwners::Claim(const std::string& job, int64_t uid, int32_t pid) {
   return false;
 }
 
+bool JobOwners::MayUse(const std::string& job, int64_t uid) {
+  if (uid < 0) return false;
+  MaybeReload(Clock::now());
+  absl::MutexLock lock(&mu_);
+  auto assigned = assigned_.find(job);
+  return assigned == assigned_.end() || uid == assigned->second || uid == kRootUid;
+}
+
 std::optional<int64_t> JobOwners::OwnerOf(const std::string& job) const {
   absl::MutexLock lock(&mu_);
   if (auto assigned = assigned_.find(job); assigned != assigned_.end()) return assigned->second;

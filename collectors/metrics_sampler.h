@@ -5,8 +5,7 @@
 //
 // Typical use in the agent:
 //   auto registry = std::make_shared<prometheus::Registry>();
-//   prometheus::Exposer exposer(metrics_addr);   // prometheus-cpp pull, serves /metrics
-//   exposer.RegisterCollectable(registry);
+//   // /metrics serializes registry->Collect() (the agent's HttpServer route, agent/agent.cc)
 //   MetricsSampler sampler({.node = node, .nvml_library = nvml_library}, registry);
 //   sampler.Start();
 //   ...

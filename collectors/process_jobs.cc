@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -16,7 +17,7 @@
 
 namespace fleetprof {
 
-absl::StatusOr<std::string> ReadProcFile(const std::string& path) {
+absl::StatusOr<std::string> ReadProcFile(const std::string& path, size_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
@@ -28,7 +29,8 @@ absl::StatusOr<std::string> ReadProcFile(const std::string& path) {
   std::string contents;
   char buffer[8192];
   while (true) {
-    ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    const size_t want = std::min(sizeof(buffer), max_bytes - contents.size());
+    ssize_t n = want == 0 ? 0 : ::read(fd, buffer, want);
     if (n > 0) {
       contents.append(buffer, static_cast<size_t>(n));
       continue;
@@ -94,9 +96,18 @@ std::optional<std::string> FindJobInEnviron(std::string_view environ) {
   return std::nullopt;
 }
 
-std::optional<std::string> ReadProcessJob(const std::string& proc_root, int pid) {
+absl::StatusOr<std::string> ReadProcessEnviron(const std::string& proc_root, int pid) {
+  // One byte past the bound tells a block that ends there from one the bound cut.
   absl::StatusOr<std::string> environ =
-      ReadProcFile(absl::StrCat(proc_root, "/", pid, "/environ"));
+      ReadProcFile(absl::StrCat(proc_root, "/", pid, "/environ"), kMaxEnvironBytes + 1);
+  if (!environ.ok() || environ->size() <= kMaxEnvironBytes) return environ;
+  const size_t last_end = environ->rfind('\0', kMaxEnvironBytes - 1);
+  environ->resize(last_end == std::string::npos ? 0 : last_end + 1);
+  return environ;
+}
+
+std::optional<std::string> ReadProcessJob(const std::string& proc_root, int pid) {
+  absl::StatusOr<std::string> environ = ReadProcessEnviron(proc_root, pid);
   if (!environ.ok()) return std::nullopt;
   return FindJobInEnviron(*environ);
 }

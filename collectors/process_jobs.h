@@ -3,6 +3,7 @@
 // environment they were started with, which Linux exposes as /proc/<pid>/environ (DESIGN.md,
 // "How agents find jobs"). The proc root is a parameter so tests can use a fake tree.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,9 +18,20 @@ inline constexpr std::string_view kJobEnvironmentVariable = "FLEETPROF_JOB";
 // Job label for processes that carry no FLEETPROF_JOB (or whose environ we cannot read).
 inline constexpr std::string_view kUnassignedJob = "unassigned";
 
-// Reads a whole procfs file. procfs reports size 0 for most files, so this reads to EOF
-// instead of trusting stat(). NotFound when the file (or its process) is gone.
-absl::StatusOr<std::string> ReadProcFile(const std::string& path);
+// Reads a procfs file to EOF, or its first `max_bytes` (procfs reports size 0 for most files,
+// so stat() says nothing). NotFound when the file (or its process) is gone.
+absl::StatusOr<std::string> ReadProcFile(const std::string& path, size_t max_bytes = SIZE_MAX);
+
+// The most of a process's environment the agent reads. Its owner sizes it (5 MiB is legal)
+// and the agent, as root, reads every process's: the bound keeps that cost ours. A variable
+// that starts past it is not seen, so FLEETPROF_JOB and FLEETPROF_XPROF_ADDR must lie in the
+// first 256 KiB of the environment (launchers put them near the start; README, "Jobs").
+inline constexpr size_t kMaxEnvironBytes = 256 << 10;
+
+// The environ block of process `pid` (NUL-separated entries), at most kMaxEnvironBytes of it.
+// Whole entries only: one the bound cuts is dropped, never seen shortened (a job name cut to
+// a prefix could be another job's).
+absl::StatusOr<std::string> ReadProcessEnviron(const std::string& proc_root, int pid);
 
 // The fields of /proc/<pid>/stat that we use.
 struct ProcessStat {

@@ -65,10 +65,47 @@ void WarnOnce(int pid, const std::string& message) {
 
 }  // namespace
 
-std::vector<v1::Target> DiscoverXprofTargets(const std::string& proc_root, JobOwners& owners) {
+XprofTargetDiscovery::XprofTargetDiscovery(std::string proc_root, JobOwners* owners)
+    : proc_root_(std::move(proc_root)), owners_(owners) {}
+
+const XprofTargetDiscovery::Entry* XprofTargetDiscovery::Lookup(int pid) {
+  absl::StatusOr<std::string> stat_text = ReadProcFile(absl::StrCat(proc_root_, "/", pid, "/stat"));
+  if (!stat_text.ok()) return nullptr;
+  const std::optional<ProcessStat> stat = ParseProcessStat(*stat_text);
+  if (!stat.has_value()) return nullptr;
+  auto it = cache_.find(pid);
+  if (it == cache_.end() || it->second.start_ticks != stat->start_ticks || it->second.command != stat->command) {
+    Entry entry{stat->start_ticks, stat->command, "", "", 0};
+    ++environ_reads_;
+    absl::StatusOr<std::string> environ = ReadProcessEnviron(proc_root_, pid);
+    if (!environ.ok()) return nullptr;
+    // The start time after the read as before: the environ read was this process's.
+    if (ReadProcessStartTicks(proc_root_, pid) != stat->start_ticks) return nullptr;
+    std::string job = EnvironValue(*environ, "FLEETPROF_JOB");
+    std::string address = EnvironValue(*environ, "FLEETPROF_XPROF_ADDR");
+    // Both values come from any process on the node and end up in protos and in a session
+    // folder name: refuse anything but a plain host:port and a printable UTF-8 job name.
+    if (!job.empty() && !address.empty() && (!IsHostPort(address) || !IsPrintableUtf8(job, 253))) {
+      WarnOnce(pid, absl::StrCat("ignoring pid ", pid, ": FLEETPROF_XPROF_ADDR must be HOST:PORT and FLEETPROF_JOB "
+                                 "printable UTF-8 of at most 253 bytes (got address '", absl::CHexEscape(address),
+                                 "', job '", absl::CHexEscape(job), "')"));
+      job.clear();
+    }
+    if (!job.empty() && !address.empty()) {
+      entry.job = std::move(job);
+      entry.address = std::move(address);
+    }
+    it = cache_.insert_or_assign(pid, std::move(entry)).first;
+  }
+  it->second.scan = scan_;
+  return &it->second;
+}
+
+std::vector<v1::Target> XprofTargetDiscovery::Scan() {
+  ++scan_;
   std::vector<v1::Target> targets;
   std::set<std::tuple<std::string, int64_t, std::string>> seen;  // address, uid, job
-  DIR* dir = opendir(proc_root.c_str());
+  DIR* dir = opendir(proc_root_.c_str());
   if (dir == nullptr) return targets;
   std::vector<int> pids;
   while (dirent* entry = readdir(dir)) {
@@ -78,35 +115,24 @@ std::vector<v1::Target> DiscoverXprofTargets(const std::string& proc_root, JobOw
   closedir(dir);
   std::sort(pids.begin(), pids.end());  // parents (lower pids, usually) first
   for (int pid : pids) {
-    // The start time before and after environ and uid are read: the same on both sides, they
-    // are one process's (a pid is not reused while its process lives).
-    const std::optional<uint64_t> start_ticks = ReadProcessStartTicks(proc_root, pid);
-    if (!start_ticks.has_value()) continue;
-    auto environ = ReadProcFile(absl::StrCat(proc_root, "/", pid, "/environ"));
-    if (!environ.ok()) continue;
-    std::string job = EnvironValue(*environ, "FLEETPROF_JOB");
-    std::string address = EnvironValue(*environ, "FLEETPROF_XPROF_ADDR");
-    if (job.empty() || address.empty()) continue;
-    // Both values come from any process on the node and end up in protos and in a session
-    // folder name: refuse anything but a plain host:port and a printable UTF-8 job name.
-    if (!IsHostPort(address) || !IsPrintableUtf8(job, 253)) {
-      WarnOnce(pid, absl::StrCat("ignoring pid ", pid, ": FLEETPROF_XPROF_ADDR must be HOST:PORT and FLEETPROF_JOB "
-                                 "printable UTF-8 of at most 253 bytes (got address '", absl::CHexEscape(address),
-                                 "', job '", absl::CHexEscape(job), "')"));
-      continue;
-    }
-    const int64_t uid = ProcessUid(proc_root, pid);
-    if (uid < 0 || ReadProcessStartTicks(proc_root, pid) != start_ticks) continue;
-    if (!owners.Claim(job, uid, pid)) continue;  // another uid's job: JobOwners logged it
-    if (!seen.emplace(address, uid, job).second) continue;
+    const Entry* entry = Lookup(pid);
+    if (entry == nullptr || entry->job.empty()) continue;
+    // The start time after the uid is read as before it: the same, the uid is this process's
+    // (a pid is not reused while its process lives).
+    const int64_t uid = ProcessUid(proc_root_, pid);
+    if (uid < 0 || ReadProcessStartTicks(proc_root_, pid) != entry->start_ticks) continue;
+    if (!owners_->Claim(entry->job, uid, pid)) continue;  // another uid's job: JobOwners logged it
+    if (!seen.emplace(entry->address, uid, entry->job).second) continue;
     v1::Target target;
-    target.set_job(job);
+    target.set_job(entry->job);
     target.set_kind(v1::Target::xprof);
     target.set_pid(pid);
-    target.set_address(address);
-    target.set_start_ticks(*start_ticks);
+    target.set_address(entry->address);
+    target.set_start_ticks(entry->start_ticks);
     targets.push_back(std::move(target));
   }
+  // Processes gone since the last scan are forgotten: the cache holds the live ones only.
+  std::erase_if(cache_, [this](const auto& item) { return item.second.scan != scan_; });
   return targets;
 }
 

@@ -2,6 +2,9 @@
 
 #include <filesystem>
 
+#include "absl/strings/escaping.h"
+#include "collectors/process_jobs.h"
+#include "common/text_checks.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
@@ -17,6 +20,16 @@ int64_t MtimeNs(const fs::file_time_type& t) {
 }
 
 constexpr int kMaxDepth = 4;
+constexpr size_t kMaxJobBytes = 253;
+constexpr size_t kMaxNameBytes = 255;  // NAME_MAX
+
+// Every component of `relative` is printable UTF-8: nothing that could end a log line.
+bool IsPrintablePath(const std::filesystem::path& relative) {
+  for (const auto& part : relative) {
+    if (!IsPrintableUtf8(part.native(), kMaxNameBytes)) return false;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -25,8 +38,16 @@ bool IsTraceFileName(const std::string& name) {
   return name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".xplane.pb");
 }
 
-TraceDirWatcher::TraceDirWatcher(std::vector<std::string> dirs, std::string job, int64_t settle_ms)
-    : dirs_(std::move(dirs)), job_(std::move(job)), settle_ns_(settle_ms * 1'000'000) {}
+TraceFileJob JobOfTraceFile(const TraceFile& file, const std::string& fixed_job, int64_t owner_uid,
+                            JobOwners& owners) {
+  if (!fixed_job.empty()) return {fixed_job, ""};
+  if (file.folder.empty() || file.folder == kUnassignedJob) return {std::string(kUnassignedJob), ""};
+  if (IsPrintableUtf8(file.folder, kMaxJobBytes) && owners.MayUse(file.folder, owner_uid)) return {file.folder, ""};
+  return {std::string(kUnassignedJob), file.folder};
+}
+
+TraceDirWatcher::TraceDirWatcher(std::vector<std::string> dirs, int64_t settle_ms)
+    : dirs_(std::move(dirs)), settle_ns_(settle_ms * 1'000'000) {}
 
 std::vector<TraceFile> TraceDirWatcher::Scan(int64_t now_ns) {
   std::vector<TraceFile> ready;
@@ -68,12 +89,12 @@ void TraceDirWatcher::ScanDir(const std::string& root, int64_t now_ns, std::vect
     if (seen.handed_out || changed || now_ns - mtime < settle_ns_ || size == 0) continue;
     seen.handed_out = true;
     const fs::path relative = entry.path().lexically_relative(root);
-    TraceFile file{path, root, relative.string(), job_, size, mtime};
-    if (file.job.empty()) {
-      file.job = std::distance(relative.begin(), relative.end()) > 1 ? relative.begin()->string()
-                                                                    : "unassigned";
+    if (!IsPrintablePath(relative)) {
+      spdlog::warn("not uploading '{}': a trace file's path must be printable UTF-8", absl::CHexEscape(path));
+      continue;
     }
-    out->push_back(std::move(file));
+    const std::string folder = std::distance(relative.begin(), relative.end()) > 1 ? relative.begin()->string() : "";
+    out->push_back(TraceFile{path, root, relative.string(), folder, size, mtime});
   }
 }
 

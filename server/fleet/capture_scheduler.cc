@@ -49,7 +49,8 @@ CaptureScheduler::CaptureScheduler(ScheduleTable* store, CaptureCoordinator* cap
 
 CaptureScheduler::~CaptureScheduler() { loop_.reset(); }
 
-absl::StatusOr<v1::Schedule> CaptureScheduler::Create(const v1::CreateScheduleRequest& request) {
+absl::StatusOr<v1::Schedule> CaptureScheduler::Create(const v1::CreateScheduleRequest& request,
+                                                      const Principal& caller) {
   if (request.job().empty()) return absl::InvalidArgumentError("a schedule needs a job (--job)");
   if (absl::Status s = CheckPrintableText("job", request.job(), 253); !s.ok()) return s;
   if (!request.node().empty()) {
@@ -70,6 +71,7 @@ absl::StatusOr<v1::Schedule> CaptureScheduler::Create(const v1::CreateScheduleRe
   schedule.set_every_ms(request.every_ms());
   schedule.set_duration_ms(request.duration_ms() == 0 ? 2000 : request.duration_ms());
   schedule.set_created_at_ns(now);
+  schedule.set_created_by(caller.name);
   schedule.set_next_run_ns(now);
   {
     absl::MutexLock writing(&write_mu_);
@@ -86,8 +88,8 @@ absl::StatusOr<v1::Schedule> CaptureScheduler::Create(const v1::CreateScheduleRe
     schedules_[schedule.schedule_id()] = schedule;
     metrics_->SetSchedules(static_cast<int64_t>(schedules_.size()));
   }
-  spdlog::info("schedule created schedule_id={} job={} every_ms={} duration_ms={}", schedule.schedule_id(),
-               schedule.job(), schedule.every_ms(), schedule.duration_ms());
+  spdlog::info("schedule created schedule_id={} job={} every_ms={} duration_ms={} by={}", schedule.schedule_id(),
+               schedule.job(), schedule.every_ms(), schedule.duration_ms(), schedule.created_by());
   if (loop_ != nullptr) loop_->Nudge();  // its first run is due now
   return schedule;
 }
@@ -101,15 +103,18 @@ absl::StatusOr<v1::ListSchedulesResponse> CaptureScheduler::List(const v1::ListS
   return response;
 }
 
-absl::StatusOr<v1::DeleteScheduleResponse> CaptureScheduler::Delete(const v1::DeleteScheduleRequest& request) {
+absl::StatusOr<v1::DeleteScheduleResponse> CaptureScheduler::Delete(const v1::DeleteScheduleRequest& request,
+                                                                    const Principal& caller) {
   if (request.schedule_id().empty()) return absl::InvalidArgumentError("schedule_id is required");
   absl::MutexLock writing(&write_mu_);
   {
     absl::MutexLock lock(&mu_);
-    if (!schedules_.count(request.schedule_id())) {
+    auto it = schedules_.find(request.schedule_id());
+    if (it == schedules_.end()) {
       return absl::NotFoundError(
           absl::StrCat("schedule ", request.schedule_id(), ": not found (see fleetprof schedules)"));
     }
+    if (absl::Status s = CheckMayDelete(it->second, caller); !s.ok()) return s;
   }
   if (absl::Status s = store_->Delete(request.schedule_id()); !s.ok()) return s;
   {
@@ -121,6 +126,17 @@ absl::StatusOr<v1::DeleteScheduleResponse> CaptureScheduler::Delete(const v1::De
   response.set_schedule_id(request.schedule_id());
   response.set_deleted(true);
   return response;
+}
+
+absl::Status CaptureScheduler::CheckMayDelete(const v1::Schedule& schedule, const Principal& caller) {
+  // An empty created_by (a schedule from before it was recorded) matches nobody's name.
+  if (caller.Has(Scope::kAdmin) || (!schedule.created_by().empty() && schedule.created_by() == caller.name)) {
+    return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      "schedule ", schedule.schedule_id(), " was created by ",
+      schedule.created_by().empty() ? std::string("an unrecorded principal") : "'" + schedule.created_by() + "'",
+      ": only its creator or a principal with the admin scope may delete it"));
 }
 
 void CaptureScheduler::Persist(const v1::Schedule& schedule) {

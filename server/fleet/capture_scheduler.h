@@ -21,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "auth/scopes.h"
 #include "common/clock.h"
 #include <functional>
 
@@ -49,9 +50,13 @@ class CaptureScheduler {
                    Clock* clock = RealClock(), std::function<bool()> leads = nullptr);
   ~CaptureScheduler();
 
-  absl::StatusOr<v1::Schedule> Create(const v1::CreateScheduleRequest& request);
+  // A schedule created by `caller`, who may delete it later (Delete).
+  absl::StatusOr<v1::Schedule> Create(const v1::CreateScheduleRequest& request, const Principal& caller);
   absl::StatusOr<v1::ListSchedulesResponse> List(const v1::ListSchedulesRequest& request);
-  absl::StatusOr<v1::DeleteScheduleResponse> Delete(const v1::DeleteScheduleRequest& request);
+  // PERMISSION_DENIED unless `caller` created the schedule or holds the admin scope: the
+  // capture scope lets a principal run captures, not stop another's.
+  absl::StatusOr<v1::DeleteScheduleResponse> Delete(const v1::DeleteScheduleRequest& request,
+                                                    const Principal& caller);
 
   // Runs (or skips) every schedule due at `now` and returns when the next one is due (at most
   // a second ahead, so a clock set back is noticed). The loop's tick; public for tests.
@@ -61,6 +66,8 @@ class CaptureScheduler {
   // Runs (or skips) `schedule`, due at or before `now`, and moves it to its next period.
   void RunDue(v1::Schedule& schedule, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   void Persist(const v1::Schedule& schedule) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Delete's rule: the schedule's creator or an admin.
+  static absl::Status CheckMayDelete(const v1::Schedule& schedule, const Principal& caller);
 
   ScheduleTable* store_;
   CaptureCoordinator* captures_;

@@ -12,11 +12,12 @@ void AddFleetOperations(CaptureCoordinator* captures, CaptureScheduler* schedule
   ops->AddUnary<ListCapturesRequest, ListCapturesResponse>("fleetprof.v1.CaptureService.ListCaptures",
                                                            [captures](const auto& r) { return captures->List(r); });
   ops->AddUnary<CreateScheduleRequest, Schedule>("fleetprof.v1.ScheduleService.CreateSchedule",
-                                                 [schedules](const auto& r) { return schedules->Create(r); });
+                                                 [schedules](const CreateScheduleRequest& r, const Principal& caller) { return schedules->Create(r, caller); });
   ops->AddUnary<ListSchedulesRequest, ListSchedulesResponse>("fleetprof.v1.ScheduleService.ListSchedules",
                                                              [schedules](const auto& r) { return schedules->List(r); });
   ops->AddUnary<DeleteScheduleRequest, DeleteScheduleResponse>(
-      "fleetprof.v1.ScheduleService.DeleteSchedule", [schedules](const auto& r) { return schedules->Delete(r); });
+      "fleetprof.v1.ScheduleService.DeleteSchedule",
+      [schedules](const DeleteScheduleRequest& r, const Principal& caller) { return schedules->Delete(r, caller); });
   ops->AddUnary<ListAgentsRequest, ListAgentsResponse>(
       "fleetprof.v1.AgentService.ListAgents",
       [agents](const auto&) { return absl::StatusOr<ListAgentsResponse>(agents->ListAgents()); });

@@ -19,10 +19,12 @@ class UnaryReactor final : public grpc::ServerGenericBidiReactor {
   UnaryReactor(GrpcOperations* service, grpc::GenericCallbackServerContext* context)
       : service_(service), context_(context) {
     // Fail closed before reading a byte: the access decision was made on the metadata.
-    if (auto caller = service_->access()->Caller(context_); !caller.ok()) {
+    absl::StatusOr<Principal> caller = service_->access()->Caller(context_);
+    if (!caller.ok()) {
       Finish(ToGrpcStatus(caller.status()));
       return;
     }
+    caller_ = *std::move(caller);
     method_ = google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(GrpcPathToName(context_->method()));
     run_ = method_ == nullptr ? nullptr : service_->operations()->FindUnary(method_);
     if (run_ == nullptr) {
@@ -74,7 +76,7 @@ class UnaryReactor final : public grpc::ServerGenericBidiReactor {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           absl::StrCat("the request is not a ", method_->input_type()->full_name()));
     }
-    absl::StatusOr<std::unique_ptr<Message>> response = (*run_)(*request);
+    absl::StatusOr<std::unique_ptr<Message>> response = (*run_)(*request, caller_);
     if (!response.ok()) return ToGrpcStatus(response.status());
     std::string bytes;
     if (!(*response)->SerializeToString(&bytes)) return grpc::Status(grpc::StatusCode::INTERNAL, "cannot encode the answer");
@@ -87,6 +89,7 @@ class UnaryReactor final : public grpc::ServerGenericBidiReactor {
   grpc::GenericCallbackServerContext* context_;
   const google::protobuf::MethodDescriptor* method_ = nullptr;
   const Operations::UnaryFn* run_ = nullptr;
+  Principal caller_;  // as the access check found it when the call began
   grpc::ByteBuffer request_bytes_;
   grpc::ByteBuffer response_bytes_;
 };

@@ -65,7 +65,7 @@ void Serve(const ApiCatalog* catalog, const Operations* operations, const HttpRe
       google::protobuf::MessageFactory::generated_factory()->GetPrototype(method->descriptor->input_type());
   std::unique_ptr<google::protobuf::Message> request(prototype->New());
   if (absl::Status decoded = Decode(encoding, req.body, request.get()); !decoded.ok()) return Fail(decoded, res);
-  absl::StatusOr<std::unique_ptr<google::protobuf::Message>> response = (*run)(*request);
+  absl::StatusOr<std::unique_ptr<google::protobuf::Message>> response = (*run)(*request, req.caller);
   if (!response.ok()) return Fail(response.status(), res);
   if (encoding == Encoding::kProto) {
     res.SetContent((*response)->SerializeAsString(), "application/proto");

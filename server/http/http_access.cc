@@ -23,7 +23,7 @@ bool Refuse(const HttpRequest& req, const absl::Status& status, HttpResponse& re
 
 void RegisterHttpAccess(HttpServer& server, const AccessGuard* guard, BrowserPolicy browser) {
   browser.tokens = guard->enabled();
-  server.set_request_check([guard, browser = std::move(browser)](const HttpRequest& req, HttpResponse& res) {
+  server.set_request_check([guard, browser = std::move(browser)](HttpRequest& req, HttpResponse& res) {
     const AccessRule rule = RuleForHttp(req.method, req.path);
     // Health checks and the web app's files reveal nothing and change nothing; probes call
     // /healthz with whatever Host their orchestrator uses.
@@ -40,7 +40,10 @@ void RegisterHttpAccess(HttpServer& server, const AccessGuard* guard, BrowserPol
     seen.host = req.Header("Host");
     if (absl::Status s = CheckBrowserRequest(seen, browser); !s.ok()) return Refuse(req, s, res);
     absl::StatusOr<Principal> caller = guard->Authorize(req.Header("Authorization"), rule.scope);
-    if (caller.ok()) return false;
+    if (caller.ok()) {
+      req.caller = *std::move(caller);
+      return false;
+    }
     return Refuse(req, caller.status(), res);
   });
 }

@@ -8,7 +8,7 @@ namespace {
 // One /api/ request through the binder, and its answer back. A file goes out as a stream,
 // read piece by piece as it is sent.
 void ServeApi(const HttpBinder* api, const HttpRequest& req, HttpResponse& res) {
-  HttpAnswer answer = api->Serve(HttpCall{req.method, req.path, req.query, req.body});
+  HttpAnswer answer = api->Serve(HttpCall{req.method, req.path, req.query, req.body, req.caller});
   res.status = answer.status;
   res.content_type = answer.content_type;
   if (answer.file == nullptr) {

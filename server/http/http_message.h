@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/byte_source.h"
+#include "auth/scopes.h"
 
 namespace fleetprof {
 
@@ -20,6 +21,9 @@ struct HttpRequest {
   std::string query;   // the target after '?', as sent (the binder decodes it)
   std::vector<std::pair<std::string, std::string>> headers;  // in the order sent
   std::string body;
+  // Who the request acts as: set by the server's request check (the access check) before any
+  // route runs, so an operation can tell its caller; no scopes where nothing set it.
+  Principal caller;
   // The first header of that name (any case), "" when absent.
   std::string_view Header(std::string_view name) const;
 };

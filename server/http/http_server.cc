@@ -131,7 +131,7 @@ HttpServer::Impl::Loop* HttpServer::Impl::LeastBusy() {
   return best;
 }
 
-HttpResponse HttpServer::Impl::Handle(const HttpRequest& request) const {
+HttpResponse HttpServer::Impl::Handle(HttpRequest& request) const {
   HttpResponse response;
   try {
     if (check && check(request, response)) return response;

@@ -43,8 +43,9 @@ struct HttpServerOptions {
 class HttpServer {
  public:
   using Handler = std::function<void(const HttpRequest&, HttpResponse&)>;
-  // Runs before routing on every request (the access check); true when it answered.
-  using RequestCheck = std::function<bool(const HttpRequest&, HttpResponse&)>;
+  // Runs before routing on every request (the access check); true when it answered. It may
+  // set the request's `caller` for the routes.
+  using RequestCheck = std::function<bool(HttpRequest&, HttpResponse&)>;
 
   explicit HttpServer(HttpServerOptions options);
   ~HttpServer();  // Stop()s

@@ -44,7 +44,7 @@ class HttpServer::Impl {
   };
 
   // Runs the check, the matching route, the fallback or the 404, catching what a handler throws.
-  HttpResponse Handle(const HttpRequest& request) const;
+  HttpResponse Handle(HttpRequest& request) const;
 
   // The table of open connections: Register() when accepted, the returned handle's
   // destruction unregisters. At the cap, ShedOne() closes the one waiting longest.

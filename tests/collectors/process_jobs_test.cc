@@ -37,6 +37,20 @@ TEST(ReadProcessJobTest, ReadsEnvironUnderProcRoot) {
   EXPECT_EQ(ReadProcessJob(proc.root(), 44), std::nullopt) << "exited process";
 }
 
+// Issue 39, finding 6: environments are read as root for every process on the node, and
+// their owners size them. At most kMaxEnvironBytes, in whole entries.
+TEST(ReadProcessEnvironTest, ReadsWholeEntriesWithinTheBound) {
+  FakeProcTree proc;
+  const std::string exact = Environ({"FLEETPROF_JOB=a", ("PAD=" + std::string(kMaxEnvironBytes - 21, 'x')).c_str()});
+  ASSERT_EQ(exact.size(), kMaxEnvironBytes);
+  proc.Write("42/environ", exact);
+  EXPECT_EQ(*ReadProcessEnviron(proc.root(), 42), exact) << "a block that fits is read whole";
+  const std::string head = Environ({"FLEETPROF_JOB=a", ("PAD=" + std::string(kMaxEnvironBytes - 30, 'x')).c_str()});
+  proc.Write("43/environ", head + Environ({"FLEETPROF_JOB_TAIL=cut by the bound"}) + std::string(1 << 20, 'y'));
+  EXPECT_EQ(*ReadProcessEnviron(proc.root(), 43), head) << "the entry the bound cuts is dropped";
+  EXPECT_EQ(ReadProcessJob(proc.root(), 43), "a");
+}
+
 TEST(ReadProcFileTest, ReportsMissingFileAsNotFound) {
   FakeProcTree proc;
   EXPECT_EQ(ReadProcFile(proc.root() + "/1/stat").status().code(), absl::StatusCode::kNotFound);

@@ -37,6 +37,17 @@ std::string WithoutRulesAddedSince52e8783(std::string json) {
   return json;
 }
 
+// Fields added to an answer since 52e8783 are left out where they hold their default (a
+// record stored then has none): a non-default value would still differ.
+std::string WithoutDefaultFieldsAddedSince52e8783(std::string json) {
+  for (const char* field : {",\"start_note\":\"\"", ",\"start_time_unix_ns\":0,\"note\":\"\""}) {
+    for (size_t at = json.find(field); at != std::string::npos; at = json.find(field, at)) {
+      json.erase(at, std::string(field).size());
+    }
+  }
+  return json;
+}
+
 TEST(GoldenStore, ADataDirOf52e8783AnswersEveryQueryAsItDid) {
   ASSERT_TRUE(fs::exists(kData / "store/CURRENT")) << kData;
   TestCluster cluster;
@@ -52,7 +63,7 @@ TEST(GoldenStore, ADataDirOf52e8783AnswersEveryQueryAsItDid) {
   };
   const fs::path golden = kData / "golden";
   EXPECT_EQ(cli({"profiles"}), ReadFile(golden / "profiles.json"));
-  EXPECT_EQ(cli({"captures"}), ReadFile(golden / "captures.json"));
+  EXPECT_EQ(WithoutDefaultFieldsAddedSince52e8783(cli({"captures"})), ReadFile(golden / "captures.json"));
   int profiles = 0;
   for (const auto& entry : fs::directory_iterator(golden)) {
     const std::string name = entry.path().filename().string();

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/kineto_timing.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "rocksdb/env.h"
@@ -134,7 +135,7 @@ TEST_F(SimulatedTimeTest, ScheduleRunsOncePerPeriodSkipsMissedAndBusyRuns) {
   v1::CreateScheduleRequest request;
   request.set_job("train");
   request.set_every_ms(60'000);
-  ASSERT_TRUE(scheduler.Create(request).ok());
+  ASSERT_TRUE(scheduler.Create(request, AnonymousPrincipal()).ok());
   // Due at creation: with no agent the capture fails at once, and that counts as the run.
   ASSERT_TRUE(Soon([&] { return ScheduleOf(scheduler).runs() == 1; }));
   EXPECT_EQ(ScheduleOf(scheduler).last_outcome().rfind("failed: no process matched", 0), 0u)
@@ -185,9 +186,12 @@ TEST_F(SimulatedTimeTest, ACaptureFailsAtItsDeadlinePlusGraceAndLeavesMemoryAMin
   ASSERT_TRUE(capture.ok()) << capture.status();
   ASSERT_EQ(capture->state(), v1::Capture::RUNNING);
   const std::string id = capture->capture_id();
-  EXPECT_EQ(capture->deadline_unix_ns(), clock_.Now() + 60 * kSecond);
+  // A Kineto target's capture starts once the job can have polled and warmed up.
+  const int64_t lead = kKinetoStartLeadMs * 1'000'000;
+  EXPECT_EQ(capture->start_time_unix_ns(), clock_.Now() + lead);
+  EXPECT_EQ(capture->deadline_unix_ns(), clock_.Now() + lead + 60 * kSecond);
 
-  clock_.Advance(60 * kSecond + 10 * kSecond);  // the deadline and the whole grace: not yet past
+  clock_.Advance(lead + 60 * kSecond + 10 * kSecond);  // the deadline and the whole grace: not yet past
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(captures.Get(id)->state(), v1::Capture::RUNNING);
   clock_.Advance(kSecond / 2);  // past it, at the deadline loop's next look (twice a second)
@@ -301,7 +305,7 @@ TEST_F(SimulatedTimeTest, ListingAnswersWhileAStorageWriteIsHeldUp) {
   v1::CreateScheduleRequest request;
   request.set_job("train");
   request.set_every_ms(60'000);
-  ASSERT_TRUE(scheduler.Create(request).ok());
+  ASSERT_TRUE(scheduler.Create(request, AnonymousPrincipal()).ok());
   ASSERT_TRUE(Soon([&] { return ScheduleOf(scheduler).runs() == 1; }));
   ConnectAgent(registry, "n1", "train");
 
@@ -324,6 +328,45 @@ TEST_F(SimulatedTimeTest, ListingAnswersWhileAStorageWriteIsHeldUp) {
   EXPECT_GT(fs_->delay_ms.load(), 0);
   fs_->delay_ms = 0;
   ASSERT_TRUE(Soon([&] { return ScheduleOf(scheduler).runs() == 2; }));
+}
+
+// Issue 39: DeleteSchedule needed only the capture scope, so any capture token deleted other
+// principals' schedules. The creator, or an admin, deletes one; the refusal says who may.
+TEST_F(SimulatedTimeTest, AScheduleIsDeletedOnlyByItsCreatorOrAnAdmin) {
+  AgentRegistry registry(&store_->agents(), &metrics_, AgentLimits(), &clock_);
+  CaptureCoordinator captures(store_.get(), &registry, &metrics_, &clock_);
+  CaptureScheduler scheduler(&store_->schedules(), &captures, &metrics_, &clock_);
+  const auto principal = [](const std::string& name, std::initializer_list<Scope> scopes) {
+    Principal p;
+    p.name = name;
+    p.authenticated = true;
+    for (Scope scope : scopes) p.scopes |= 1u << static_cast<int>(scope);
+    return p;
+  };
+  const Principal alice = principal("alice", {Scope::kCapture});
+  const Principal mallory = principal("mallory", {Scope::kCapture, Scope::kRead});
+  const Principal admin = principal("ops", {Scope::kAdmin});
+  v1::CreateScheduleRequest request;
+  request.set_job("train");
+  request.set_every_ms(60'000);
+  absl::StatusOr<v1::Schedule> first = scheduler.Create(request, alice);
+  absl::StatusOr<v1::Schedule> second = scheduler.Create(request, alice);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->created_by(), "alice");
+  const auto remove = [&](const v1::Schedule& s, const Principal& caller) {
+    v1::DeleteScheduleRequest del;
+    del.set_schedule_id(s.schedule_id());
+    return scheduler.Delete(del, caller).status();
+  };
+  const absl::Status refused = remove(*first, mallory);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied) << refused;
+  EXPECT_NE(refused.message().find("created by 'alice': only its creator or a principal with the admin scope"),
+            std::string::npos)
+      << refused;
+  EXPECT_EQ(scheduler.List(v1::ListSchedulesRequest())->schedules_size(), 2) << "still there";
+  EXPECT_TRUE(remove(*first, alice).ok());
+  EXPECT_TRUE(remove(*second, admin).ok());
+  EXPECT_EQ(remove(*second, admin).code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -4,12 +4,14 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "collectors/job_owners.h"
+#include "collectors/process_jobs.h"
 #include "gtest/gtest.h"
 
 namespace fleetprof {
@@ -24,18 +26,24 @@ class TargetDiscoveryTest : public ::testing::Test {
     root_ = mkdtemp(pattern);
   }
   void TearDown() override { fs::remove_all(root_); }
-  // A process of `uid` that started at tick 1000 + pid, as /proc shows it.
-  void Process(int pid, const std::string& environ, int uid = 0) {
+  // A process of `uid` that started at tick 1000 + pid (or `start`), as /proc shows it.
+  void Process(int pid, const std::string& environ, int uid = 0, uint64_t start = 0,
+               const std::string& command = "py thon") {
     const std::string dir = root_ + "/" + std::to_string(pid);
     fs::create_directories(dir);
     std::ofstream(dir + "/environ") << environ;
     std::ofstream(dir + "/status") << "Name:\tpython\nUid:\t" << uid << "\t" << uid << "\t" << uid << "\t" << uid << "\n";
-    std::ofstream(dir + "/stat") << pid << " (py thon) S 1 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 " << 1000 + pid
-                                 << " 0 0\n";
+    std::ofstream(dir + "/stat") << pid << " (" << command << ") S 1 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 "
+                                 << (start != 0 ? start : 1000 + pid) << " 0 0\n";
   }
-  std::vector<v1::Target> Discover() { return DiscoverXprofTargets(root_, owners_); }
+  // One discovery for the whole test, as the agent keeps one: scans share its cache.
+  std::vector<v1::Target> Discover() {
+    if (!discovery_) discovery_ = std::make_unique<XprofTargetDiscovery>(root_, &owners_);
+    return discovery_->Scan();
+  }
   std::string root_;
   JobOwners owners_;
+  std::unique_ptr<XprofTargetDiscovery> discovery_;
 };
 
 TEST_F(TargetDiscoveryTest, FindsXlaJobsByTheirEnvironment) {
@@ -88,6 +96,45 @@ TEST_F(TargetDiscoveryTest, AnotherUsersProcessNamingTheSameAddressDoesNotHideTh
   ASSERT_EQ(targets.size(), 2u);
   EXPECT_EQ(targets[1].job(), "train");
   EXPECT_EQ(targets[1].pid(), 100);
+}
+
+// Issue 39, finding 6: every scan read every process's whole environment, so 150 processes
+// sharing a 5 MiB one cost the root agent a core at --discover_interval_ms=1000. A process is
+// read once; a new one under its pid (another start time) or an exec (another command name)
+// is read again, and a process gone is forgotten.
+TEST_F(TargetDiscoveryTest, AnUnchangedProcessIsReadOnceAndAReplacedOneAgain) {
+  using namespace std::string_literals;
+  Process(100, "FLEETPROF_JOB=first\0FLEETPROF_XPROF_ADDR=127.0.0.1:9012\0"s);
+  Process(200, "PATH=/bin\0"s);  // no job: remembered as such, not read again either
+  ASSERT_EQ(Discover().at(0).job(), "first");
+  EXPECT_EQ(discovery_->environ_reads(), 2);
+  Process(100, "FLEETPROF_JOB=second\0FLEETPROF_XPROF_ADDR=127.0.0.1:9012\0"s);
+  for (int scan = 0; scan < 3; ++scan) EXPECT_EQ(Discover().at(0).job(), "first");
+  EXPECT_EQ(discovery_->environ_reads(), 2) << "the same process (pid, start time, command) is not read again";
+  Process(100, "FLEETPROF_JOB=second\0FLEETPROF_XPROF_ADDR=127.0.0.1:9012\0"s, 0, 5000);
+  EXPECT_EQ(Discover().at(0).job(), "second") << "a new process under a reused pid";
+  Process(100, "FLEETPROF_JOB=third\0FLEETPROF_XPROF_ADDR=127.0.0.1:9012\0"s, 0, 5000, "python3");
+  EXPECT_EQ(Discover().at(0).job(), "third") << "the launcher exec'd the job: its environment is read again";
+  EXPECT_EQ(discovery_->environ_reads(), 4);
+  fs::remove_all(root_ + "/200");
+  Discover();
+  EXPECT_EQ(discovery_->cached(), 1u) << "a process gone is forgotten";
+}
+
+// A process's environment is its owner's to size: at most its first 256 KiB is read, and a
+// variable the bound cuts is not seen at all (never a shortened name or address).
+TEST_F(TargetDiscoveryTest, ReadsOnlyTheFirst256KiBOfAnEnvironment) {
+  using namespace std::string_literals;
+  const auto pad = [](size_t bytes) { return "PAD=" + std::string(bytes - 5, 'x') + '\0'; };
+  const std::string job = "FLEETPROF_JOB=j\0"s;
+  const std::string addr = "FLEETPROF_XPROF_ADDR=127.0.0.1:9013\0"s;
+  Process(100, job + addr + pad(5 << 20));  // early variables, then 5 MiB
+  Process(101, pad(300 << 10) + job + addr);
+  // The address entry starts 34 bytes before the bound: cut there it would read 127.0.0.1:901.
+  Process(102, job + pad(kMaxEnvironBytes - job.size() - 34) + addr);
+  const std::vector<v1::Target> targets = Discover();
+  ASSERT_EQ(targets.size(), 1u);
+  EXPECT_EQ(targets[0].pid(), 100);
 }
 
 // A process whose uid or start time cannot be read (gone meanwhile) is no target.

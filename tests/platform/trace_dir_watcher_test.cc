@@ -1,8 +1,12 @@
 #include "collectors/trace_dir_watcher.h"
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
+#include "collectors/job_owners.h"
 #include "collectors/upload_journal.h"
 #include "gtest/gtest.h"
 
@@ -31,34 +35,69 @@ class TraceDirWatcherTest : public ::testing::Test {
   std::string dir_;
 };
 
-TEST_F(TraceDirWatcherTest, HandsOutSettledTraceFilesOnceWithJobFromFolder) {
+TEST_F(TraceDirWatcherTest, HandsOutSettledTraceFilesOnceWithTheirFolder) {
   Write("llama/a.pt.trace.json", "{}");
   Write("b.xplane.pb", "x");
   Write("llama/c.json.tmp", "{}");
   Write("llama/notes.txt", "x");
-  TraceDirWatcher watcher({dir_}, "", 1000);
+  TraceDirWatcher watcher({dir_}, 1000);
   EXPECT_TRUE(watcher.Scan(Later(5)).empty()) << "first sight: not yet known to be stable";
   auto files = watcher.Scan(Later(5));
   ASSERT_EQ(files.size(), 2u);
-  std::map<std::string, std::string> job;
-  for (const auto& f : files) job[fs::path(f.path).filename()] = f.job;
-  EXPECT_EQ(job["a.pt.trace.json"], "llama");
-  EXPECT_EQ(job["b.xplane.pb"], "unassigned");
+  std::map<std::string, std::string> folder;
+  for (const auto& f : files) folder[fs::path(f.path).filename()] = f.folder;
+  EXPECT_EQ(folder["a.pt.trace.json"], "llama");
+  EXPECT_EQ(folder["b.xplane.pb"], "");
   EXPECT_TRUE(watcher.Scan(Later(6)).empty()) << "each file once";
 }
 
 TEST_F(TraceDirWatcherTest, WaitsForAFileStillBeingWritten) {
   Write("x.json", "{");
-  TraceDirWatcher watcher({dir_}, "fixed", 60'000);
+  TraceDirWatcher watcher({dir_}, 60'000);
   watcher.Scan(Later(0));
   EXPECT_TRUE(watcher.Scan(Later(0)).empty()) << "modified just now";
-  auto files = watcher.Scan(Later(120));
+  EXPECT_EQ(watcher.Scan(Later(120)).size(), 1u);
+}
+
+// Issue 39, finding 4: a folder or file name with a newline forged lines of the agent's log
+// (and could have forged records of its upload journal). Such a file is never handed out.
+TEST_F(TraceDirWatcherTest, NamesThatAreNotPrintableAreNeverHandedOut) {
+  Write("job\nFAKE LOG LINE/a.json", "{}");
+  Write("ok/b\x1b[31m.json", "{}");
+  Write("ok/c.json", "{}");
+  TraceDirWatcher watcher({dir_}, 1000);
+  watcher.Scan(Later(5));
+  auto files = watcher.Scan(Later(5));
   ASSERT_EQ(files.size(), 1u);
-  EXPECT_EQ(files[0].job, "fixed");
+  EXPECT_EQ(files[0].relative, "ok/c.json");
+}
+
+// Issue 39, finding 4: whoever may write a watched folder made <dir>/prodjob2/x.json and it was
+// filed as job prodjob2. A folder names the file's job only when the file's owner may use it.
+TEST_F(TraceDirWatcherTest, AFoldersJobIsTheFilesOnlyWhenItsOwnerMayUseIt) {
+  const std::string owners_file = dir_ + "/job_owners";
+  std::ofstream(owners_file) << "1002 prodjob2\n";
+  ASSERT_EQ(::chmod(owners_file.c_str(), 0644), 0);
+  JobOwners owners(std::chrono::seconds(60), {}, owners_file);
+  ASSERT_TRUE(owners.LoadAssignments().ok());
+  const auto in = [&](const std::string& folder) { return TraceFile{"p", dir_, folder + "/x.json", folder, 1, 1}; };
+  const auto job_of = [&](const std::string& folder, int64_t uid) { return JobOfTraceFile(in(folder), "", uid, owners); };
+
+  EXPECT_EQ(job_of("prodjob2", 1002).job, "prodjob2") << "its uid";
+  EXPECT_EQ(job_of("prodjob2", 0).job, "prodjob2") << "root may use any job";
+  const TraceFileJob squatted = job_of("prodjob2", 1001);
+  EXPECT_EQ(squatted.job, "unassigned");
+  EXPECT_EQ(squatted.claimed_job, "prodjob2") << "the claim is kept as a label, never as the job";
+  EXPECT_EQ(job_of("open-job", 1001).job, "open-job") << "an unlisted job is open to any uid";
+  EXPECT_EQ(job_of("open-job", 1001).claimed_job, "");
+  EXPECT_EQ(job_of("prodjob2", -1).job, "unassigned") << "an owner we could not tell";
+  EXPECT_EQ(job_of(std::string(254, 'j'), 1001).claimed_job, std::string(254, 'j')) << "too long for a job name";
+  EXPECT_EQ(JobOfTraceFile(in(""), "", 1001, owners).job, "unassigned") << "directly in the watched folder";
+  EXPECT_EQ(JobOfTraceFile(in("prodjob2"), "fixed", 1001, owners).job, "fixed") << "--job: the operator's word";
 }
 
 TEST_F(TraceDirWatcherTest, JournalRemembersUploadsAcrossRestarts) {
-  TraceFile file{dir_ + "/t.json", dir_, "t.json", "j", 10, 99};
+  TraceFile file{dir_ + "/t.json", dir_, "t.json", "", 10, 99};
   {
     UploadJournal journal;
     ASSERT_TRUE(journal.Open(dir_ + "/journal").ok());

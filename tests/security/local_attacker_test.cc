@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -32,6 +33,7 @@
 #include "tests/platform/loopback_socket.h"
 #include "tests/platform/process_runner.h"
 #include "tests/platform/test_cluster.h"
+#include "tests/security/local_attacker.h"
 #include "tests/test_support.h"
 
 namespace fleetprof::testing {
@@ -40,69 +42,7 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-constexpr uid_t kAttacker = 1001;
 constexpr char kSecretMarker[] = "ROOT-ONLY-CREDENTIALS-5f1c";
-
-// Root can switch uid; without root there is no second user to be.
-#define REQUIRE_ROOT()                                                          \
-  do {                                                                          \
-    if (::geteuid() != 0) {                                                     \
-      if (DataRequired()) FAIL() << "these tests run as root (CI does)";        \
-      GTEST_SKIP() << "not root: cannot act as a second local user";            \
-    }                                                                           \
-  } while (0)
-
-// Runs `body` in a child process as uid/gid kAttacker with no supplementary groups, until
-// the parent kills it. Returns the child's pid.
-template <typename Body>
-pid_t RunAsAttacker(Body body) {
-  const pid_t pid = ::fork();
-  if (pid != 0) return pid;
-  if (::setgroups(0, nullptr) != 0 || ::setresgid(kAttacker, kAttacker, kAttacker) != 0 ||
-      ::setresuid(kAttacker, kAttacker, kAttacker) != 0) {
-    ::_exit(97);
-  }
-  body();
-  ::_exit(0);
-}
-
-void Reap(pid_t pid) {
-  ::kill(pid, SIGKILL);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-}
-
-// A program run as kAttacker with exactly `env` (nothing inherited), killed and reaped when
-// this goes out of scope. argv and env are laid out before the fork: the child only switches
-// uid and calls execve, allocating nothing in a copy of a threaded process.
-class AttackerProcess {
- public:
-  AttackerProcess(std::vector<std::string> argv, std::vector<std::string> env)
-      : argv_(std::move(argv)), env_(std::move(env)) {
-    std::vector<char*> args = Pointers(argv_), vars = Pointers(env_);
-    pid_ = RunAsAttacker([&] {
-      ::execve(args[0], args.data(), vars.data());
-      ::_exit(98);
-    });
-  }
-  AttackerProcess(AttackerProcess&& other) noexcept
-      : argv_(std::move(other.argv_)), env_(std::move(other.env_)), pid_(std::exchange(other.pid_, -1)) {}
-  AttackerProcess& operator=(AttackerProcess&&) = delete;
-  ~AttackerProcess() {
-    if (pid_ > 0) Reap(pid_);
-  }
-  pid_t pid() const { return pid_; }
-
- private:
-  static std::vector<char*> Pointers(std::vector<std::string>& strings) {
-    std::vector<char*> out;
-    for (std::string& s : strings) out.push_back(s.data());
-    out.push_back(nullptr);
-    return out;
-  }
-  std::vector<std::string> argv_, env_;
-  pid_t pid_ = -1;
-};
 
 std::string Trace(const std::string& event_name, size_t padding) {
   return absl::StrCat(R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":")", event_name,
@@ -206,28 +146,6 @@ TEST(LocalAttacker, ServerRefusesJsonThatIsNoTrace) {
   EXPECT_NE(upload.exit_code, 0) << upload.out;
   EXPECT_NE(upload.err.find("without \"traceEvents\" is not a Chrome/Kineto trace"), std::string::npos) << upload.err;
   EXPECT_TRUE(ProfileIds(cluster.Cli({"profiles", "--json"}).out).empty());
-}
-
-// One dynolog request on connection `fd`, framed as `dyno` does (int32 length, native order);
-// the reply's JSON, or what went wrong. Closes `fd`.
-std::string DynologExchange(int fd, const std::string& json) {
-  if (fd < 0) return "(cannot connect)";
-  const int32_t length = static_cast<int32_t>(json.size());
-  std::string framed(reinterpret_cast<const char*>(&length), sizeof(length));
-  framed += json;
-  ::send(fd, framed.data(), framed.size(), MSG_NOSIGNAL);
-  std::string received;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0) received.append(buffer, n);
-  ::close(fd);
-  return received.size() > sizeof(length) ? received.substr(sizeof(length)) : "(no reply)";
-}
-
-size_t Occurrences(const std::string& text, const std::string& needle) {
-  size_t count = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
-  return count;
 }
 
 // Item 3 (Medium): the dynolog API on loopback had no caller identity, so any local user
@@ -622,6 +540,107 @@ TEST(LocalAttacker, AnXlaJobWritesItsTraceIntoItsOwnFolderAndALinkThereReadsNoth
   fs::remove_all(open_dir);
   fs::remove_all(trace_parent);
   fs::remove_all(root_dir);
+}
+
+// Issue 39, finding 4: a user who may write a watched folder made <dir>/prodjob2/x.json and it
+// was filed as job prodjob2 (its views, diagnosis and timeline then showed the user's file),
+// and a folder named with a newline forged lines of the agent's log. A folder names the
+// file's job only when the file's owner may use that job (--job_owners_file); otherwise the
+// file is "unassigned" with the label claimed_job.
+TEST(LocalAttacker, AFileUnderAnotherUsersJobFolderIsNotFiledUnderThatJob) {
+  REQUIRE_ROOT();
+  const std::string trace_root = MakeTempDir();
+  ::chmod(trace_root.c_str(), 01777);  // a drop folder every user may write
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer()) << cluster.ServerLog();
+  const std::string owners_file = cluster.root() + "/job_owners";
+  std::ofstream(owners_file) << "1002 prodjob2\n";
+  const int agent = cluster.StartAgent({"--trace_dir=" + trace_root, "--scan_interval_ms=50", "--settle_ms=100",
+                                        "--job_owners_file=" + owners_file});
+  ASSERT_GE(agent, 0);
+  const std::string forged_line = "[2001-01-01 00:00:00.000] [info] uploaded x.json job=prodjob2";
+  const std::vector<std::string> folders = {"prodjob2", "open-job", "forged\n" + forged_line};
+  const pid_t writer = RunAsAttacker([&] {
+    for (const std::string& folder : folders) {
+      const std::string dir = trace_root + "/" + folder;
+      if (::mkdir(dir.c_str(), 0755) != 0) ::_exit(96);
+      std::ofstream(dir + "/x.json") << Trace("by-uid-1001", 10);
+    }
+  });
+  int status = 0;
+  ASSERT_EQ(::waitpid(writer, &status, 0), writer);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+
+  const auto profiles = [&](const std::string& job) { return cluster.Cli({"profiles", "--job", job, "--json"}).out; };
+  ASSERT_TRUE(Eventually(20, [&] {
+    return ProfileIds(profiles("unassigned")).size() == 1 && ProfileIds(profiles("open-job")).size() == 1;
+  })) << profiles("unassigned") << profiles("open-job");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // scans enough to have filed the third
+  const std::string unassigned = profiles("unassigned");
+  std::cout << "uid 1001's file under prodjob2/ (listed for uid 1002):\n" << unassigned << std::endl;
+  EXPECT_EQ(ProfileIds(profiles("prodjob2")).size(), 0u) << profiles("prodjob2");
+  EXPECT_NE(unassigned.find("\"claimed_job\":\"prodjob2\""), std::string::npos) << unassigned;
+  EXPECT_EQ(ProfileIds(cluster.Cli({"profiles", "--json"}).out).size(), 2u) << "the forged folder's file is not uploaded";
+
+  const std::string log = ReadSmallFile(cluster.root() + "/agent0.log");
+  EXPECT_EQ(log.find("\n" + forged_line), std::string::npos) << "a folder name forged a log line:\n" << log;
+  EXPECT_NE(log.find("forged\\n[2001"), std::string::npos) << "the name is logged escaped:\n" << log;
+  cluster.StopAgent(agent);
+  fs::remove_all(trace_root);
+}
+
+// Issue 39, finding 7: the agent's /metrics listener (prometheus-cpp's: 2 threads, 30 s request
+// timeout) answered nobody while two connections of any local user stayed open sending
+// nothing: 4 of 6 scrapes timed out. Connections that wait hold no thread now, and past the
+// listener's cap the longest idle one is closed for a newcomer.
+TEST(LocalAttacker, StalledConnectionsDoNotBlindTheAgentsMetrics) {
+  REQUIRE_ROOT();
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartServer()) << cluster.ServerLog();
+  const int agent = cluster.StartAgent({});
+  ASSERT_GE(agent, 0);
+  const std::string addr = cluster.agent_metrics_addr(agent);
+  const int port = std::stoi(addr.substr(addr.rfind(':') + 1));
+  const auto scrape_ms = [&](std::string* body) {
+    const auto start = Clock::now();
+    *body = HttpGet(addr, "/metrics");
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  };
+  // As uid 1001: `count` connections, every other one stopping half-way through a header.
+  const auto hold = [&](int count) {
+    int ready[2];
+    if (::pipe(ready) != 0) return pid_t{-1};
+    const pid_t holder = RunAsAttacker([&] {
+      static constexpr char kHalf[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+      for (int i = 0; i < count; ++i) {
+        const int fd = ConnectToLoopback(port);
+        if (fd >= 0 && i % 2 == 1) (void)!::write(fd, kHalf, sizeof(kHalf) - 1);
+      }
+      (void)!::write(ready[1], "r", 1);
+      ::pause();
+    });
+    char byte = 0;
+    (void)!::read(ready[0], &byte, 1);
+    ::close(ready[0]);
+    ::close(ready[1]);
+    return holder;
+  };
+  for (const int stalled : {4, 200}) {  // the finding's few, then more than the listener keeps
+    const pid_t holder = hold(stalled);
+    ASSERT_GT(holder, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // all accepted before the scrapes
+    double worst = 0;
+    for (int i = 0; i < 6; ++i) {
+      std::string body;
+      worst = std::max(worst, scrape_ms(&body));
+      EXPECT_NE(body.find("fleetprof_agent_server_connected"), std::string::npos) << "scrape " << i << ": " << body;
+    }
+    std::cout << stalled << " stalled connections of uid 1001: the slowest of 6 scrapes took " << worst << " ms"
+              << std::endl;
+    EXPECT_LT(worst, 3000) << "a scrape waited for the stalled connections";
+    Reap(holder);
+  }
+  cluster.StopAgent(agent);
 }
 
 }  // namespace

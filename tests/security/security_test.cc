@@ -498,6 +498,42 @@ TEST_F(SecurityTest, CaptureAndScheduleJobNamesArePrintableText) {
   }
 }
 
+// Issue 39: DeleteSchedule needed only the capture scope, so any capture token deleted other
+// principals' schedules. The principal that created a schedule deletes it, or an admin; the
+// rule is the operation's, so gRPC (the CLI) and HTTP answer alike.
+TEST_F(SecurityTest, AScheduleIsDeletedOnlyByItsCreatorOrAnAdmin) {
+  const auto create = [&] {
+    CommandResult made = Cli({"schedule", "--job", "nightly", "--every", "30m", "--json"}, "only_capture");
+    EXPECT_EQ(made.exit_code, 0) << made.err;
+    EXPECT_NE(made.out.find("\"created_by\":\"only_capture\""), std::string::npos) << made.out;
+    return testing::JsonStringField(made.out, "schedule_id");
+  };
+  const std::string first = create(), second = create();
+  ASSERT_FALSE(first.empty() || second.empty());
+  httplib::Client http("http://" + cluster_.http_addr());
+  const auto http_delete = [&](const std::string& id, const std::string& token) {
+    httplib::Result res = http.Delete("/api/v1/schedules/" + id, {{"Authorization", "Bearer " + token}});
+    return res ? std::make_pair(res->status, res->body) : std::make_pair(-1, std::string());
+  };
+  const std::string rule = "only its creator or a principal with the admin scope may delete it";
+
+  // Another principal with the capture scope: refused over gRPC and over HTTP.
+  CommandResult grpc_denied = Cli({"unschedule", first}, "operator");
+  EXPECT_NE(grpc_denied.exit_code, 0);
+  EXPECT_NE(grpc_denied.err.find(rule), std::string::npos) << grpc_denied.err;
+  const auto [http_status, http_body] = http_delete(first, "operator");
+  EXPECT_EQ(http_status, 403) << http_body;
+  EXPECT_NE(http_body.find(rule), std::string::npos) << http_body;
+  const std::string listed = Cli({"schedules", "--json"}, "only_read").out;
+  EXPECT_TRUE(listed.find(first) != std::string::npos && listed.find(second) != std::string::npos) << listed;
+
+  // Its creator deletes one over HTTP; an admin (with capture, the method's scope) the other by gRPC.
+  EXPECT_EQ(http_delete(first, "only_capture").first, 200);
+  CommandResult by_admin = Cli({"unschedule", second, "--json"}, "all_but_read");
+  EXPECT_EQ(by_admin.exit_code, 0) << by_admin.err;
+  EXPECT_EQ(Cli({"schedules", "--json"}, "only_read").out, "{\"schedules\":[]}\n");
+}
+
 TEST_F(SecurityTest, SighupReloadsTheTokensFile) {
   EXPECT_EQ(Cli({"profiles"}, "fresh").exit_code, 1);
   std::ofstream(tokens_, std::ios::app) << Sha256Hex("fresh") << " read fresh\n";
