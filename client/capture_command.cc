@@ -3,6 +3,7 @@
 #include <chrono>
 #include <iostream>
 #include <map>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -109,23 +110,35 @@ int RunCapture(const CliOptions& options) {
   if (options.wait && capture.state() == v1::Capture::RUNNING) {
     ProgressPrinter progress;
     progress.Show(capture);
-    grpc::ClientContext context;
     // The server fails a capture's targets soon after its deadline; a watch that outlives
     // that by a minute is talking to a server that stopped answering.
-    if (capture.deadline_unix_ns() > 0) {
-      context.set_deadline(std::chrono::system_clock::time_point(std::chrono::nanoseconds(capture.deadline_unix_ns())) +
-                           std::chrono::minutes(1));
-    }
+    const auto give_up = capture.deadline_unix_ns() > 0
+                             ? std::chrono::system_clock::time_point(std::chrono::nanoseconds(capture.deadline_unix_ns())) +
+                                   std::chrono::minutes(1)
+                             : std::chrono::system_clock::now() + std::chrono::hours(2);
     v1::GetCaptureRequest watch;
     watch.set_capture_id(capture.capture_id());
-    auto reader = stub->WatchCapture(&context, watch);
-    v1::Capture update;
-    while (reader->Read(&update)) {
-      capture = update;
-      progress.Show(capture);
+    // A replica that restarts or goes away ends the watch; the capture goes on (its record is in
+    // the catalog), so the watch is opened again, on whichever replica the channel reaches.
+    while (capture.state() == v1::Capture::RUNNING) {
+      grpc::ClientContext context;
+      context.set_deadline(give_up);
+      auto reader = stub->WatchCapture(&context, watch);
+      v1::Capture update;
+      while (reader->Read(&update)) {
+        capture = update;
+        progress.Show(capture);
+      }
+      grpc::Status s = reader->Finish();
+      if (s.ok() || capture.state() != v1::Capture::RUNNING) break;
+      const bool reconnect = s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::CANCELLED ||
+                             s.error_code() == grpc::StatusCode::UNKNOWN;
+      if (!reconnect || std::chrono::system_clock::now() >= give_up) {
+        return Fail(absl::StrCat("lost track of capture ", capture.capture_id(), ": ", s.error_message()));
+      }
+      std::cerr << "[watch] " << s.error_message() << "; following capture " << capture.capture_id() << " again\n";
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
-    grpc::Status s = reader->Finish();
-    if (!s.ok()) return Fail(absl::StrCat("lost track of capture ", capture.capture_id(), ": ", s.error_message()));
   }
   if (options.json) {
     std::cout << ProtoToJson(capture) << "\n";

@@ -72,7 +72,8 @@ int main(int argc, char** argv) {
   flags.AddString("target", &options.target, "capture: only this target (xprof:HOST:PORT, kineto:pid=N)");
   flags.AddInt("duration_ms", &options.duration_ms, "capture: how long to trace (default 2000)");
   flags.AddInt("iterations", &options.iterations, "capture: trace this many iterations (Kineto)");
-  flags.AddInt("start_delay_ms", &options.start_delay_ms, "capture: shared start this far in the future");
+  flags.AddInt("start_delay_ms", &options.start_delay_ms,
+               "capture: shared start this far in the future, exactly (default: now, or 11 s for PyTorch jobs, which poll every 5 s and warm up 5 s; a job that cannot meet a given start fails with the reason)");
   flags.AddBool("wait", &options.wait, "capture: follow progress until every target is done");
   flags.AddInt("capture_timeout_ms", &options.capture_timeout_ms,
                "capture: give up on a target this long after the start (default max(60 s, 2 x duration))");

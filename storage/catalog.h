@@ -34,6 +34,12 @@ struct CatalogScan {
 // Sees one record; returns false to stop the scan.
 using CatalogVisitor = std::function<bool(std::string_view key, std::string_view value)>;
 
+// A commit that may or may not have been applied: the store's reply was lost and it could not
+// be asked again in time. UNAVAILABLE with a mark that says so; the caller must keep whatever
+// the commit would have made live (a profile's events), since it may be live now.
+absl::Status CommitOutcomeUnknown(std::string_view message);
+bool IsCommitOutcomeUnknown(const absl::Status& status);
+
 // Mutations applied together, and only if every condition holds at that moment.
 struct CatalogWrite {
   struct Condition {

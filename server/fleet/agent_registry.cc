@@ -245,12 +245,13 @@ std::vector<v1::AgentInfo> AgentRegistry::List() {
   return out;
 }
 
-v1::ListAgentsResponse AgentRegistry::ListAgents() {
+absl::StatusOr<v1::ListAgentsResponse> AgentRegistry::ListAgents() {
   // Cluster mode: every replica's agents, from the catalog; this replica's own from memory.
   std::map<std::string, v1::AgentInfo> listed;
   if (!ReplicaId().empty()) {
     auto stored = store_->List();
-    if (stored.ok()) {
+    if (!stored.ok()) return stored.status();
+    {
       const int64_t now = clock_->Now();
       for (auto& agent : *stored) {
         if (agent.state() == v1::AgentInfo::CONNECTED && now - agent.last_seen_ns() > kClusterStaleNs) {

@@ -93,8 +93,10 @@ class AgentRegistry {
     return static_cast<int64_t>(sessions_.size());
   }
   std::vector<v1::AgentInfo> List();
-  // Every agent as the API shows it: connected ones with their latest device samples.
-  v1::ListAgentsResponse ListAgents();
+  // Every agent as the API shows it: connected ones with their latest device samples. In
+  // cluster mode the catalog's error when it cannot be read (UNAVAILABLE naming etcd): an
+  // empty list would say "no agents" when the truth is "cannot tell".
+  absl::StatusOr<v1::ListAgentsResponse> ListAgents();
   // Sends `message` to the connected agent of `node`; false if it is not connected.
   bool Send(const std::string& node, const v1::ServerMessage& message);
   // Latest device samples of every connected agent, by node.

@@ -228,8 +228,10 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
   // Shared: every replica's connected agents (the catalog's records), not only this one's.
   std::vector<v1::AgentInfo> agents;
   if (shared_) {
-    v1::ListAgentsResponse listed = registry_->ListAgents();
-    agents.assign(listed.agents().begin(), listed.agents().end());
+    absl::StatusOr<v1::ListAgentsResponse> listed = registry_->ListAgents();
+    // Without the catalog no target can be known: say so now, not "no process matched".
+    if (!listed.ok()) return listed.status();
+    agents.assign(listed->agents().begin(), listed->agents().end());
   } else {
     agents = registry_->List();
   }
@@ -274,6 +276,15 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
     absl::StatusOr<std::optional<v1::Capture>> earlier = FindByRequestId(request, now);
     if (!earlier.ok()) return earlier.status();
     if (earlier->has_value()) return **earlier;
+  }
+  // In a cluster the stored record is how other replicas' agents hear of the capture: a start
+  // the catalog did not take is no capture (UNAVAILABLE naming etcd), never one that fails a
+  // minute later with "agent never started the capture".
+  if (shared_) {
+    if (absl::Status s = store_->captures().PutIfUnchanged(capture, std::nullopt); !s.ok()) {
+      spdlog::warn("capture of job {} not started: {}", request.job(), std::string(s.message()));
+      return s;
+    }
   }
   {
     // Listed (and able to take updates) before any agent hears of it, already RUNNING, so a

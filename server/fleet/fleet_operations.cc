@@ -20,7 +20,7 @@ void AddFleetOperations(CaptureCoordinator* captures, CaptureScheduler* schedule
       [schedules](const DeleteScheduleRequest& r, const Principal& caller) { return schedules->Delete(r, caller); });
   ops->AddUnary<ListAgentsRequest, ListAgentsResponse>(
       "fleetprof.v1.AgentService.ListAgents",
-      [agents](const auto&) { return absl::StatusOr<ListAgentsResponse>(agents->ListAgents()); });
+      [agents](const auto&) { return agents->ListAgents(); });
 }
 
 }  // namespace fleetprof

@@ -9,6 +9,7 @@
 #include "common/runtime.h"
 #include "common/text_checks.h"
 #include "server/ingest/ingestor.h"
+#include "storage/catalog.h"
 #include "server/ingest/streaming_analysis.h"
 #include "spdlog/spdlog.h"
 #include "timeline/timeline_builder.h"
@@ -345,6 +346,13 @@ absl::StatusOr<v1::UploadResponse> UploadSession::Answer(bool broken) {
   v1::UploadResponse response;
   if (absl::Status s = context_->Commit(record_, r.file_name, r.profile_id, *summary, r.started, &response);
       !s.ok()) {
+    // The profile may be listed already (its commit's reply was lost): its events stay. A
+    // client's retry finds it committed, whole; if it was not, they are blocks of no profile.
+    if (IsCommitOutcomeUnknown(s)) {
+      r.cleanup.Disarm();
+      spdlog::warn("upload {}: the commit of profile {} may have been applied; its event blocks are kept: {}",
+                   record_.metadata().upload_id(), r.profile_id, std::string(s.message()));
+    }
     return s;
   }
   r.cleanup.Disarm();

@@ -1,6 +1,7 @@
 #include "storage/cluster/etcd_catalog.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <thread>
 
@@ -8,7 +9,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
+#include "spdlog/spdlog.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace fleetprof::cluster {
@@ -118,9 +121,12 @@ class EtcdCatalog : public Catalog {
         txn.add_success()->mutable_request_delete_range()->set_key(key);
       }
     }
-    bool retried = false;
-    auto response = etcd_->Txn(txn, &retried);
-    if (!response.ok()) return response.status();
+    bool retried = false, maybe_applied = false;
+    auto response = etcd_->Txn(txn, &retried, &maybe_applied);
+    if (!response.ok()) {
+      if (!maybe_applied || absl::IsInvalidArgument(response.status())) return response.status();
+      return ResolveUnknownOutcome(last, response.status());
+    }
     if (response->succeeded()) return absl::OkStatus();
     // A retried Txn whose first try was applied fails its own conditions the second time: if
     // every mutation is in place, it was this commit that put it there.
@@ -146,12 +152,41 @@ class EtcdCatalog : public Catalog {
     return absl::StrCat(TablePrefix(table), std::string(key));
   }
 
-  // Whether every mutation's key now holds what the mutation wrote (deleted: absent).
+  // The commit's reply was lost (a partition, a timeout): it may have been applied or not.
+  // Nothing is decided until etcd answers again: it is asked, of a quorum, every half second
+  // for up to kResolveFor. Applied: the commit succeeded. Not applied: the error it was. No
+  // answer: the outcome stays unknown and says so (CommitOutcomeUnknown), so the caller keeps
+  // what the commit may have made live (an upload's events) instead of deleting it.
+  absl::Status ResolveUnknownOutcome(const std::map<std::string, const CatalogWrite::Mutation*>& mutations,
+                                     const absl::Status& error) {
+    constexpr auto kResolveFor = std::chrono::seconds(30);
+    const auto give_up = std::chrono::steady_clock::now() + kResolveFor;
+    spdlog::warn("etcd commit of {} keys: its outcome is unknown ({}); asking etcd again until it answers",
+                 mutations.size(), std::string(error.message()));
+    while (true) {
+      absl::StatusOr<bool> applied = Applied(mutations);
+      if (applied.ok()) {
+        spdlog::warn("etcd commit of {} keys whose reply was lost: {}", mutations.size(),
+                     *applied ? "applied (it succeeded)" : "not applied");
+        return *applied ? absl::OkStatus() : error;
+      }
+      // Without a leader etcd cannot say soon; neither can waiting here (the caller keeps what the
+      // commit may have made live, and a retry reads the catalog again).
+      if (std::chrono::steady_clock::now() >= give_up || absl::StrContains(applied.status().message(), "no leader")) {
+        return CommitOutcomeUnknown(absl::StrCat(error.message(), "; whether the commit was applied is unknown: etcd ",
+                                                 "did not answer for ", kResolveFor.count(), " s after"));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  }
+
+  // Whether every mutation's key now holds what the mutation wrote (deleted: absent), as a
+  // quorum sees it (a lagging member's copy could miss a commit that happened).
   absl::StatusOr<bool> Applied(const std::map<std::string, const CatalogWrite::Mutation*>& mutations) {
     for (const auto& [key, m] : mutations) {
       etcdserverpb::RangeRequest request;
       request.set_key(key);
-      auto found = etcd_->Range(request);
+      auto found = etcd_->RangeFromQuorum(request);
       if (!found.ok()) return found.status();
       const bool present = found->kvs_size() > 0;
       if (m->value ? (!present || found->kvs(0).value() != *m->value) : present) return false;

@@ -25,6 +25,26 @@ bool Transient(const grpc::Status& s) {
          absl::StrContains(m, "timed out") || absl::StrContains(m, "not capable");
 }
 
+// Whether a failed try may still have been applied. A member that said it has no leader (or
+// cannot serve), and a connection never made, applied nothing; a timeout, a lost reply or a
+// connection broken mid-call may have reached a member that proposed it.
+// No connection could be made to the member: nothing is listening there now.
+bool ConnectionRefused(const grpc::Status& s) {
+  return absl::StrContains(s.error_message(), "failed to connect") ||
+         absl::StrContains(s.error_message(), "Connection refused");
+}
+
+bool MayHaveBeenApplied(const grpc::Status& s) {
+  const std::string& m = s.error_message();
+  if (absl::StrContains(m, "no leader") || absl::StrContains(m, "not capable") ||
+      absl::StrContains(m, "failed to connect") || absl::StrContains(m, "Connection refused")) {
+    return false;
+  }
+  return s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         s.error_code() == grpc::StatusCode::CANCELLED || absl::StrContains(m, "timed out") ||
+         absl::StrContains(m, "leader changed");
+}
+
 absl::Status ToStatus(const grpc::Status& s, std::string_view op) {
   std::string message = absl::StrCat("etcd ", std::string(op), ": ", s.error_message());
   if (absl::StrContains(s.error_message(), "database space exceeded")) return absl::ResourceExhaustedError(message);
@@ -103,7 +123,7 @@ std::string EtcdClient::Describe() const {
 
 absl::Status EtcdClient::Call(const char* op,
                               const std::function<grpc::Status(grpc::ClientContext*, size_t member)>& call,
-                              bool* retried, bool require_leader, absl::Duration budget) {
+                              bool* retried, bool require_leader, absl::Duration budget, bool* maybe_delivered) {
   const auto started = Clock::now();
   const auto give_up =
       started + absl::ToChronoNanoseconds(budget == absl::ZeroDuration() ? settings_.retry_budget : budget);
@@ -111,6 +131,7 @@ absl::Status EtcdClient::Call(const char* op,
   const auto give_up_slow = started + absl::ToChronoNanoseconds(std::max(settings_.slow_budget, budget));
   thread_local std::mt19937_64 rng{std::random_device{}()};
   grpc::Status last;
+  size_t refused_in_a_row = 0;
   for (int attempt = 0;; ++attempt) {
     const size_t member = current_.load() % members_.size();
     grpc::ClientContext context;
@@ -118,6 +139,7 @@ absl::Status EtcdClient::Call(const char* op,
     // A member that has lost its leader refuses at once instead of waiting out its own timeout.
     if (require_leader) context.AddMetadata("hasleader", "true");
     last = call(&context, member);
+    if (maybe_delivered != nullptr && !last.ok() && MayHaveBeenApplied(last)) *maybe_delivered = true;
     if (last.ok() || !Transient(last)) {
       healthy_ = last.ok() || last.error_code() != grpc::StatusCode::UNAVAILABLE;
       if (retried != nullptr) *retried = attempt > 0;
@@ -127,6 +149,10 @@ absl::Status EtcdClient::Call(const char* op,
       }
       return last.ok() ? absl::OkStatus() : ToStatus(last, op);
     }
+    // Every member refused a connection in turn: etcd is not there (all stopped, or this host
+    // cut off), and waiting out the budget would only delay the error every caller gets.
+    refused_in_a_row = ConnectionRefused(last) ? refused_in_a_row + 1 : 0;
+    if (refused_in_a_row >= members_.size()) break;
     // This member cannot serve now: the next one, after a pause that grows with each try.
     size_t expected = member;  // unless another call moved on already
     current_.compare_exchange_strong(expected, member + 1);
@@ -182,12 +208,30 @@ absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Range(const etcdserverpb
   return response;
 }
 
-absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(const etcdserverpb::TxnRequest& request, bool* retried) {
+absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::RangeFromQuorum(const etcdserverpb::RangeRequest& request) {
+  etcdserverpb::RangeResponse response;
+  etcdserverpb::RangeRequest linearizable = request;
+  linearizable.set_serializable(false);
+  absl::Status s = Call(
+      "range",
+      [&](grpc::ClientContext* context, size_t member) {
+        response.Clear();
+        return members_[member].kv->Range(context, linearizable, &response);
+      },
+      nullptr, true, std::min(settings_.retry_budget, absl::Milliseconds(1500)));
+  if (!s.ok()) return s;
+  return response;
+}
+
+absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(const etcdserverpb::TxnRequest& request, bool* retried,
+                                                         bool* maybe_applied) {
   etcdserverpb::TxnResponse response;
+  bool delivered = false;
   absl::Status s = Call("txn", [&](grpc::ClientContext* context, size_t member) {
     response.Clear();
     return members_[member].kv->Txn(context, request, &response);
-  }, retried);
+  }, retried, true, absl::ZeroDuration(), &delivered);
+  if (maybe_applied != nullptr) *maybe_applied = !s.ok() && delivered;
   if (!s.ok()) return s;
   return response;
 }

@@ -50,9 +50,15 @@ class EtcdClient {
   // Linearizable; when no quorum answers, served by any live member from what it has
   // (serializable: possibly behind, never wrong about what was committed).
   absl::StatusOr<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& request);
+  // Linearizable or an error: never the serializable fallback. For deciding what happened.
+  absl::StatusOr<etcdserverpb::RangeResponse> RangeFromQuorum(const etcdserverpb::RangeRequest& request);
   // `*retried` says whether the request may have been sent more than once (a first try that
   // timed out may still have been applied): a conditional transaction's caller then checks.
-  absl::StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& request, bool* retried);
+  // On failure, `*maybe_applied` (when given) says whether some try reached a member that may
+  // have applied it (a lost reply, a timeout, a connection broken mid-call) rather than being
+  // refused outright (no leader, no connection).
+  absl::StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& request, bool* retried,
+                                                bool* maybe_applied = nullptr);
   absl::Status Compact(int64_t revision);
   absl::StatusOr<etcdserverpb::LeaseGrantResponse> LeaseGrant(int64_t ttl_seconds);
   absl::Status LeaseRevoke(int64_t id);
@@ -73,7 +79,8 @@ class EtcdClient {
   explicit EtcdClient(EtcdSettings settings);
   // Runs `call` against the current member, moving on and retrying as the header says.
   absl::Status Call(const char* op, const std::function<grpc::Status(grpc::ClientContext*, size_t member)>& call,
-                    bool* retried = nullptr, bool require_leader = true, absl::Duration budget = absl::ZeroDuration());
+                    bool* retried = nullptr, bool require_leader = true, absl::Duration budget = absl::ZeroDuration(),
+                    bool* maybe_delivered = nullptr);
 
   struct Member {
     std::string address;

@@ -213,6 +213,74 @@ TEST_F(ReplicaTest, ALeaderCutFromEtcdStopsLeadingBeforeAnotherStarts) {
   EXPECT_FALSE(leads(a));
 }
 
+// Issue 45, finding 1: the commit of an upload reached etcd but its reply was lost (a partition
+// that held the bytes for 14 s); the server answered UNAVAILABLE and its cleanup deleted the
+// events of the profile the commit had listed, so `trace` said "has no stored events". The
+// catalog now asks etcd again once it answers, and nothing is deleted before that: twice over,
+// every listed profile is whole.
+TEST_F(ReplicaTest, UploadsWhoseCommitRepliesAreLostAreListedWhole) {
+  const std::string endpoint = etcd_.EndpointList()[0];
+  TcpProxy link(std::stoi(endpoint.substr(endpoint.rfind(':') + 1)));
+  std::vector<std::string> flags = ReplicaFlags();
+  for (auto& f : flags) {
+    if (f.starts_with("--etcd_endpoints=")) f = "--etcd_endpoints=http://" + link.address();
+  }
+  TestCluster a;
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", flags)) << a.ServerLog();
+  const std::string trace = CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz");
+  FLEETPROF_REQUIRE_PATH(trace);
+  CommandResult analyzed = a.Cli({"analyze", trace, "--json"});
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round);
+    const std::string job = "lost-reply-" + std::to_string(round);
+    link.LoseRepliesAfter("index/j/" + job);  // only the commit writes a job's index keys
+    CommandResult upload;
+    std::thread uploader([&] { upload = a.Cli({"upload", trace, "--job", job, "--json"}, 240); });
+    ASSERT_TRUE(Eventually(120, [&] { return link.losing_replies(); })) << a.ServerLog();
+    std::this_thread::sleep_for(std::chrono::seconds(14));  // as long as the partition the fault pass held
+    link.Restore();
+    uploader.join();
+    ASSERT_EQ(upload.exit_code, 0) << upload.err << a.ServerLog();
+    const std::string id = JsonStringField(upload.out, "profile_id");
+    ASSERT_FALSE(id.empty()) << upload.out;
+    EXPECT_NE(a.Cli({"profiles", "--job", job, "--json"}).out.find(id), std::string::npos);
+    CommandResult kernels = a.Cli({"kernels", id, "--json"});
+    EXPECT_EQ(CompareSection(kernels.out, analyzed.out, "kernels"), "") << kernels.err;
+    CommandResult window = a.Cli({"trace", id, "--json"});
+    EXPECT_EQ(window.exit_code, 0) << window.err;
+    EXPECT_EQ(window.err.find("no stored events"), std::string::npos) << window.err;
+    EXPECT_GT(window.out.size(), 1000u) << window.out;
+    const std::string exported = a.root() + "/export-" + job;
+    CommandResult original = a.Cli({"export", id, "-o", exported, "--format", "original"});
+    ASSERT_EQ(original.exit_code, 0) << original.err;
+    EXPECT_TRUE(ReadSmallFile(exported) == ReadSmallFile(trace)) << "the original, byte for byte";
+  }
+  EXPECT_NE(a.ServerLog().find("whose reply was lost: applied"), std::string::npos) << a.ServerLog();
+}
+
+// Issue 45, finding 5: without etcd a capture start was accepted (RUNNING) and failed a minute
+// later, and `agents` answered an empty list with exit 0. Both say at once that etcd is missing.
+TEST_F(ReplicaTest, WithoutEtcdCaptureStartsAndAgentListsFailNamingEtcd) {
+  TestCluster a;
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", ReplicaFlags())) << a.ServerLog();
+  ASSERT_EQ(a.Cli({"agents", "--json"}).exit_code, 0);
+  etcd_.Kill(0);
+  const auto started = std::chrono::steady_clock::now();
+  CommandResult agents = a.Cli({"agents", "--json"});
+  const auto listed = std::chrono::steady_clock::now();
+  CommandResult capture = a.Cli({"capture", "--job", "train", "--json"});
+  const auto done = std::chrono::steady_clock::now();
+  std::printf("without etcd: agents answered in %.1f s (%s), capture in %.1f s (%s)\n",
+              std::chrono::duration<double>(listed - started).count(), agents.err.c_str(),
+              std::chrono::duration<double>(done - listed).count(), capture.err.c_str());
+  EXPECT_NE(agents.exit_code, 0) << agents.out;
+  EXPECT_NE(agents.err.find("etcd"), std::string::npos) << agents.err;
+  EXPECT_NE(capture.exit_code, 0) << capture.out;
+  EXPECT_NE(capture.err.find("etcd"), std::string::npos) << capture.err;
+  EXPECT_EQ(capture.out.find("RUNNING"), std::string::npos) << capture.out;
+}
+
 // A capture started through replica B reaches the agent connected to replica A (the capture
 // record and etcd's watch), and B's `capture --wait` follows it to DONE with A's progress.
 TEST_F(ReplicaTest, ACaptureStartedOnOneReplicaReachesAnAgentOnAnother) {

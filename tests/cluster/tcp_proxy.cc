@@ -3,6 +3,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <string_view>
+
 #include "absl/strings/str_cat.h"
 #include "tests/platform/loopback_socket.h"
 
@@ -46,6 +48,23 @@ void TcpProxy::Cut() {
   for (int fd : fds_) Reset(fd);
 }
 
+void TcpProxy::LoseRepliesAfter(std::string pattern) {
+  absl::MutexLock lock(&mu_);
+  lose_after_ = std::move(pattern);
+}
+
+void TcpProxy::Restore() {
+  if (losing_.exchange(false)) {
+    absl::MutexLock lock(&mu_);
+    for (int fd : fds_) Reset(fd);  // their HTTP/2 streams lost bytes: start over
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    lose_after_.clear();
+  }
+  cut_ = false;
+}
+
 void TcpProxy::AcceptLoop() {
   while (!stopping_) {
     int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -63,17 +82,25 @@ void TcpProxy::AcceptLoop() {
     absl::MutexLock lock(&mu_);
     fds_.push_back(client);
     fds_.push_back(upstream);
-    pumps_.emplace_back([this, client, upstream] { Pump(client, upstream); });
-    pumps_.emplace_back([this, client, upstream] { Pump(upstream, client); });
+    pumps_.emplace_back([this, client, upstream] { Pump(client, upstream, false); });
+    pumps_.emplace_back([this, client, upstream] { Pump(upstream, client, true); });
   }
 }
 
 // Copies one direction until either side closes; then ends both (the fds are closed at the end).
-void TcpProxy::Pump(int from, int to) {
+void TcpProxy::Pump(int from, int to, bool replies) {
   char buf[65536];
   while (true) {
     ssize_t n = ::read(from, buf, sizeof(buf));
     if (n <= 0 || cut_) break;
+    if (!replies && !losing_) {
+      absl::MutexLock lock(&mu_);
+      if (!lose_after_.empty() &&
+          std::string_view(buf, static_cast<size_t>(n)).find(lose_after_) != std::string_view::npos) {
+        losing_ = true;
+      }
+    }
+    if (replies && losing_) continue;  // read, never delivered
     for (ssize_t sent = 0; sent < n;) {
       ssize_t m = ::send(to, buf + sent, static_cast<size_t>(n - sent), MSG_NOSIGNAL);
       if (m <= 0) {

@@ -321,7 +321,8 @@ TEST_F(SimulatedTimeTest, ListingAnswersWhileAStorageWriteIsHeldUp) {
     auto agents = registry.ListAgents();
     fastest = std::min(fastest, std::chrono::steady_clock::now() - started);
     EXPECT_TRUE(schedules.ok());
-    EXPECT_EQ(agents.agents_size(), 1);
+    ASSERT_TRUE(agents.ok()) << agents.status();
+    EXPECT_EQ(agents->agents_size(), 1);
   }
   EXPECT_LT(fastest, std::chrono::milliseconds(50))
       << std::chrono::duration_cast<std::chrono::milliseconds>(fastest).count() << " ms while a write was held up";
