@@ -101,6 +101,14 @@ EtcdClient::EtcdClient(EtcdSettings settings) : settings_(std::move(settings)) {
     args.SetMaxReceiveMessageSize(64 << 20);
     // Reconnect quickly after a member comes back (gRPC's default backoff grows to 120 s).
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+    // A member that went silent behind a half-open connection (power lost, a partition that
+    // drops packets) would hold a watch or a call forever: pings while calls are open find
+    // it within keepalive time + timeout, and the call fails over to the next member. etcd
+    // refuses pings more often than every 5 s (--grpc-keepalive-min-time); pings go on for as
+    // long as a watch stays quiet.
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
     std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
     if (settings_.tls) {
       grpc::SslCredentialsOptions ssl;

@@ -153,5 +153,50 @@ TEST_F(CatalogFaultTest, ACommitWhoseReplyIsLostIsResolvedByAskingEtcdAgain) {
   EXPECT_FALSE(IsCommitOutcomeUnknown(committed));
 }
 
+// Issue 45, finding 2: the member carrying a replica's watch went silent (bytes held, as behind
+// a half-open connection) and the watch waited on it for good, so that replica never heard of
+// captures started elsewhere. Keepalive pings find the silent member and the watch moves on.
+TEST_F(CatalogFaultTest, AWatchLeavesASilentMemberAndSeesLaterChanges) {
+  const std::vector<std::string> members = etcd_.EndpointList();
+  testing::TcpProxy link(std::stoi(members[0].substr(members[0].rfind(':') + 1)));
+  EtcdSettings settings;
+  settings.endpoints = {link.address(), members[1].substr(members[1].rfind('/') + 1),
+                        members[2].substr(members[2].rfind('/') + 1)};
+  auto client = *EtcdClient::Connect(settings);
+  auto watched = NewEtcdCatalog(client.get(), "/faults/");
+  absl::Mutex mu;
+  std::vector<std::string> seen;
+  CatalogWatcher watcher;
+  watcher.changed = [&](CatalogTable, std::string_view key, bool) {
+    absl::MutexLock lock(&mu);
+    seen.emplace_back(key);
+  };
+  watched->Watch(watcher);
+  const auto saw = [&](const std::string& key) {
+    absl::MutexLock lock(&mu);
+    return std::find(seen.begin(), seen.end(), key) != seen.end();
+  };
+  // The watch opens in the background: writes until one is seen show it is open.
+  bool watching = false;
+  for (int i = 0; i < 20 && !watching; ++i) {
+    CatalogWrite before;
+    before.Put(CatalogTable::kCaptures, "before" + std::to_string(i), "1");
+    ASSERT_TRUE(catalog_->Commit(before).ok());
+    watching = testing::Eventually(0.5, [&] { return saw("before" + std::to_string(i)); });
+  }
+  ASSERT_TRUE(watching) << "the watch works through the proxy";
+
+  link.Silence();
+  const auto silenced_at = Clock::now();
+  CatalogWrite after;
+  after.Put(CatalogTable::kCaptures, "after", "1");
+  ASSERT_TRUE(catalog_->Commit(after).ok());
+  EXPECT_TRUE(testing::Eventually(40, [&] { return saw("after"); })) << "the watch stayed on the silent member";
+  std::printf("a watch whose member went silent saw the next change after %.1f s\n",
+              std::chrono::duration<double>(Clock::now() - silenced_at).count());
+  watched.reset();
+  link.Restore();
+}
+
 }  // namespace
 }  // namespace fleetprof::cluster

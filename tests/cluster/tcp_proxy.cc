@@ -54,7 +54,8 @@ void TcpProxy::LoseRepliesAfter(std::string pattern) {
 }
 
 void TcpProxy::Restore() {
-  if (losing_.exchange(false)) {
+  const bool was_silent = silent_.exchange(false);
+  if (losing_.exchange(false) || was_silent) {
     absl::MutexLock lock(&mu_);
     for (int fd : fds_) Reset(fd);  // their HTTP/2 streams lost bytes: start over
   }
@@ -100,7 +101,7 @@ void TcpProxy::Pump(int from, int to, bool replies) {
         losing_ = true;
       }
     }
-    if (replies && losing_) continue;  // read, never delivered
+    if ((replies && losing_) || silent_) continue;  // read, never delivered
     for (ssize_t sent = 0; sent < n;) {
       ssize_t m = ::send(to, buf + sent, static_cast<size_t>(n - sent), MSG_NOSIGNAL);
       if (m <= 0) {

@@ -24,6 +24,9 @@ class TcpProxy {
   std::string address() const;  // 127.0.0.1:P
   void Cut();
   void LoseRepliesAfter(std::string pattern);
+  // Holds every byte both ways from now on, connections left open: a peer that lost power
+  // behind a half-open connection. Restore() resets them.
+  void Silence() { silent_ = true; }
   void Restore();
   // Whether LoseRepliesAfter's pattern went by (replies are being dropped).
   bool losing_replies() const { return losing_.load(); }
@@ -38,6 +41,7 @@ class TcpProxy {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> cut_{false};
   std::atomic<bool> losing_{false};
+  std::atomic<bool> silent_{false};
   std::string lose_after_ ABSL_GUARDED_BY(mu_);  // "" when not armed
   std::thread acceptor_;
   absl::Mutex mu_;
