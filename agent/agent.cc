@@ -242,9 +242,11 @@ std::vector<v1::Target> Agent::Targets() {
 }
 
 void Agent::LogLeftOutTargets(const std::map<int64_t, size_t>& left_out) {
-  absl::MutexLock lock(&mu_);
-  if (left_out == left_out_) return;  // said once per change, not on every heartbeat
-  left_out_ = left_out;
+  {
+    absl::MutexLock lock(&mu_);
+    if (left_out == left_out_) return;  // said once per change, not on every heartbeat
+    left_out_ = left_out;
+  }
   for (const auto& [uid, count] : left_out) {
     spdlog::warn("not reporting {} Kineto processes of uid {} to the server: at most {} per uid and {} targets in all "
                  "are reported, so no user's processes can crowd out the node's (they stay registered; only "

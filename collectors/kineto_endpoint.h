@@ -211,7 +211,10 @@ class KinetoEndpoint {
   mutable absl::Mutex mutex_;
   std::shared_ptr<JobOwners> job_owners_;
   std::map<int32_t, Registration> processes_ ABSL_GUARDED_BY(mutex_);  // by the kernel's pid of the sender
-  std::map<int64_t, size_t> processes_by_uid_ ABSL_GUARDED_BY(mutex_);  // of processes_, for the caps
+  // processes_ counted by uid, kept beside it: a uid past its cap is refused on each of its
+  // clients' polls (a flood polls a thousand times in 5 s), and counting processes_ each time
+  // would cost the loop thread that many walks of the whole map.
+  std::map<int64_t, size_t> processes_by_uid_ ABSL_GUARDED_BY(mutex_);
   std::map<int64_t, std::chrono::steady_clock::time_point> refusals_logged_
       ABSL_GUARDED_BY(mutex_);  // when each uid was last told about a cap
   // Legacy "ctxt" registrations: which pids announced themselves per (job, gpu).

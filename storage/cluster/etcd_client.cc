@@ -189,46 +189,35 @@ EtcdClient::OpenWatch(grpc::ClientContext* context) {
   return members_[current_.load() % members_.size()].watch->Watch(context);
 }
 
-absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Range(const etcdserverpb::RangeRequest& request) {
+absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::RangeOn(const char* op, const etcdserverpb::RangeRequest& request,
+                                                               absl::Duration budget) {
   etcdserverpb::RangeResponse response;
   absl::Status s = Call(
-      "range",
+      op,
       [&](grpc::ClientContext* context, size_t member) {
         response.Clear();
         return members_[member].kv->Range(context, request, &response);
       },
-      nullptr, !request.serializable(), std::min(settings_.retry_budget, absl::Milliseconds(1500)));
-  if (s.ok() || !absl::IsUnavailable(s) || request.serializable()) {
-    if (!s.ok()) return s;
-    return response;
-  }
-  // No quorum: what a live member has is still every committed record up to its last apply.
-  etcdserverpb::RangeRequest local = request;
-  local.set_serializable(true);
-  absl::Status fallback = Call(
-      "range_serializable",
-      [&](grpc::ClientContext* context, size_t member) {
-        response.Clear();
-        return members_[member].kv->Range(context, local, &response);
-      },
-      nullptr, false);
-  if (!fallback.ok()) return s;
+      nullptr, !request.serializable(), budget);
+  if (!s.ok()) return s;
   return response;
 }
 
+absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Range(const etcdserverpb::RangeRequest& request) {
+  auto answered = RangeOn("range", request, std::min(settings_.retry_budget, absl::Milliseconds(1500)));
+  if (answered.ok() || !absl::IsUnavailable(answered.status()) || request.serializable()) return answered;
+  // No quorum: what a live member has is still every committed record up to its last apply.
+  etcdserverpb::RangeRequest local = request;
+  local.set_serializable(true);
+  auto fallback = RangeOn("range_serializable", local, absl::ZeroDuration());
+  if (!fallback.ok()) return answered.status();
+  return fallback;
+}
+
 absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::RangeFromQuorum(const etcdserverpb::RangeRequest& request) {
-  etcdserverpb::RangeResponse response;
   etcdserverpb::RangeRequest linearizable = request;
   linearizable.set_serializable(false);
-  absl::Status s = Call(
-      "range",
-      [&](grpc::ClientContext* context, size_t member) {
-        response.Clear();
-        return members_[member].kv->Range(context, linearizable, &response);
-      },
-      nullptr, true, std::min(settings_.retry_budget, absl::Milliseconds(1500)));
-  if (!s.ok()) return s;
-  return response;
+  return RangeOn("range", linearizable, std::min(settings_.retry_budget, absl::Milliseconds(1500)));
 }
 
 absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(const etcdserverpb::TxnRequest& request, bool* retried,

@@ -77,6 +77,9 @@ class EtcdClient {
 
  private:
   explicit EtcdClient(EtcdSettings settings);
+  // One Range with its own retries (a leader required unless the request is serializable).
+  absl::StatusOr<etcdserverpb::RangeResponse> RangeOn(const char* op, const etcdserverpb::RangeRequest& request,
+                                                      absl::Duration budget);
   // Runs `call` against the current member, moving on and retrying as the header says.
   absl::Status Call(const char* op, const std::function<grpc::Status(grpc::ClientContext*, size_t member)>& call,
                     bool* retried = nullptr, bool require_leader = true, absl::Duration budget = absl::ZeroDuration(),

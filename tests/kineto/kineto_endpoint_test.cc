@@ -286,6 +286,13 @@ class KinetoHandoutTest : public KinetoEndpointTest {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
   }
+  // A 100 ms trace into NAME.json that starts `ms` from now, after a 5 s warm-up.
+  KinetoTraceRequest StartingIn(const std::string& name, int64_t ms) {
+    KinetoTraceRequest request = DurationConfig(dir_.path() + "/" + name + ".json", 100);
+    request.start_time_unix_ms = NowMs() + ms;
+    request.warmup_secs = 5;
+    return request;
+  }
 };
 
 TEST_F(KinetoHandoutTest, AFixedStartTheJobWouldRefuseIsNotHandedOutAndTheCaptureLearnsWhy) {
@@ -293,9 +300,7 @@ TEST_F(KinetoHandoutTest, AFixedStartTheJobWouldRefuseIsNotHandedOutAndTheCaptur
   auto standin = StartKinetoStandin(dir_.path(), dir_.path(), "fixed");
   std::optional<KinetoProcess> process = WaitForProcess(*endpoint, standin->pid());
   ASSERT_TRUE(process.has_value()) << standin->Output();
-  KinetoTraceRequest request = DurationConfig(dir_.path() + "/fixed.json", 100);
-  request.start_time_unix_ms = NowMs() + 2000;  // inside the 5 s warm-up
-  request.warmup_secs = 5;
+  const KinetoTraceRequest request = StartingIn("fixed", 2000);  // inside the 5 s warm-up
   absl::StatusOr<KinetoTrigger> trigger = endpoint->TriggerProcess(process->pid, process->start_ticks, request, false);
   ASSERT_TRUE(trigger.ok()) << trigger.status();
   const KinetoHandout::Status status = trigger->handout->WaitUntil(absl::Now() + absl::Seconds(10));
@@ -313,10 +318,8 @@ TEST_F(KinetoHandoutTest, AMovableStartHandedOutLateMovesToWarmUpAndMarginAfterT
   auto standin = StartKinetoStandin(dir_.path(), dir_.path(), "movable");
   std::optional<KinetoProcess> process = WaitForProcess(*endpoint, standin->pid());
   ASSERT_TRUE(process.has_value()) << standin->Output();
-  KinetoTraceRequest request = DurationConfig(dir_.path() + "/movable.json", 100);
-  request.start_time_unix_ms = NowMs() + 1000;
-  request.warmup_secs = 5;
   const int64_t queued_ms = NowMs();
+  const KinetoTraceRequest request = StartingIn("movable", 1000);
   absl::StatusOr<KinetoTrigger> trigger = endpoint->TriggerProcess(process->pid, process->start_ticks, request, true);
   ASSERT_TRUE(trigger.ok()) << trigger.status();
   const KinetoHandout::Status status = trigger->handout->WaitUntil(absl::Now() + absl::Seconds(10));
@@ -337,8 +340,7 @@ TEST_F(KinetoHandoutTest, ABusyJobsPendingConfigCanBeWithdrawnAndSaysItIsBusy) {
   auto standin = StartKinetoStandin(dir_.path(), dir_.path(), "busy", {"--busy-ms", "60000"});
   std::optional<KinetoProcess> process = WaitForProcess(*endpoint, standin->pid());
   ASSERT_TRUE(process.has_value()) << standin->Output();
-  KinetoTraceRequest request = DurationConfig(dir_.path() + "/busy.json", 100);
-  request.start_time_unix_ms = NowMs() + 11000;
+  const KinetoTraceRequest request = StartingIn("busy", 11000);
   absl::StatusOr<KinetoTrigger> trigger = endpoint->TriggerProcess(process->pid, process->start_ticks, request, false);
   ASSERT_TRUE(trigger.ok()) << trigger.status();
   EXPECT_EQ(trigger->handout->WaitUntil(absl::Now() + absl::Milliseconds(400)).state,

@@ -181,19 +181,8 @@ TEST_F(KinetoAttackTest, DynologWaitsOfOneUserDoNotBlockOtherCaptures) {
   const std::string request = absl::StrCat(
       R"({"fn":"setKinetOnDemandRequest","config":"ACTIVITIES_LOG_FILE=)", trace_dir_,
       R"(/never.json\nACTIVITIES_DURATION_MSECS=100","pids":[0],"process_limit":32})");
-  int out[2];
-  ASSERT_EQ(::pipe(out), 0);
-  const pid_t attacker = RunAsAttacker([&] {
-    ::close(out[0]);
-    const std::string reply = DynologExchange(ConnectToLoopback(cluster_.agent_dynolog_addr(agent_)), request);
-    (void)!::write(out[1], reply.data(), reply.size());
-  });
-  ::close(out[1]);
-  std::string reply;
-  char buffer[4096];
-  for (ssize_t n; (n = ::read(out[0], buffer, sizeof(buffer))) > 0;) reply.append(buffer, n);
-  ::close(out[0]);
-  Reap(attacker);
+  const std::string reply =
+      AsAttacker([&] { return DynologExchange(ConnectToLoopback(cluster_.agent_dynolog_addr(agent_)), request); });
   std::cout << "uid 1001's request for its 32 clients: " << reply << std::endl;
   EXPECT_EQ(ListedPids(reply, "activityProfilersTriggered"), 32u) << reply;
   // Its clients take their configs within a poll; then root's job is captured.

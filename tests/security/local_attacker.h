@@ -102,4 +102,24 @@ inline size_t Occurrences(const std::string& text, const std::string& needle) {
   return count;
 }
 
+// Runs `exchange` as kAttacker in a child and returns what it produced (the child writes it to
+// a pipe): an attack whose answers the test then reads as root.
+template <typename Exchange>
+std::string AsAttacker(Exchange exchange) {
+  int out[2];
+  if (::pipe(out) != 0) return "(no pipe)";
+  const pid_t attacker = RunAsAttacker([&] {
+    ::close(out[0]);
+    const std::string produced = exchange();
+    (void)!::write(out[1], produced.data(), produced.size());
+  });
+  ::close(out[1]);
+  std::string produced;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(out[0], buffer, sizeof(buffer))) > 0;) produced.append(buffer, n);
+  ::close(out[0]);
+  Reap(attacker);
+  return produced;
+}
+
 }  // namespace fleetprof::testing

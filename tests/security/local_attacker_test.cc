@@ -181,20 +181,10 @@ TEST(LocalAttacker, SecondUserCannotTriggerRootsJobThroughTheDynologApi) {
 
   const std::string request =
       R"({"fn":"setKinetOnDemandRequest","config":"ACTIVITIES_DURATION_MSECS=100","pids":[0],"process_limit":3})";
-  int out[2];
-  ASSERT_EQ(::pipe(out), 0);
-  const pid_t attacker = RunAsAttacker([&] {
-    ::close(out[0]);
-    const std::string replies = DynologExchange(ConnectToLoopback(api_tcp), request) + "\n" +
-                                DynologExchange(ConnectToUnixSocket(api_socket), request);
-    (void)!::write(out[1], replies.data(), replies.size());
+  const std::string replies = AsAttacker([&] {
+    return DynologExchange(ConnectToLoopback(api_tcp), request) + "\n" +
+           DynologExchange(ConnectToUnixSocket(api_socket), request);
   });
-  ::close(out[1]);
-  std::string replies;
-  char buffer[4096];
-  for (ssize_t n; (n = ::read(out[0], buffer, sizeof(buffer))) > 0;) replies.append(buffer, n);
-  ::close(out[0]);
-  Reap(attacker);
   std::cout << "uid 1001 against root's job (TCP, then unix socket):\n" << replies << std::endl;
   EXPECT_EQ(Occurrences(replies, "\"processesMatched\":[],\"activityProfilersTriggered\":[]"), 2u) << replies;
   EXPECT_EQ(Occurrences(replies, "\"processesOfOtherUsers\":1"), 2u) << replies;
