@@ -44,7 +44,13 @@ ClusterMetrics::ClusterMetrics(prometheus::Registry& registry)
                                "(the replica's cache under --data_dir), miss (read from the object store)")
                          .Register(registry)),
       cache_hits_(cache_lookups_.Add({{"result", "hit"}})),
-      cache_misses_(cache_lookups_.Add({{"result", "miss"}})) {}
+      cache_misses_(cache_lookups_.Add({{"result", "miss"}})),
+      cache_working_(prometheus::BuildGauge()
+                         .Name("fleetprof_server_object_cache_working")
+                         .Help("1 while the replica's object cache works; 0 while it is put aside (a full disk, "
+                               "a failed write): every read then goes to the object store, and /healthz says why")
+                         .Register(registry)
+                         .Add({})) {}
 
 void ClusterMetrics::RecordObjectStore(std::string_view op, std::string_view result, double seconds) {
   object_requests_.Add({{"op", std::string(op)}, {"result", std::string(result)}}).Increment();

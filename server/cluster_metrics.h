@@ -3,7 +3,8 @@
 // latency: fleetprof_server_object_store_requests_total{op,result},
 // fleetprof_server_object_store_request_seconds{op}, and the same for the catalog (etcd); and
 // fleetprof_server_cluster_leader, 1 while this replica leads; and the local object cache's
-// lookups, fleetprof_server_object_cache_lookups_total{result="hit|miss"}.
+// lookups, fleetprof_server_object_cache_lookups_total{result="hit|miss"}, and whether it works,
+// fleetprof_server_object_cache_working.
 
 #include <memory>
 #include <string_view>
@@ -23,6 +24,7 @@ class ClusterMetrics {
   void RecordCatalog(std::string_view op, std::string_view result, double seconds);
   void SetLeader(bool leader) { leader_.Set(leader ? 1 : 0); }
   void RecordCacheLookup(bool hit) { (hit ? cache_hits_ : cache_misses_).Increment(); }
+  void SetCacheWorking(bool working) { cache_working_.Set(working ? 1 : 0); }
 
  private:
   prometheus::Family<prometheus::Counter>& object_requests_;
@@ -33,6 +35,7 @@ class ClusterMetrics {
   prometheus::Family<prometheus::Counter>& cache_lookups_;
   prometheus::Counter& cache_hits_;
   prometheus::Counter& cache_misses_;
+  prometheus::Gauge& cache_working_;
 };
 
 }  // namespace fleetprof

@@ -161,6 +161,10 @@ absl::Status Server::OpenClusterStorage() {
   options->cache_dir = (std::filesystem::path(flags_.data_dir) / "object-cache").string();
   options->cache_bytes = flags_.cluster.cache_mb << 20;
   options->on_cache_lookup = [m = cluster_metrics_.get()](bool hit) { m->RecordCacheLookup(hit); };
+  options->on_cache_state = [m = cluster_metrics_.get()](bool working) { m->SetCacheWorking(working); };
+  // Half the query workers may wait on the object store; the rest stay for catalog and cached
+  // queries however slow it gets.
+  options->query_object_reads = std::max(1, static_cast<int>(flags_.query_workers) / 2);
   auto engine = cluster::OpenClusterEngine(*options);
   if (!engine.ok()) {
     return absl::Status(engine.status().code(),

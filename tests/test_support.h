@@ -22,14 +22,19 @@ std::string ReadSmallFile(const std::string& path);
 
 }  // namespace fleetprof::testing
 
-// Skips the test (or fails it under CI=true) when `path` is missing.
-#define FLEETPROF_REQUIRE_PATH(path)                                                   \
+// Skips the test (or fails it under CI=true) unless `condition` holds; `what` says what is
+// missing. The one way a test skips: under CI nothing turns green by skipping.
+#define FLEETPROF_REQUIRE(condition, what)                                             \
   do {                                                                                 \
-    if (!::fleetprof::testing::PathExists(path)) {                                     \
+    if (!(condition)) {                                                                \
       if (::fleetprof::testing::DataRequired()) {                                      \
-        FAIL() << "required test input missing (CI=true): " << (path);                \
+        FAIL() << "required for this test (CI=true): " << what;                        \
       } else {                                                                         \
-        GTEST_SKIP() << "test input missing: " << (path);                              \
+        GTEST_SKIP() << "missing here: " << what;                                      \
       }                                                                                \
     }                                                                                  \
   } while (0)
+
+// Skips the test (or fails it under CI=true) when `path` is missing.
+#define FLEETPROF_REQUIRE_PATH(path) \
+  FLEETPROF_REQUIRE(::fleetprof::testing::PathExists(path), "test input " << (path))

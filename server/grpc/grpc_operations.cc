@@ -1,8 +1,12 @@
 #include "server/grpc/grpc_operations.h"
 
+#include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/call_bounds.h"
+#include "common/clock.h"
 #include "google/protobuf/message.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "server/grpc/grpc_status.h"
@@ -76,6 +80,15 @@ class UnaryReactor final : public grpc::ServerGenericBidiReactor {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           absl::StrCat("the request is not a ", method_->input_type()->full_name()));
     }
+    // The client's deadline and its going away bound the slow I/O below (object-store reads).
+    CallBounds bounds;
+    const auto left = context_->deadline() - std::chrono::system_clock::now();
+    if (context_->deadline() != std::chrono::system_clock::time_point::max()) {
+      bounds.deadline_ns = RealClock()->MonotonicNanos() +
+                           std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(left).count());
+    }
+    bounds.cancelled = [this] { return context_->IsCancelled(); };
+    ScopedCallBounds scope(&bounds);
     absl::StatusOr<std::unique_ptr<Message>> response = (*run_)(*request, caller_);
     if (!response.ok()) return ToGrpcStatus(response.status());
     std::string bytes;

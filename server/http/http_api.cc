@@ -1,13 +1,22 @@
 #include "server/http/http_api.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/call_bounds.h"
+#include "common/clock.h"
 
 namespace fleetprof {
 namespace {
 
+// HTTP says nothing of how long a client waits; a browser or Grafana gives up within a minute.
+// Object-store reads for the call give up then too (common/call_bounds.h).
+constexpr int64_t kHttpCallBoundNanos = int64_t{60} * 1'000'000'000;
+
 // One /api/ request through the binder, and its answer back. A file goes out as a stream,
 // read piece by piece as it is sent.
 void ServeApi(const HttpBinder* api, const HttpRequest& req, HttpResponse& res) {
+  CallBounds bounds;
+  bounds.deadline_ns = RealClock()->MonotonicNanos() + kHttpCallBoundNanos;
+  ScopedCallBounds scope(&bounds);
   HttpAnswer answer = api->Serve(HttpCall{req.method, req.path, req.query, req.body, req.caller});
   res.status = answer.status;
   res.content_type = answer.content_type;
@@ -26,10 +35,11 @@ void RegisterHttpApi(HttpServer& server, const HttpApiBackends& backends) {
   server.Route("GET", "/healthz", [b](const HttpRequest&, HttpResponse& res) {
     const std::string reason = b.not_serving ? b.not_serving() : "";
     res.status = reason.empty() ? 200 : 503;
-    std::string text = reason.empty() ? "ok\n" : reason + "\n";
-    if (const std::string warnings = b.warnings ? b.warnings() : ""; !warnings.empty()) {
-      absl::StrAppend(&text, "warning: ", warnings, "\n");
-    }
+    // Still serving but with a warning (a shared store down, a cache put aside): 200, so a
+    // load balancer keeps the replica, yet never a bare "ok" a person would take at its word.
+    const std::string warnings = b.warnings ? b.warnings() : "";
+    std::string text = !reason.empty() ? reason + "\n" : warnings.empty() ? "ok\n" : "degraded\n";
+    if (!warnings.empty()) absl::StrAppend(&text, "warning: ", warnings, "\n");
     res.SetContent(std::move(text), "text/plain");
   });
   server.Route("GET", "/metrics", [b](const HttpRequest&, HttpResponse& res) {

@@ -4,12 +4,14 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "spdlog/spdlog.h"
 #include "storage/cluster/etcd_catalog.h"
 #include "storage/cluster/etcd_membership.h"
 #include "storage/cluster/object_blob_store.h"
 #include "storage/cluster/object_cache.h"
+#include "storage/cluster/object_read_gate.h"
 
 namespace fleetprof::cluster {
 namespace {
@@ -36,8 +38,16 @@ class ClusterEngine : public StorageEngine {
   StoreHealth Health() const override {
     // Never "not serving": every replica shares etcd, and a Service that dropped them all at once
     // would stop the reads that still answer. The trouble is a warning instead.
+    std::vector<std::string> warnings;
+    if (!etcd_->healthy()) warnings.push_back("the catalog (etcd) does not answer: writes fail until it does");
+    if (!objects_->healthy()) {
+      warnings.push_back("the object store does not answer: uploads and uncached reads fail until it does");
+    }
+    if (const auto* cache = dynamic_cast<const ObjectCacheUsage*>(objects_.get()); cache != nullptr) {
+      if (std::string problem = cache->Problem(); !problem.empty()) warnings.push_back(std::move(problem));
+    }
     StoreHealth health;
-    if (!etcd_->healthy()) health.warning = "the catalog (etcd) does not answer: writes fail until it does";
+    health.warning = absl::StrJoin(warnings, "; ");
     return health;
   }
   bool TryResume() override { return true; }
@@ -109,12 +119,17 @@ class ClusterEngine : public StorageEngine {
 absl::StatusOr<std::unique_ptr<StorageEngine>> OpenClusterEngine(const ClusterStoreOptions& options) {
   auto objects = OpenObjectStore(options.object_store, options.s3);
   if (!objects.ok()) return objects.status();
+  // Below the cache: a cached read never waits for a slot.
+  ObjectReadGateOptions gate;
+  gate.slots = options.query_object_reads;
+  objects = NewObjectReadGate(*std::move(objects), gate);
   if (!options.cache_dir.empty()) {
     ObjectCacheOptions cache;
     cache.dir = options.cache_dir;
     cache.max_bytes = options.cache_bytes;
     cache.prefixes = WriteOnceObjectPrefixes();
     cache.on_lookup = options.on_cache_lookup;
+    cache.on_state = options.on_cache_state;
     objects = NewCachedObjectClient(*std::move(objects), cache);
     if (!objects.ok()) return objects.status();
   }

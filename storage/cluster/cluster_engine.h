@@ -27,6 +27,9 @@ struct ClusterStoreOptions {
   std::string cache_dir;
   int64_t cache_bytes = int64_t{1} << 30;
   std::function<void(bool hit)> on_cache_lookup;
+  std::function<void(bool working)> on_cache_state;
+  // Object-store reads that queries may wait on at once (object_read_gate.h).
+  int query_object_reads = 4;
 };
 
 absl::StatusOr<std::unique_ptr<StorageEngine>> OpenClusterEngine(const ClusterStoreOptions& options);

@@ -149,7 +149,10 @@ absl::Status EtcdClient::Call(const char* op,
     last = call(&context, member);
     if (maybe_delivered != nullptr && !last.ok() && MayHaveBeenApplied(last)) *maybe_delivered = true;
     if (last.ok() || !Transient(last)) {
-      healthy_ = last.ok() || last.error_code() != grpc::StatusCode::UNAVAILABLE;
+      // Only an answer that needed the leader says the cluster is whole: a member cut off from
+      // quorum still answers serializable reads (the fallback in Range), and those must not
+      // call a cluster without quorum healthy.
+      if (!last.ok() || require_leader) healthy_ = last.ok() || last.error_code() != grpc::StatusCode::UNAVAILABLE;
       if (retried != nullptr) *retried = attempt > 0;
       if (settings_.on_request) {
         settings_.on_request(op, !last.ok() ? "error" : attempt > 0 ? "retried" : "ok",

@@ -1,12 +1,20 @@
 #include "storage/cluster/object_cache.h"
 
 #include <algorithm>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <filesystem>
 
+#include <sys/statvfs.h>
+#include <cerrno>
+
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "rocksdb/db.h"
+#include "rocksdb/env.h"
 #include "rocksdb/options.h"
 #include "spdlog/spdlog.h"
 
@@ -28,8 +36,23 @@ std::string RangeKey(std::string_view key, const ByteRange& range) {
   return Tagged(key, 'R') + absl::StrCat(range.offset, ":", range.length);
 }
 
+// RocksDB's own log, into ours at warning and above: its LOG file would be one more file on
+// the cache's disk, and a write to it after the disk filled aborts the process (a debug
+// assertion Debian's build keeps), at the latest when the database closes.
+class CacheLogger final : public rocksdb::Logger {
+ public:
+  CacheLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL) {}
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override {
+    char line[512];
+    std::vsnprintf(line, sizeof(line), format, ap);
+    spdlog::warn("object cache (rocksdb): {}", line);
+  }
+};
+
 rocksdb::Options CacheOptions(int64_t max_bytes) {
   rocksdb::Options options;
+  options.info_log = std::make_shared<CacheLogger>();
   options.create_if_missing = true;
   options.compaction_style = rocksdb::kCompactionStyleFIFO;
   options.compaction_options_fifo.max_table_files_size = static_cast<uint64_t>(max_bytes);
@@ -39,16 +62,50 @@ rocksdb::Options CacheOptions(int64_t max_bytes) {
   options.max_write_buffer_number = 2;
   options.compression = rocksdb::kNoCompression;  // the values are zstd frames already
   options.max_open_files = -1;  // FIFO needs it; the files number about 16 (the bound over a memtable)
+  // With no write-ahead log, closing flushes the memtables, and a flush on a full disk may
+  // abort: the destructor flushes only when there is room (a warm cache for the restart).
+  options.avoid_flush_during_shutdown = true;
   options.keep_log_file_num = 2;
   options.max_log_file_size = 1 << 20;
   return options;
 }
 
+// The cache's RocksDB while it works. Shared, so that a read in progress keeps the database
+// open while another thread puts it aside.
+using CacheDb = std::shared_ptr<rocksdb::DB>;
+
+absl::StatusOr<int64_t> StatvfsFreeBytes(const std::string& dir) {
+  struct statvfs fs;
+  if (statvfs(dir.c_str(), &fs) != 0) return absl::UnavailableError(absl::StrCat("statvfs ", dir, ": ", std::strerror(errno)));
+  return static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize);
+}
+
 class CachedObjectClient : public ObjectClient, public ObjectCacheUsage {
  public:
-  CachedObjectClient(std::unique_ptr<ObjectClient> inner, std::unique_ptr<rocksdb::DB> db, ObjectCacheOptions options)
-      : inner_(std::move(inner)), db_(std::move(db)), options_(std::move(options)) {
+  CachedObjectClient(std::unique_ptr<ObjectClient> inner, ObjectCacheOptions options)
+      : inner_(std::move(inner)), options_(std::move(options)), db_options_(CacheOptions(options_.max_bytes)),
+        clock_(options_.clock != nullptr ? options_.clock : RealClock()) {
+    if (!options_.free_bytes) options_.free_bytes = StatvfsFreeBytes;
     write_.disableWAL = true;  // a cache: after a crash it is colder, nothing more
+    // A memtable flush writes up to one memtable; two may be full at once.
+    min_free_bytes_ = 2 * static_cast<int64_t>(db_options_.write_buffer_size) + (1 << 20);
+  }
+  ~CachedObjectClient() override {
+    absl::MutexLock lock(&mu_);
+    if (db_ != nullptr && RoomProblemLocked().empty()) (void)db_->Flush(rocksdb::FlushOptions());
+    db_.reset();
+  }
+
+  // Opens the folder's cache as it is (a warm cache survives a restart); one that does not
+  // open, or a disk short of room, starts it over empty; still short: put aside.
+  void OpenAtStart() {
+    bool working;
+    {
+      absl::MutexLock lock(&mu_);
+      OpenLocked(/*wipe_first=*/false);
+      working = db_ != nullptr;
+    }
+    if (options_.on_state) options_.on_state(working);
   }
 
   std::string Describe() const override { return inner_->Describe(); }
@@ -90,12 +147,14 @@ class CachedObjectClient : public ObjectClient, public ObjectCacheUsage {
 
   absl::Status Delete(std::string_view key) override {
     absl::Status s = inner_->Delete(key);
-    if (Cached(key)) {
+    // A put-aside cache is started over empty when it comes back: nothing of it to drop.
+    CacheDb db = Db();
+    if (Cached(key) && db != nullptr) {
       const std::string from = Tagged(key, 0);  // key NUL: the first entry of this object
       std::string to(key);
       to.push_back('\1');  // past the last
-      rocksdb::Status dropped = db_->DeleteRange(write_, db_->DefaultColumnFamily(), from, to);
-      if (!dropped.ok()) spdlog::warn("object cache: could not drop {}: {}", std::string(key), dropped.ToString());
+      rocksdb::Status dropped = db->DeleteRange(write_, db->DefaultColumnFamily(), from, to);
+      if (!dropped.ok()) PutAside(db, absl::StrCat("could not drop a deleted object's copies: ", dropped.ToString()));
     }
     return s;
   }
@@ -106,10 +165,21 @@ class CachedObjectClient : public ObjectClient, public ObjectCacheUsage {
   }
 
   int64_t CacheBytes() const override {
+    CacheDb db;
+    {
+      absl::MutexLock lock(&mu_);
+      db = db_;
+    }
+    if (db == nullptr) return 0;
     uint64_t files = 0, memtables = 0;
-    db_->GetIntProperty(rocksdb::DB::Properties::kTotalSstFilesSize, &files);
-    db_->GetIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables, &memtables);
+    db->GetIntProperty(rocksdb::DB::Properties::kTotalSstFilesSize, &files);
+    db->GetIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables, &memtables);
     return static_cast<int64_t>(files + memtables);
+  }
+
+  std::string Problem() const override {
+    absl::MutexLock lock(&mu_);
+    return problem_;
   }
 
  private:
@@ -118,46 +188,146 @@ class CachedObjectClient : public ObjectClient, public ObjectCacheUsage {
                        [&](const std::string& p) { return key.starts_with(p); });
   }
 
+  // The database to use now, or null while the cache is aside; a read past the retry time
+  // tries to open it again first (one thread at a time; the others wait the open out).
+  CacheDb Db() {
+    bool reopened = false;
+    CacheDb db;
+    {
+      absl::MutexLock lock(&mu_);
+      if (db_ == nullptr && clock_->MonotonicNanos() >= retry_at_ns_) {
+        OpenLocked(/*wipe_first=*/true);
+        reopened = db_ != nullptr;
+      }
+      db = db_;
+    }
+    if (reopened) {
+      spdlog::info("object cache {}: working again (started empty)", options_.dir);
+      if (options_.on_state) options_.on_state(true);
+    }
+    return db;
+  }
+
   std::optional<std::string> Find(const std::string& cache_key) {
+    CacheDb db = Db();
+    if (db == nullptr) return std::nullopt;
     std::string value;
-    const bool hit = db_->Get(rocksdb::ReadOptions(), cache_key, &value).ok();
-    if (options_.on_lookup) options_.on_lookup(hit);
-    if (!hit) return std::nullopt;
+    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), cache_key, &value);
+    if (!s.ok() && !s.IsNotFound()) PutAside(db, absl::StrCat("a read failed: ", s.ToString()));
+    if (options_.on_lookup) options_.on_lookup(s.ok());
+    if (!s.ok()) return std::nullopt;
     return value;
   }
 
   void Keep(const std::string& cache_key, std::string_view bytes) {
     // A value larger than a memtable would only push everything else out.
     if (static_cast<int64_t>(bytes.size()) > options_.max_bytes / 16) return;
-    rocksdb::Status s = db_->Put(write_, cache_key, rocksdb::Slice(bytes.data(), bytes.size()));
-    if (!s.ok()) spdlog::warn("object cache: could not keep a read: {}", s.ToString());
+    CacheDb db = Db();
+    if (db == nullptr) return;
+    // RocksDB aborts rather than fails on some writes to a full disk: look before writing
+    // (statvfs at most once a second).
+    if (std::string short_of_room = CheckRoom(); !short_of_room.empty()) {
+      PutAside(db, short_of_room);
+      return;
+    }
+    rocksdb::Status s = db->Put(write_, cache_key, rocksdb::Slice(bytes.data(), bytes.size()));
+    if (!s.ok()) PutAside(db, absl::StrCat("a write failed: ", s.ToString()));
+  }
+
+  // Empty when the disk has room for the cache's writes; else why not. Looks at most once a
+  // second, answering from the last look in between.
+  std::string CheckRoom() {
+    absl::MutexLock lock(&mu_);
+    const int64_t now = clock_->MonotonicNanos();
+    if (now - room_checked_ns_ < 1'000'000'000 && room_checked_ns_ != 0) return "";
+    room_checked_ns_ = now;
+    return RoomProblemLocked();
+  }
+
+  std::string RoomProblemLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    absl::StatusOr<int64_t> free = options_.free_bytes(options_.dir);
+    if (!free.ok()) return std::string(free.status().message());
+    if (*free >= min_free_bytes_) return "";
+    return absl::StrCat("its disk has ", *free >> 20, " MiB free, under the ", min_free_bytes_ >> 20,
+                        " MiB two memtables need");
+  }
+
+  // Opens the database under mu_; on failure leaves it aside with the reason and the retry time.
+  void OpenLocked(bool wipe_first) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    // A put-aside cache missed deletes meanwhile, and a full disk may be full of it: start over.
+    std::string why = wipe_first ? Wipe() : MakeFolder();
+    if (why.empty() && !(why = RoomProblemLocked()).empty() && !wipe_first) {
+      why = Wipe();
+      if (why.empty()) why = RoomProblemLocked();
+    }
+    if (why.empty()) {
+      rocksdb::DB* db = nullptr;
+      rocksdb::Status s = rocksdb::DB::Open(db_options_, options_.dir, &db);
+      if (!s.ok() && !wipe_first) {
+        // Damaged or another version's: start it over empty.
+        spdlog::warn("object cache {} does not open ({}): starting it empty", options_.dir, s.ToString());
+        why = Wipe();
+        if (why.empty()) s = rocksdb::DB::Open(db_options_, options_.dir, &db);
+      }
+      if (why.empty() && s.ok()) {
+        db_.reset(db);
+        problem_.clear();
+        return;
+      }
+      if (why.empty()) why = absl::StrCat("it does not open: ", s.ToString());
+    }
+    const bool first = problem_.empty();
+    problem_ = absl::StrCat("object cache ", options_.dir, " put aside (", why, "): reads go to the object store");
+    retry_at_ns_ = clock_->MonotonicNanos() + options_.retry_every_ns;
+    if (first) spdlog::warn("{}; trying again every {} s", problem_, options_.retry_every_ns / 1'000'000'000);
+  }
+
+  // Empty when the folder is there (created if missing); else why not.
+  std::string MakeFolder() const {
+    std::error_code ec;
+    std::filesystem::create_directories(options_.dir, ec);
+    return ec ? absl::StrCat("cannot create it: ", ec.message()) : "";
+  }
+
+  // Deletes the cache's files (DestroyDB removes the folder too) and makes the folder again.
+  std::string Wipe() const {
+    (void)rocksdb::DestroyDB(options_.dir, db_options_);
+    return MakeFolder();
+  }
+
+  // Stops using `db` (if it is still the one in use) after it failed; said once.
+  void PutAside(const CacheDb& db, const std::string& why) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (db_ != db) return;  // another thread got there first
+      db_.reset();
+      problem_ = absl::StrCat("object cache ", options_.dir, " put aside (", why, "): reads go to the object store");
+      retry_at_ns_ = clock_->MonotonicNanos() + options_.retry_every_ns;
+      spdlog::warn("{}; trying again every {} s", problem_, options_.retry_every_ns / 1'000'000'000);
+    }
+    if (options_.on_state) options_.on_state(false);
   }
 
   std::unique_ptr<ObjectClient> inner_;
-  std::unique_ptr<rocksdb::DB> db_;
-  const ObjectCacheOptions options_;
+  ObjectCacheOptions options_;
+  const rocksdb::Options db_options_;
+  const Clock* const clock_;
+  int64_t min_free_bytes_ = 0;
   rocksdb::WriteOptions write_;
+  mutable absl::Mutex mu_;
+  CacheDb db_ ABSL_GUARDED_BY(mu_);
+  std::string problem_ ABSL_GUARDED_BY(mu_);
+  int64_t retry_at_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t room_checked_ns_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ObjectClient>> NewCachedObjectClient(std::unique_ptr<ObjectClient> inner,
                                                                      const ObjectCacheOptions& options) {
-  std::error_code ec;
-  std::filesystem::create_directories(options.dir, ec);
-  if (ec) return absl::UnavailableError(absl::StrCat("cannot create the object cache ", options.dir, ": ", ec.message()));
-  const rocksdb::Options db_options = CacheOptions(options.max_bytes);
-  rocksdb::DB* db = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(db_options, options.dir, &db);
-  if (!s.ok()) {
-    // Only a cache: one that does not open (damaged, another version's) starts over empty.
-    spdlog::warn("object cache {} does not open ({}): starting it empty", options.dir, s.ToString());
-    (void)rocksdb::DestroyDB(options.dir, db_options);
-    s = rocksdb::DB::Open(db_options, options.dir, &db);
-    if (!s.ok()) return absl::UnavailableError(absl::StrCat("cannot open the object cache ", options.dir, ": ", s.ToString()));
-  }
-  return std::unique_ptr<ObjectClient>(
-      new CachedObjectClient(std::move(inner), std::unique_ptr<rocksdb::DB>(db), options));
+  auto client = std::make_unique<CachedObjectClient>(std::move(inner), options);
+  client->OpenAtStart();
+  return std::unique_ptr<ObjectClient>(std::move(client));
 }
 
 }  // namespace fleetprof::cluster

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <cstring>
 #include <mutex>
 #include <random>
@@ -18,6 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/call_bounds.h"
 #include "storage/cluster/s3_xml.h"
 
 namespace fleetprof::cluster {
@@ -305,6 +307,9 @@ class S3Client : public ObjectClient {
         retried = true;
         Backoff(attempt);
       }
+      // A query's caller that stopped waiting (or went away) ends the tries: the request
+      // would only hold a query worker for an answer nobody reads.
+      if (CallTimeLeftNanos() <= 0) return CallerGone(r, attempt, last, started);
       Reply reply;
       CURLcode code = Perform(r, payload_hash, &reply, &last);
       if (code == CURLE_OK && !RetryableStatus(reply.status, reply.body)) {
@@ -315,6 +320,8 @@ class S3Client : public ObjectClient {
       if (code == CURLE_OK) {
         last = absl::UnavailableError(absl::StrCat("s3 ", r.op, " ", Where(r.key), ": HTTP ", reply.status, " ",
                                                    XmlText(reply.body, "Code"), " ", XmlText(reply.body, "Message")));
+      } else if (code == CURLE_ABORTED_BY_CALLBACK || (code == CURLE_OPERATION_TIMEDOUT && CallTimeLeftNanos() <= 0)) {
+        return CallerGone(r, attempt + 1, last, started);  // the caller's bounds, not the store's fault
       } else if (!RetryableCurl(code)) {
         break;
       }
@@ -322,6 +329,17 @@ class S3Client : public ObjectClient {
     healthy_ = false;
     Observe(r.op, "error", started);
     return last;
+  }
+
+  // The answer to a request whose caller stopped waiting or went away (CallBounds).
+  absl::Status CallerGone(const Request& r, int tries, const absl::Status& last, Clock::time_point started) {
+    const CallBounds* bounds = CurrentCallBounds();
+    const bool gone = bounds != nullptr && bounds->cancelled && bounds->cancelled();
+    const std::string why = absl::StrCat("s3 ", r.op, " ", Where(r.key), ": the caller ",
+                                         gone ? "went away" : "stopped waiting", " after ", tries, " tries",
+                                         last.ok() ? "" : absl::StrCat(" (last: ", last.message(), ")"));
+    Observe(r.op, "error", started);
+    return gone ? absl::CancelledError(why) : absl::DeadlineExceededError(why);
   }
 
   CURLcode Perform(const Request& r, const std::string& payload_hash, Reply* reply, absl::Status* error) {
@@ -354,6 +372,13 @@ class S3Client : public ObjectClient {
     // large the object: no overall timeout that a slow but moving 1 GB download would hit.
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 15L);
+    // Within a query, though, no longer than its caller waits, and not after it went away.
+    const int64_t left_ns = CallTimeLeftNanos();
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
+                     left_ns == std::numeric_limits<int64_t>::max() ? 0L
+                                                                    : static_cast<long>(std::max<int64_t>(1, left_ns / 1'000'000)));
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, OnProgress);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
@@ -409,6 +434,12 @@ class S3Client : public ObjectClient {
     }
   }
 
+  // curl calls it about once a second, also while nothing moves: a non-zero answer aborts.
+  static int OnProgress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+    const CallBounds* bounds = CurrentCallBounds();
+    return bounds != nullptr && bounds->cancelled && bounds->cancelled() ? 1 : 0;
+  }
+
   void Backoff(int attempt) {
     const int64_t cap_ms = std::min<int64_t>(2000, int64_t{50} << std::min(attempt, 10));
     int64_t sleep_ms;
@@ -416,6 +447,7 @@ class S3Client : public ObjectClient {
       absl::MutexLock lock(&mu_);
       sleep_ms = std::uniform_int_distribution<int64_t>(cap_ms / 4, cap_ms)(rng_);
     }
+    sleep_ms = std::clamp<int64_t>(CallTimeLeftNanos() / 1'000'000, 0, sleep_ms);
     std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
   }
 
