@@ -259,6 +259,61 @@ TEST_F(ReplicaTest, UploadsWhoseCommitRepliesAreLostAreListedWhole) {
   EXPECT_NE(a.ServerLog().find("whose reply was lost: applied"), std::string::npos) << a.ServerLog();
 }
 
+// Issue 45, finding 3: with S3 silent, ten uncached trace queries took every query worker and a
+// cached `kernels` or the catalog-only `profiles` failed at its deadline. Reads that wait on the
+// object store are bounded (half the workers), so those two answer (within 5 s: the CLI's
+// deadline here), and the uncached ones end with their callers instead of retrying past them.
+TEST_F(ReplicaTest, ASilentObjectStoreLeavesCatalogAndCachedQueriesAnswering) {
+  const std::string endpoint = s3_.endpoint();
+  TcpProxy link(std::stoi(endpoint.substr(endpoint.rfind(':') + 1)));
+  std::vector<std::string> flags = ReplicaFlags();
+  for (auto& f : flags) {
+    if (f.starts_with("--s3_endpoint=")) f = "--s3_endpoint=http://" + link.address();
+  }
+  TestCluster a;
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", flags)) << a.ServerLog();
+  const std::string cached_trace = CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz");
+  const std::string uncached_trace = CorpusPath("kineto/a100_alexnet.json.gz");
+  FLEETPROF_REQUIRE_PATH(cached_trace);
+  FLEETPROF_REQUIRE_PATH(uncached_trace);
+  const std::string cached_id = Upload(a, cached_trace);
+  const std::string uncached_id = Upload(a, uncached_trace);
+  // A cold cache, then one profile's summary read into it.
+  ASSERT_EQ(a.StopServer(), 0);
+  std::filesystem::remove_all(a.root() + "/server/object-cache");
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", flags)) << a.ServerLog();
+  const CommandResult kernels_before = a.Cli({"kernels", cached_id, "--json"});
+  ASSERT_EQ(kernels_before.exit_code, 0) << kernels_before.err;
+
+  link.Silence();
+  std::vector<CommandResult> uncached(10);
+  std::vector<std::thread> queries;
+  for (auto& result : uncached) {
+    queries.emplace_back([&a, &result, &uncached_id] { result = a.Cli({"trace", uncached_id, "--json", "--timeout_s=15"}); });
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // all ten in flight
+  const auto started = std::chrono::steady_clock::now();
+  const CommandResult kernels = a.Cli({"kernels", cached_id, "--json", "--timeout_s=5"});
+  const CommandResult profiles = a.Cli({"profiles", "--json", "--timeout_s=5"});
+  const double answered_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(kernels.exit_code, 0) << kernels.err << a.ServerLog();
+  EXPECT_EQ(kernels.out, kernels_before.out);
+  EXPECT_EQ(profiles.exit_code, 0) << profiles.err;
+  EXPECT_NE(profiles.out.find(uncached_id), std::string::npos);
+  std::cout << "with S3 silent and 10 uncached queries in flight, a cached kernels and profiles answered in "
+            << answered_s << " s\n";
+  for (std::thread& t : queries) t.join();
+  for (const CommandResult& r : uncached) {
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_TRUE(r.err.find("object store") != std::string::npos || r.err.find("s3 ") != std::string::npos ||
+                r.err.find("eadline") != std::string::npos)
+        << r.err;
+  }
+  link.Restore();
+  const CommandResult window = a.Cli({"trace", uncached_id, "--json"});
+  EXPECT_EQ(window.exit_code, 0) << window.err << a.ServerLog();
+}
+
 // Issue 45, finding 5: without etcd a capture start was accepted (RUNNING) and failed a minute
 // later, and `agents` answered an empty list with exit 0. Both say at once that etcd is missing.
 TEST_F(ReplicaTest, WithoutEtcdCaptureStartsAndAgentListsFailNamingEtcd) {
