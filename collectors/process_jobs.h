@@ -25,7 +25,7 @@ absl::StatusOr<std::string> ReadProcFile(const std::string& path, size_t max_byt
 // The most of a process's environment the agent reads. Its owner sizes it (5 MiB is legal)
 // and the agent, as root, reads every process's: the bound keeps that cost ours. A variable
 // that starts past it is not seen, so FLEETPROF_JOB and FLEETPROF_XPROF_ADDR must lie in the
-// first 256 KiB of the environment (launchers put them near the start; README, "Jobs").
+// first 256 KiB of the environment (launchers put them near the start; docs/using.md, "Captures").
 inline constexpr size_t kMaxEnvironBytes = 256 << 10;
 
 // The environ block of process `pid` (NUL-separated entries), at most kMaxEnvironBytes of it.

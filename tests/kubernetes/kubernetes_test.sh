@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Renders deploy/kubernetes with `kubectl kustomize` (kubectl 1.32, kustomize v5), exactly as
-# the README's "Kubernetes" section says, and checks every rendered object offline against the
+# docs/kubernetes.md's "Deploy" section says, and checks every rendered object offline against the
 # Kubernetes API schemas and fleetprof's deployment facts (validate.mjs says which). Also
-# checks that the README names exactly the kustomizations rendered here, and that the checker
+# checks that docs/kubernetes.md names exactly the kustomizations rendered here, and that the checker
 # refuses a rendering broken on purpose.
 #   kubernetes_test.sh SOURCE_DIR BIN_DIR
 # BIN_DIR's fleetprof-server and fleetprof-agent --help list the flags the manifests may use.
@@ -12,7 +12,7 @@ set -euo pipefail
 source_dir=$(cd "$1" && pwd)
 bin_dir=$(cd "$2" && pwd)
 modules=${FLEETPROF_K8S_VALIDATOR:-/opt/fleetprof-test/kubernetes-validate}/node_modules
-# The kustomizations, as the README's commands name them (relative to the checkout).
+# The kustomizations, as docs/kubernetes.md's commands name them (relative to the checkout).
 kustomizations=(deploy/kubernetes/overlays/single deploy/kubernetes/overlays/cluster
                 deploy/kubernetes/overlays/cluster-mtls deploy/kubernetes/examples)
 
@@ -32,11 +32,11 @@ work=$(mktemp -d /tmp/fleetprof-kubernetes-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cd "$source_dir"
 
-documented=$(grep -oE 'kubectl (kustomize|apply (--server-side )?-k) deploy/kubernetes/[A-Za-z0-9/_-]+' README.md |
+documented=$(grep -oE 'kubectl (kustomize|apply (--server-side )?-k) deploy/kubernetes/[A-Za-z0-9/_-]+' docs/kubernetes.md |
              awk '{print $NF}' | sort -u || true)
 expected=$(printf '%s\n' "${kustomizations[@]}" | sort -u)
 if [[ "$documented" != "$expected" ]]; then
-  echo "FAIL: README.md's kubectl commands name: ${documented//$'\n'/ }; the test renders: ${expected//$'\n'/ }" >&2
+  echo "FAIL: docs/kubernetes.md's kubectl commands name: ${documented//$'\n'/ }; the test renders: ${expected//$'\n'/ }" >&2
   exit 1
 fi
 

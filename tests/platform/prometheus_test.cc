@@ -88,7 +88,7 @@ TEST(PrometheusTest, RealPrometheusScrapesExactDeviceMemoryAndJobSum) {
   const std::string config = cluster.root() + "/prometheus.yml";
   std::ofstream(config) << "global:\n  scrape_interval: 1s\n"
                         << "scrape_configs:\n"
-                        // fleetprof's own `job` label names the ML job: keep it (README).
+                        // fleetprof's own `job` label names the ML job: keep it (docs/operating.md).
                         << "  - job_name: agent\n    honor_labels: true\n"
                         << "    static_configs:\n      - targets: ['" << agent_metrics << "']\n"
                         << "  - job_name: server\n    honor_labels: true\n"
