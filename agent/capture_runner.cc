@@ -1,5 +1,7 @@
 #include "agent/capture_runner.h"
 
+#include <cstdlib>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -97,12 +99,29 @@ absl::Status CaptureRunner::Spawn(std::function<void()> work, std::optional<int6
   return absl::OkStatus();
 }
 
-void CaptureRunner::Run(const v1::CaptureCommand& command) {
+void CaptureRunner::Run(const v1::CaptureCommand& sent) {
+  const v1::CaptureCommand command = OnThisNodesClock(sent);
   if (absl::Status s = Spawn([this, command] { Execute(command); }); !s.ok()) {
     spdlog::warn("capture {} of {} not started: {}", command.capture_id(), TargetLabel(command),
                  std::string(s.message()));
     Report(command, v1::CaptureTarget::FAILED, "", std::string(s.message()));
   }
+}
+
+v1::CaptureCommand CaptureRunner::OnThisNodesClock(const v1::CaptureCommand& sent) const {
+  std::optional<ClockSync> sync = options_.clock_sync ? options_.clock_sync() : std::nullopt;
+  // Within kTrustedSkewNs the times stay as sent: the nodes' own synced clocks align ranks
+  // better than a probe's estimate. Beyond it the server's clock is off (a replica 300 s
+  // behind would make every capture late, or past its deadline at once): its times are moved
+  // onto this node's clock by the measured offset.
+  if (!sync || std::abs(sync->offset_ns) <= kTrustedSkewNs) return sent;
+  v1::CaptureCommand command = sent;
+  if (command.start_time_unix_ns() > 0) command.set_start_time_unix_ns(command.start_time_unix_ns() - sync->offset_ns);
+  if (command.deadline_unix_ns() > 0) command.set_deadline_unix_ns(command.deadline_unix_ns() - sync->offset_ns);
+  spdlog::warn("capture {}: the server's clock is {} ms {} this node's; its start and deadline are moved onto this "
+               "node's clock (check NTP)",
+               sent.capture_id(), std::abs(sync->offset_ns) / kNanosPerMs, sync->offset_ns > 0 ? "ahead of" : "behind");
+  return command;
 }
 
 void CaptureRunner::Report(const v1::CaptureCommand& command, v1::CaptureTarget::State state,

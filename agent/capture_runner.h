@@ -44,6 +44,10 @@ class CaptureRunner {
 
   // Starts the capture of one target in the background.
   void Run(const v1::CaptureCommand& command);
+  // `sent` with its start and deadline on this node's clock when the server's is off by more
+  // than kTrustedSkewNs (ServerLink's clock probes measure it).
+  v1::CaptureCommand OnThisNodesClock(const v1::CaptureCommand& sent) const;
+  static constexpr int64_t kTrustedSkewNs = 1'000'000'000;
   // A trace some other tool (e.g. `dyno gputrace`) asked a Kineto client for: upload it too.
   // Waited for on a thread outside the capture pool, at most kMaxDynoWaitsPerUid per user
   // and kMaxDynoWaits in all, until the request's start and duration plus a margin.

@@ -103,7 +103,7 @@ absl::Status Server::JoinCluster() {
   self.set_grpc_addr(grpc_addr_);
   self.set_http_addr(http_addr_);
   self.set_since_ns(UnixNanos());
-  if (flags_.cluster.replica()) registry_->ShareThroughCatalog(self.replica_id());
+  if (flags_.cluster.replica()) registry_->ShareThroughCatalog(self.replica_id(), membership_.get());
   if (absl::Status s = membership_->Join(self); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("cannot join the cluster: ", s.message()));
   }

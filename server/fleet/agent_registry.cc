@@ -1,5 +1,7 @@
 #include "server/fleet/agent_registry.h"
 
+#include <set>
+
 #include <algorithm>
 #include <optional>
 
@@ -251,15 +253,22 @@ absl::StatusOr<v1::ListAgentsResponse> AgentRegistry::ListAgents() {
   if (!ReplicaId().empty()) {
     auto stored = store_->List();
     if (!stored.ok()) return stored.status();
+    Membership* membership;
     {
-      const int64_t now = clock_->Now();
-      for (auto& agent : *stored) {
-        if (agent.state() == v1::AgentInfo::CONNECTED && now - agent.last_seen_ns() > kClusterStaleNs) {
-          agent.set_state(v1::AgentInfo::DISCONNECTED);
-        }
-        std::string node = agent.node();
-        listed[node] = std::move(agent);
+      absl::MutexLock lock(&mu_);
+      membership = membership_;
+    }
+    // Which replicas live is etcd's word (their leases, expired on etcd's own clock).
+    auto replicas = membership->Replicas();
+    if (!replicas.ok()) return replicas.status();
+    std::set<std::string> live;
+    for (const auto& replica : *replicas) live.insert(replica.replica_id());
+    for (auto& agent : *stored) {
+      if (agent.state() == v1::AgentInfo::CONNECTED && !live.contains(agent.replica_id())) {
+        agent.set_state(v1::AgentInfo::DISCONNECTED);  // its replica died without saying so
       }
+      std::string node = agent.node();
+      listed[node] = std::move(agent);
     }
   }
   absl::MutexLock lock(&mu_);

@@ -29,6 +29,7 @@
 #include "fleetprof/v1/agent.pb.h"
 #include "server/server_metrics.h"
 #include "storage/fleet_tables.h"
+#include "storage/membership.h"
 
 namespace fleetprof {
 
@@ -71,16 +72,18 @@ class AgentRegistry {
   // Cluster mode: this replica's id. Agents are then listed from the catalog (every replica's),
   // a connected agent's record is refreshed every kClusterRefreshNs, and a node's stream on
   // another replica ends this one's (StoredAgentChanged). Called once, as the replica joins.
-  void ShareThroughCatalog(std::string replica_id) {
+  // `membership` (outliving the registry) says which replicas live: an agent recorded
+  // CONNECTED on a replica whose lease etcd has expired is listed DISCONNECTED. Never by
+  // comparing the record's last_seen_ns with this replica's clock: another machine's clock
+  // wrote it, and one set 300 s off would call every agent of the others dead.
+  void ShareThroughCatalog(std::string replica_id, Membership* membership) {
     absl::MutexLock lock(&mu_);
     replica_id_ = std::move(replica_id);
+    membership_ = membership;
   }
   // The catalog's record of `node` changed (another replica's write, seen through the watch).
   void StoredAgentChanged(const std::string& node);
   static constexpr int64_t kClusterRefreshNs = int64_t{15} * 1'000'000'000;
-  // A record another replica has not refreshed for this long is shown DISCONNECTED (that
-  // replica died without saying so).
-  static constexpr int64_t kClusterStaleNs = 4 * kClusterRefreshNs;
 
   // Whether `node`'s stream is connected to this server.
   bool HoldsStream(const std::string& node) {
@@ -140,6 +143,7 @@ class AgentRegistry {
   std::map<std::string, History> history_ ABSL_GUARDED_BY(mu_);  // node -> recent samples
   std::map<std::string, int64_t> refreshed_at_ ABSL_GUARDED_BY(mu_);  // cluster: node -> last record write
   std::string replica_id_ ABSL_GUARDED_BY(mu_);  // cluster mode when set
+  Membership* membership_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::string ReplicaId() {
     absl::MutexLock lock(&mu_);
     return replica_id_;

@@ -1,5 +1,7 @@
 #include "server/fleet/capture_coordinator.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <optional>
 
@@ -65,8 +67,9 @@ std::vector<std::pair<std::string, v1::Target>> MatchTargets(const std::vector<v
   return matched;
 }
 
-// The command that asks an agent to capture `target` for `capture`.
-v1::ServerMessage CommandFor(const v1::Capture& capture, const v1::Target& target) {
+// The command that asks an agent to capture `target` for `capture`, its times moved onto this
+// replica's clock by `frame_offset_ns` (Active).
+v1::ServerMessage CommandFor(const v1::Capture& capture, const v1::Target& target, int64_t frame_offset_ns = 0) {
   const v1::StartCaptureRequest& request = capture.request();
   v1::ServerMessage message;
   v1::CaptureCommand* command = message.mutable_capture();
@@ -75,8 +78,8 @@ v1::ServerMessage CommandFor(const v1::Capture& capture, const v1::Target& targe
   *command->mutable_target() = target;
   command->set_duration_ms(request.duration_ms());
   command->set_iterations(request.iterations());
-  command->set_start_time_unix_ns(capture.start_time_unix_ns());
-  command->set_deadline_unix_ns(capture.deadline_unix_ns());
+  command->set_start_time_unix_ns(capture.start_time_unix_ns() + frame_offset_ns);
+  command->set_deadline_unix_ns(capture.deadline_unix_ns() + frame_offset_ns);
   command->set_record_shapes(request.record_shapes());
   command->set_profile_memory(request.profile_memory());
   command->set_with_stack(request.with_stack());
@@ -156,13 +159,23 @@ CaptureCoordinator::CaptureCoordinator(Storage* store, AgentRegistry* registry, 
   auto stored = store_->captures().List("", 1000);
   if (stored.ok()) {
     absl::MutexLock lock(&mu_);
+    const int64_t now = clock_->Now();
     for (auto& capture : *stored) {
-      if (capture.state() == v1::Capture::RUNNING) active_[capture.capture_id()].capture = std::move(capture);
+      if (capture.state() != v1::Capture::RUNNING) continue;
+      Active& active = active_[capture.capture_id()];
+      // In a cluster another replica may have started it, on its clock (Active).
+      if (shared_) active.frame_offset_ns = FrameOffset(now, capture.created_at_ns());
+      active.capture = std::move(capture);
     }
   }
   expirer_ = PeriodicLoop::StartOrLog(
       "the capture deadline loop", clock_, [this](int64_t now) { return ExpireOverdue(now); },
       "captures past their deadline will not be failed");
+}
+
+int64_t CaptureCoordinator::FrameOffset(int64_t now, int64_t created_at_ns) {
+  const int64_t gap = now - created_at_ns;
+  return gap > kSkewNs || gap < -kSkewNs ? gap : 0;
 }
 
 CaptureCoordinator::~CaptureCoordinator() {
@@ -387,6 +400,13 @@ v1::Capture CaptureCoordinator::StoreMerged(const v1::Capture& capture) {
 }
 
 void CaptureCoordinator::SendLocalCommands(const v1::Capture& capture) {
+  int64_t frame_offset_ns = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = active_.find(capture.capture_id()); it != active_.end() && it->second.offset_in_commands) {
+      frame_offset_ns = it->second.frame_offset_ns;
+    }
+  }
   for (const auto& t : capture.targets()) {
     if (t.state() != v1::CaptureTarget::PENDING || sent_.contains({capture.capture_id(), t.node()})) continue;
     if (!registry_->HoldsStream(t.node())) continue;
@@ -395,7 +415,7 @@ void CaptureCoordinator::SendLocalCommands(const v1::Capture& capture) {
       if (agent.node() != t.node()) continue;
       for (const auto& target : agent.targets()) {
         if (TargetName(target) != t.target()) continue;
-        if (registry_->Send(t.node(), CommandFor(capture, target))) {
+        if (registry_->Send(t.node(), CommandFor(capture, target, frame_offset_ns))) {
           sent_.emplace(capture.capture_id(), t.node());
           spdlog::info("capture {}: command sent to node {} on this replica", capture.capture_id(), t.node());
         }
@@ -414,8 +434,18 @@ void CaptureCoordinator::StoredCaptureChanged(const std::string& capture_id) {
     auto it = active_.find(capture_id);
     if (it == active_.end()) {
       if (stored->state() != v1::Capture::RUNNING) return;
-      active_[capture_id].capture = *stored;
-      ++active_[capture_id].version;
+      Active& active = active_[capture_id];
+      active.capture = *stored;
+      ++active.version;
+      // Stored a moment ago (the watch is quick): a larger gap is the two replicas' clocks.
+      const int64_t gap = FrameOffset(clock_->Now(), stored->created_at_ns());
+      if (gap != 0) {
+        active.frame_offset_ns = gap;
+        active.offset_in_commands = true;
+        spdlog::warn("capture {} was started by a replica whose clock is {} s {} this one's: its deadlines are "
+                     "kept on this replica's clock (check NTP on the replicas)",
+                     capture_id, std::abs(gap) / 1'000'000'000, gap > 0 ? "behind" : "ahead of");
+      }
     } else {
       const std::string before = it->second.capture.SerializeAsString();
       it->second.capture = MergeCaptures(*stored, it->second.capture);
@@ -545,9 +575,11 @@ int64_t CaptureCoordinator::ExpireOverdue(int64_t now) {
       bool failed_now = false;
       // Agents enforce the deadline themselves and report why; the grace lets that reason
       // arrive before this generic one.
-      if (active.capture.state() == v1::Capture::RUNNING && now > active.capture.deadline_unix_ns() + kGraceNs) {
+      // The capture's times are on the clock of the replica that started it.
+      const int64_t capture_now = now - active.frame_offset_ns;
+      if (active.capture.state() == v1::Capture::RUNNING && capture_now > active.capture.deadline_unix_ns() + kGraceNs) {
         for (auto& t : *active.capture.mutable_targets()) {
-          if (IsFinal(t.state()) || now <= TargetDeadline(active.capture, t) + kGraceNs) continue;
+          if (IsFinal(t.state()) || capture_now <= TargetDeadline(active.capture, t) + kGraceNs) continue;
           t.set_error(t.state() == v1::CaptureTarget::PENDING
                           ? "agent never started the capture before the deadline"
                           : "no result from the agent within the capture deadline");
@@ -560,7 +592,7 @@ int64_t CaptureCoordinator::ExpireOverdue(int64_t now) {
       // Finished captures stay in memory a minute for watchers, then live in the store only
       // (one just failed stays until the next pass, after its final version is stored).
       if (!failed_now && active.capture.state() != v1::Capture::RUNNING &&
-          now - active.capture.deadline_unix_ns() > 60'000 * kNanosPerMs) {
+          capture_now - active.capture.deadline_unix_ns() > 60'000 * kNanosPerMs) {
         it = active_.erase(it);
       } else {
         ++it;

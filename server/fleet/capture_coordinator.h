@@ -72,7 +72,21 @@ class CaptureCoordinator {
   struct Active {
     v1::Capture capture;
     int64_t version = 0;
+    // How far this replica's wall clock is ahead of the clock of the replica that started the
+    // capture (all its times are on that one's), as seen when the capture first came through
+    // the catalog; 0 when started here or within kSkewNs. Deadlines are checked, and times
+    // sent to agents, on this replica's clock: a replica 300 s off must not fail at once (or
+    // wait 5 minutes past) what another started.
+    int64_t frame_offset_ns = 0;
+    // Whether commands carry the offset too: only for a capture that just arrived, whose gap
+    // is the clocks'. One found running at start has a gap that may be time gone by as well:
+    // its deadline gets the slack, its agents the start as stored.
+    bool offset_in_commands = false;
   };
+  // The offset for a capture created at `created_at_ns` (another replica's clock) and seen here
+  // at `now`: the gap beyond kSkewNs either way, else 0.
+  static int64_t FrameOffset(int64_t now, int64_t created_at_ns);
+  static constexpr int64_t kSkewNs = int64_t{10} * 1'000'000'000;
   // Recomputes the capture's state and version and wakes its watchers; returns the copy to store.
   v1::Capture Changed(Active& active) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Store(const v1::Capture& capture) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);

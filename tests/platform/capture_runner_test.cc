@@ -135,6 +135,27 @@ TEST(CaptureRunnerTest, CapturesBeyondTheMemoryBudgetFailClearly) {
   EXPECT_EQ(failed, 1) << "the third takes the 50 MiB left; only the fourth finds none";
 }
 
+// Issue 45, finding 6: a server whose clock is far off this node's (its probes measure it) has
+// its times moved onto this node's clock; a small offset leaves them as sent, for the ranks'
+// synced clocks to align.
+TEST(CaptureRunnerTest, AServersClockFarOffIsMovedOntoThisNodesClock) {
+  std::optional<ClockSync> sync;
+  CaptureRunner::Options options = RunnerOptions();
+  options.clock_sync = [&] { return sync; };
+  CaptureRunner runner(options, grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()), nullptr,
+                       [](const v1::AgentMessage&) {});
+  v1::CaptureCommand sent;
+  sent.set_start_time_unix_ns(int64_t{1'700'000'000} * 1'000'000'000);
+  sent.set_deadline_unix_ns(sent.start_time_unix_ns() + int64_t{60} * 1'000'000'000);
+  EXPECT_EQ(runner.OnThisNodesClock(sent).start_time_unix_ns(), sent.start_time_unix_ns()) << "not measured yet";
+  sync = ClockSync{.offset_ns = 400'000'000, .uncertainty_ns = 1'000'000};
+  EXPECT_EQ(runner.OnThisNodesClock(sent).start_time_unix_ns(), sent.start_time_unix_ns()) << "within 1 s";
+  sync->offset_ns = -int64_t{300} * 1'000'000'000;  // the server is 300 s behind this node
+  const v1::CaptureCommand moved = runner.OnThisNodesClock(sent);
+  EXPECT_EQ(moved.start_time_unix_ns(), sent.start_time_unix_ns() + int64_t{300} * 1'000'000'000);
+  EXPECT_EQ(moved.deadline_unix_ns(), sent.deadline_unix_ns() + int64_t{300} * 1'000'000'000);
+}
+
 TEST(CaptureRunnerTest, ACaptureWithoutAThreadIsReportedFailed) {
   SilentPort silent;
   ASSERT_GT(silent.port(), 0);

@@ -216,6 +216,54 @@ TEST_F(SimulatedTimeTest, ACaptureFailsAtItsDeadlinePlusGraceAndLeavesMemoryAMin
   EXPECT_TRUE(Soon(watched_from_store));
 }
 
+// Issue 45, finding 6: a replica whose clock is 300 s ahead of the one that started a capture
+// saw its deadline long past and failed it at once. It keeps the deadline on its own clock
+// (the gap between the capture's creation and its arrival through the catalog), and the
+// command it sends its agents carries times on its clock.
+TEST_F(SimulatedTimeTest, AReplicaWhoseClockIsAheadDoesNotFailAnotherReplicasCaptureEarly) {
+  AgentRegistry registry(&store_->agents(), &metrics_, AgentLimits(), &clock_);
+  ConnectAgent(registry, "n1", "train");
+  CaptureCoordinator started_here(store_.get(), &registry, &metrics_, &clock_, /*shared=*/true);
+  // The other replica, 300 s ahead, with the agent of node n2.
+  SimulatedClock ahead(clock_.Now() + 300 * kSecond);
+  AgentRegistry other_registry(&store_->agents(), &metrics_, AgentLimits(), &ahead);
+  v1::ServerMessage sent;
+  v1::AgentHello hello;
+  hello.set_node("n2");
+  v1::Target* target = hello.add_targets();
+  target->set_job("train");
+  target->set_kind(v1::Target::kineto);
+  target->set_pid(43);
+  ASSERT_TRUE(other_registry.Connected(hello, [&](const v1::ServerMessage& m) { return sent = m, true; }, [] {}).ok());
+  // The capture's targets: both nodes (what the catalog lists to the starting replica).
+  ASSERT_TRUE(registry.Connected(hello, [](const v1::ServerMessage&) { return true; }, [] {}).ok());
+  CaptureCoordinator elsewhere(store_.get(), &other_registry, &metrics_, &ahead, /*shared=*/true);
+
+  v1::StartCaptureRequest request;
+  request.set_job("train");
+  request.set_duration_ms(1000);
+  auto capture = started_here.Start(request);
+  ASSERT_TRUE(capture.ok()) << capture.status();
+  ASSERT_EQ(capture->targets_size(), 2);
+  const std::string id = capture->capture_id();
+  elsewhere.StoredCaptureChanged(id);  // as the catalog's watch delivers it
+  EXPECT_EQ(sent.capture().start_time_unix_ns(), capture->start_time_unix_ns() + 300 * kSecond)
+      << "the command's times are on the sending replica's clock";
+  EXPECT_EQ(sent.capture().deadline_unix_ns(), capture->deadline_unix_ns() + 300 * kSecond);
+
+  ahead.Advance(kSecond);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the deadline loop looks twice a second
+  EXPECT_EQ(elsewhere.Get(id)->state(), v1::Capture::RUNNING) << "not failed at once";
+  // A replica that starts up ahead and finds the capture running gives it the slack too.
+  CaptureCoordinator restarted(store_.get(), &other_registry, &metrics_, &ahead, /*shared=*/true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(restarted.Get(id)->state(), v1::Capture::RUNNING);
+  // At its deadline plus grace on its own clock it does fail, as the starting replica would.
+  const int64_t lead = kKinetoStartLeadMs * 1'000'000;
+  ahead.Advance(lead + 60 * kSecond + 10 * kSecond);
+  ASSERT_TRUE(Soon([&] { return elsewhere.Get(id)->state() == v1::Capture::FAILED; }));
+}
+
 // A client retrying a start (after UNAVAILABLE, maybe on another replica) with its request id
 // gets the capture the first call started: one capture, one command per target.
 TEST_F(SimulatedTimeTest, AStartRepeatedWithItsRequestIdAnswersTheFirstCapture) {
