@@ -134,6 +134,9 @@ void CaptureRunner::Report(const v1::CaptureCommand& command, v1::CaptureTarget:
   update->set_state(state);
   update->set_profile_id(profile_id);
   update->set_error(error);
+  // A start moved onto this node's clock (OnThisNodesClock) goes back onto the server's.
+  std::optional<ClockSync> sync = options_.clock_sync ? options_.clock_sync() : std::nullopt;
+  if (start_time_unix_ns > 0 && sync && std::abs(sync->offset_ns) > kTrustedSkewNs) start_time_unix_ns += sync->offset_ns;
   update->set_start_time_unix_ns(start_time_unix_ns);
   update->set_note(note);
   send_(message);

@@ -107,6 +107,7 @@ absl::Status Server::JoinCluster() {
   if (absl::Status s = membership_->Join(self); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("cannot join the cluster: ", s.message()));
   }
+  if (flags_.cluster.replica()) captures_->UseReplicaClocks(membership_.get(), self.replica_id());
   return absl::OkStatus();
 }
 
@@ -243,7 +244,7 @@ absl::Status Server::BuildLayers() {
         request.set_profile_id(id);
         return query_api_->DeleteProfile(request).status();
       },
-      metrics_.registry().get(), RealClock(), leads);
+      metrics_.registry().get(), RealClock(), leads, [m = membership_.get()] { return m->ClockOffsetNs(); });
   return absl::OkStatus();
 }
 

@@ -29,7 +29,21 @@ class Membership {
   virtual void SetAgents(int64_t agents) = 0;
   // Every registered replica, the leader marked.
   virtual absl::StatusOr<std::vector<v1::ReplicaInfo>> Replicas() = 0;
+  // The same without the leader marked, read from whichever member answers (no quorum
+  // needed, so at once during an outage): for who lives and their published clocks.
+  virtual absl::StatusOr<std::vector<v1::ReplicaInfo>> LiveReplicas() { return Replicas(); }
+  // How far the cluster's clock is from this replica's: the median of every replica's
+  // published clock against this one's, 0 within kTrustedClockSkewNs (or with no majority to
+  // tell). The leader adds it to its own time before it ages anything (retention), so a
+  // leader whose clock is 300 s ahead does not delete 300 s early.
+  virtual int64_t ClockOffsetNs() { return 0; }
+  static constexpr int64_t kTrustedClockSkewNs = int64_t{10} * 1'000'000'000;
 };
+
+// The median of `offsets` (each replica's clock minus this one's, this one's 0 included); with
+// an even count the middle one nearer 0 (two replicas cannot tell which is off); 0 when it lies
+// within Membership::kTrustedClockSkewNs.
+int64_t MedianClockOffset(std::vector<int64_t> offsets);
 
 // A cluster of one: this process, always the leader.
 class LocalMembership : public Membership {

@@ -258,13 +258,17 @@ absl::StatusOr<v1::ListAgentsResponse> AgentRegistry::ListAgents() {
       absl::MutexLock lock(&mu_);
       membership = membership_;
     }
-    // Which replicas live is etcd's word (their leases, expired on etcd's own clock).
-    auto replicas = membership->Replicas();
+    // Which replicas live is etcd's word (their leases, expired on etcd's own clock), and
+    // since when: a replica restarted under the same id left its earlier run's records
+    // CONNECTED. Both times of that test come from the one replica's clock.
+    auto replicas = membership->LiveReplicas();
     if (!replicas.ok()) return replicas.status();
-    std::set<std::string> live;
-    for (const auto& replica : *replicas) live.insert(replica.replica_id());
+    std::map<std::string, int64_t> live_since;
+    for (const auto& replica : *replicas) live_since[replica.replica_id()] = replica.since_ns();
     for (auto& agent : *stored) {
-      if (agent.state() == v1::AgentInfo::CONNECTED && !live.contains(agent.replica_id())) {
+      auto replica = live_since.find(agent.replica_id());
+      if (agent.state() == v1::AgentInfo::CONNECTED &&
+          (replica == live_since.end() || agent.last_seen_ns() < replica->second)) {
         agent.set_state(v1::AgentInfo::DISCONNECTED);  // its replica died without saying so
       }
       std::string node = agent.node();
@@ -274,7 +278,15 @@ absl::StatusOr<v1::ListAgentsResponse> AgentRegistry::ListAgents() {
   absl::MutexLock lock(&mu_);
   for (const auto& [node, info] : agents_) {
     const bool local = sessions_.contains(node);
-    if (!local && listed.contains(node)) continue;  // another replica's record is the truth
+    if (!local && listed.contains(node)) {
+      // Another replica's record is the truth; one of this replica's own without a stream
+      // here is a leftover (a write that raced the disconnect).
+      auto& record = listed[node];
+      if (record.replica_id() == replica_id_ && record.state() == v1::AgentInfo::CONNECTED) {
+        record.set_state(v1::AgentInfo::DISCONNECTED);
+      }
+      continue;
+    }
     listed[node] = info;
   }
   v1::ListAgentsResponse response;

@@ -159,13 +159,11 @@ CaptureCoordinator::CaptureCoordinator(Storage* store, AgentRegistry* registry, 
   auto stored = store_->captures().List("", 1000);
   if (stored.ok()) {
     absl::MutexLock lock(&mu_);
-    const int64_t now = clock_->Now();
     for (auto& capture : *stored) {
       if (capture.state() != v1::Capture::RUNNING) continue;
-      Active& active = active_[capture.capture_id()];
-      // In a cluster another replica may have started it, on its clock (Active).
-      if (shared_) active.frame_offset_ns = FrameOffset(now, capture.created_at_ns());
-      active.capture = std::move(capture);
+      // In a cluster another replica may have started it, on its clock: its offset is
+      // measured once the membership is known (UseReplicaClocks).
+      active_[capture.capture_id()].capture = std::move(capture);
     }
   }
   expirer_ = PeriodicLoop::StartOrLog(
@@ -173,9 +171,53 @@ CaptureCoordinator::CaptureCoordinator(Storage* store, AgentRegistry* registry, 
       "captures past their deadline will not be failed");
 }
 
-int64_t CaptureCoordinator::FrameOffset(int64_t now, int64_t created_at_ns) {
-  const int64_t gap = now - created_at_ns;
-  return gap > kSkewNs || gap < -kSkewNs ? gap : 0;
+void CaptureCoordinator::UseReplicaClocks(Membership* membership, std::string replica_id) {
+  std::vector<v1::Capture> running;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, active] : active_) running.push_back(active.capture);
+  }
+  // Captures found running at start get their offsets before any deadline is checked.
+  std::map<std::string, int64_t> offsets;
+  for (const v1::Capture& capture : running) {
+    offsets[capture.capture_id()] = FrameOffsetOf(capture, membership, replica_id);
+  }
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, offset] : offsets) {
+    if (auto it = active_.find(id); it != active_.end()) it->second.frame_offset_ns = offset;
+  }
+  membership_ = membership;
+  replica_id_ = std::move(replica_id);
+}
+
+int64_t CaptureCoordinator::MeasuredFrameOffset(const v1::Capture& capture) {
+  Membership* membership;
+  std::string self;
+  {
+    absl::MutexLock lock(&mu_);
+    membership = membership_;
+    self = replica_id_;
+  }
+  return FrameOffsetOf(capture, membership, self);
+}
+
+int64_t CaptureCoordinator::FrameOffsetOf(const v1::Capture& capture, Membership* membership, const std::string& self) {
+  const std::string& origin = capture.started_by_replica();
+  if (membership == nullptr || origin.empty() || origin == self) return 0;
+  auto replicas = membership->LiveReplicas();
+  if (!replicas.ok()) return 0;
+  for (const auto& replica : *replicas) {
+    if (replica.replica_id() != origin || replica.clock_unix_ns() <= 0) continue;
+    // Its clock as published (up to a renewal ago) against this one's now.
+    const int64_t origin_ahead = replica.clock_unix_ns() - clock_->Now();
+    if (origin_ahead <= Membership::kTrustedClockSkewNs && origin_ahead >= -Membership::kTrustedClockSkewNs) return 0;
+    spdlog::warn("capture {} was started by replica {}, whose clock is {} s {} this one's: its deadlines are "
+                 "kept on this replica's clock (check NTP on the replicas)",
+                 capture.capture_id(), origin, std::llabs(origin_ahead) / 1'000'000'000,
+                 origin_ahead > 0 ? "ahead of" : "behind");
+    return -origin_ahead;
+  }
+  return 0;  // gone from the membership: its times stand as stored
 }
 
 CaptureCoordinator::~CaptureCoordinator() {
@@ -256,6 +298,10 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
   capture.set_capture_id(absl::StrCat("c", absl::Hex(now, absl::kZeroPad16), RandomHex(8)));
   capture.set_created_at_ns(now);
   capture.set_schedule_id(schedule_id);
+  {
+    absl::MutexLock lock(&mu_);
+    capture.set_started_by_replica(replica_id_);
+  }
   capture.set_start_time_unix_ns(now + start_in_ms * kNanosPerMs);
   capture.set_start_note(start_note);
   const int64_t timeout_ms = request.timeout_ms() > 0
@@ -403,9 +449,7 @@ void CaptureCoordinator::SendLocalCommands(const v1::Capture& capture) {
   int64_t frame_offset_ns = 0;
   {
     absl::MutexLock lock(&mu_);
-    if (auto it = active_.find(capture.capture_id()); it != active_.end() && it->second.offset_in_commands) {
-      frame_offset_ns = it->second.frame_offset_ns;
-    }
+    if (auto it = active_.find(capture.capture_id()); it != active_.end()) frame_offset_ns = it->second.frame_offset_ns;
   }
   for (const auto& t : capture.targets()) {
     if (t.state() != v1::CaptureTarget::PENDING || sent_.contains({capture.capture_id(), t.node()})) continue;
@@ -428,6 +472,13 @@ void CaptureCoordinator::StoredCaptureChanged(const std::string& capture_id) {
   if (!shared_) return;
   auto stored = store_->captures().Get(capture_id);
   if (!stored.ok()) return;
+  bool known;
+  {
+    absl::MutexLock lock(&mu_);
+    known = active_.contains(capture_id);
+  }
+  // A capture new to this replica: how far its starting replica's clock is (no lock held).
+  const int64_t frame_offset_ns = known || stored->state() != v1::Capture::RUNNING ? 0 : MeasuredFrameOffset(*stored);
   absl::MutexLock writing(&write_mu_);
   {
     absl::MutexLock lock(&mu_);
@@ -437,15 +488,7 @@ void CaptureCoordinator::StoredCaptureChanged(const std::string& capture_id) {
       Active& active = active_[capture_id];
       active.capture = *stored;
       ++active.version;
-      // Stored a moment ago (the watch is quick): a larger gap is the two replicas' clocks.
-      const int64_t gap = FrameOffset(clock_->Now(), stored->created_at_ns());
-      if (gap != 0) {
-        active.frame_offset_ns = gap;
-        active.offset_in_commands = true;
-        spdlog::warn("capture {} was started by a replica whose clock is {} s {} this one's: its deadlines are "
-                     "kept on this replica's clock (check NTP on the replicas)",
-                     capture_id, std::abs(gap) / 1'000'000'000, gap > 0 ? "behind" : "ahead of");
-      }
+      active.frame_offset_ns = frame_offset_ns;
     } else {
       const std::string before = it->second.capture.SerializeAsString();
       it->second.capture = MergeCaptures(*stored, it->second.capture);
@@ -504,9 +547,12 @@ void CaptureCoordinator::OnUpdate(const std::string& node, const v1::CaptureUpda
       if (!update.error().empty()) t.set_error(update.error());
       // Only later than the shared start, and never past the deadline's reach: a moved start
       // extends this target's deadline by as much (TargetDeadline).
-      if (update.start_time_unix_ns() > it->second.capture.start_time_unix_ns() &&
-          update.start_time_unix_ns() - it->second.capture.start_time_unix_ns() <= kMaxStartMoveNs) {
-        t.set_start_time_unix_ns(update.start_time_unix_ns());
+      // The agent reports on the clock of the commands this replica sent; the capture keeps
+      // its starting replica's.
+      const int64_t moved_start = update.start_time_unix_ns() - it->second.frame_offset_ns;
+      if (update.start_time_unix_ns() > 0 && moved_start > it->second.capture.start_time_unix_ns() &&
+          moved_start - it->second.capture.start_time_unix_ns() <= kMaxStartMoveNs) {
+        t.set_start_time_unix_ns(moved_start);
       }
       if (!update.note().empty()) t.set_note(update.note().substr(0, 1024));
       if (IsFinal(t.state())) metrics_->RecordCaptureTarget(v1::CaptureTarget::State_Name(t.state()));
@@ -571,6 +617,8 @@ int64_t CaptureCoordinator::ExpireOverdue(int64_t now) {
   {
     absl::MutexLock lock(&mu_);
     for (auto it = active_.begin(); it != active_.end();) {
+      // A cluster replica checks no deadline before it can measure the replicas' clocks.
+      if (shared_ && membership_ == nullptr) break;
       Active& active = it->second;
       bool failed_now = false;
       // Agents enforce the deadline themselves and report why; the grace lets that reason

@@ -25,6 +25,7 @@
 #include "common/periodic_loop.h"
 #include "fleetprof/v1/capture.pb.h"
 #include "server/fleet/agent_registry.h"
+#include "storage/membership.h"
 #include "server/server_metrics.h"
 #include "storage/storage.h"
 
@@ -39,6 +40,12 @@ class CaptureCoordinator {
   CaptureCoordinator(Storage* store, AgentRegistry* registry, ServerMetrics* metrics,
                      Clock* clock = RealClock(), bool shared = false);
   ~CaptureCoordinator();
+
+  // Cluster mode, once the replica has joined: its id (stamped on the captures it starts) and
+  // the membership whose published clocks say how far another replica's clock is from this
+  // one's. Until then deadlines are not checked (a capture of a replica whose clock is off
+  // would fail at once). `membership` outlives the coordinator.
+  void UseReplicaClocks(Membership* membership, std::string replica_id);
 
   // Picks the targets, sends the commands and returns the capture as it starts.
   // Transport-free: the gRPC CaptureService and the HTTP API both call these.
@@ -73,20 +80,16 @@ class CaptureCoordinator {
     v1::Capture capture;
     int64_t version = 0;
     // How far this replica's wall clock is ahead of the clock of the replica that started the
-    // capture (all its times are on that one's), as seen when the capture first came through
-    // the catalog; 0 when started here or within kSkewNs. Deadlines are checked, and times
-    // sent to agents, on this replica's clock: a replica 300 s off must not fail at once (or
-    // wait 5 minutes past) what another started.
+    // capture (all its times are on that one's), as the replicas' published clocks measure it
+    // (ReplicaInfo.clock_unix_ns); 0 when started here or within
+    // Membership::kTrustedClockSkewNs. Deadlines are
+    // checked, and times sent to agents, on this replica's clock: a replica 300 s off must not
+    // fail at once (or wait 5 minutes past) what another started.
     int64_t frame_offset_ns = 0;
-    // Whether commands carry the offset too: only for a capture that just arrived, whose gap
-    // is the clocks'. One found running at start has a gap that may be time gone by as well:
-    // its deadline gets the slack, its agents the start as stored.
-    bool offset_in_commands = false;
   };
-  // The offset for a capture created at `created_at_ns` (another replica's clock) and seen here
-  // at `now`: the gap beyond kSkewNs either way, else 0.
-  static int64_t FrameOffset(int64_t now, int64_t created_at_ns);
-  static constexpr int64_t kSkewNs = int64_t{10} * 1'000'000'000;
+  // frame_offset_ns for `capture`: needs the membership (UseReplicaClocks); reads the catalog.
+  int64_t MeasuredFrameOffset(const v1::Capture& capture) ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t FrameOffsetOf(const v1::Capture& capture, Membership* membership, const std::string& self);
   // Recomputes the capture's state and version and wakes its watchers; returns the copy to store.
   v1::Capture Changed(Active& active) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Store(const v1::Capture& capture) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
@@ -112,6 +115,8 @@ class CaptureCoordinator {
   // Shared: (capture, node) pairs whose commands went out from this replica.
   std::set<std::pair<std::string, std::string>> sent_ ABSL_GUARDED_BY(write_mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  Membership* membership_ ABSL_GUARDED_BY(mu_) = nullptr;  // shared: set by UseReplicaClocks
+  std::string replica_id_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<PeriodicLoop> expirer_;  // last: stops before the members it uses go
 };
 

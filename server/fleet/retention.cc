@@ -1,5 +1,7 @@
 #include "server/fleet/retention.h"
 
+#include <cstdlib>
+
 #include <chrono>
 #include <cmath>
 
@@ -45,7 +47,7 @@ int64_t RetentionPolicy::KeepNs(const std::string& job) const {
 
 Retention::Retention(RetentionPolicy policy, Storage* store, AgentRegistry* agents,
                      std::function<absl::Status(const std::string&)> delete_profile, prometheus::Registry* metrics,
-                     Clock* clock, std::function<bool()> leads)
+                     Clock* clock, std::function<bool()> leads, std::function<int64_t()> cluster_clock_offset)
     : policy_(std::move(policy)),
       store_(store),
       agents_(agents),
@@ -61,7 +63,8 @@ Retention::Retention(RetentionPolicy policy, Storage* store, AgentRegistry* agen
       deleted_captures_(deleted_.Add({{"kind", "capture"}, {"reason", "age"}})),
       deleted_agents_(deleted_.Add({{"kind", "agent"}, {"reason", "age"}})),
       clock_(clock),
-      leads_(std::move(leads)) {
+      leads_(std::move(leads)),
+      cluster_clock_offset_(std::move(cluster_clock_offset)) {
   loop_ = PeriodicLoop::StartOrLog(
       "the retention loop", clock_,
       [this](int64_t now) {
@@ -79,7 +82,15 @@ void Retention::Nudge() {
 
 void Retention::RunOnce() {
   if (leads_ && !leads_()) return;
-  const int64_t now = clock_->Now();
+  const int64_t offset = cluster_clock_offset_ ? cluster_clock_offset_() : 0;
+  if (offset != last_offset_) {
+    if (offset != 0) {
+      spdlog::warn("retention: this replica's clock is {} s {} the cluster's; profiles are aged on the cluster's "
+                   "(check NTP)", std::llabs(offset) / 1'000'000'000, offset < 0 ? "ahead of" : "behind");
+    }
+    last_offset_ = offset;
+  }
+  const int64_t now = clock_->Now() + offset;
   ExpireByAge(now);
   EnforceDiskLimit();
   if (policy_.capture_retention_days > 0) {

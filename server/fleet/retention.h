@@ -45,12 +45,15 @@ class Retention {
   // empties the query caches).
   Retention(RetentionPolicy policy, Storage* store, AgentRegistry* agents,
             std::function<absl::Status(const std::string&)> delete_profile, prometheus::Registry* metrics,
-            Clock* clock = RealClock(), std::function<bool()> leads = nullptr);
+            Clock* clock = RealClock(), std::function<bool()> leads = nullptr,
+            std::function<int64_t()> cluster_clock_offset = nullptr);
   ~Retention();
 
   // A profile was stored: check the disk limit soon.
   void Nudge();
-  // One pass at the clock's time now (tests and the loop).
+  // One pass at the clock's time now (tests and the loop), moved by the cluster's clock
+  // offset (Membership::ClockOffsetNs): profiles are stamped by the replicas that ingested
+  // them, so a leader ages them on the replicas' common time, not on its own if it is off.
   void RunOnce();
 
  private:
@@ -69,6 +72,8 @@ class Retention {
   prometheus::Counter& deleted_agents_;
   Clock* clock_;
   const std::function<bool()> leads_;  // a cluster replica: only the leader deletes
+  const std::function<int64_t()> cluster_clock_offset_;
+  int64_t last_offset_ = 0;  // for a log line when it changes (the loop's thread only)
   std::unique_ptr<PeriodicLoop> loop_;  // last: stops before the members it uses go
 };
 

@@ -8,6 +8,7 @@
 #include "api/http_status.h"
 #include "google/protobuf/message.h"
 #include "proto/proto_json.h"
+#include "server/http/http_call_bounds.h"
 
 namespace fleetprof {
 namespace {
@@ -65,6 +66,8 @@ void Serve(const ApiCatalog* catalog, const Operations* operations, const HttpRe
       google::protobuf::MessageFactory::generated_factory()->GetPrototype(method->descriptor->input_type());
   std::unique_ptr<google::protobuf::Message> request(prototype->New());
   if (absl::Status decoded = Decode(encoding, req.body, request.get()); !decoded.ok()) return Fail(decoded, res);
+  const CallBounds bounds = HttpCallBounds(req);
+  ScopedCallBounds scope(&bounds);
   absl::StatusOr<std::unique_ptr<google::protobuf::Message>> response = (*run)(*request, req.caller);
   if (!response.ok()) return Fail(response.status(), res);
   if (encoding == Encoding::kProto) {

@@ -1,21 +1,15 @@
 #include "server/http/http_api.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/call_bounds.h"
-#include "common/clock.h"
+#include "server/http/http_call_bounds.h"
 
 namespace fleetprof {
 namespace {
 
-// HTTP says nothing of how long a client waits; a browser or Grafana gives up within a minute.
-// Object-store reads for the call give up then too (common/call_bounds.h).
-constexpr int64_t kHttpCallBoundNanos = int64_t{60} * 1'000'000'000;
-
 // One /api/ request through the binder, and its answer back. A file goes out as a stream,
 // read piece by piece as it is sent.
 void ServeApi(const HttpBinder* api, const HttpRequest& req, HttpResponse& res) {
-  CallBounds bounds;
-  bounds.deadline_ns = RealClock()->MonotonicNanos() + kHttpCallBoundNanos;
+  const CallBounds bounds = HttpCallBounds(req);
   ScopedCallBounds scope(&bounds);
   HttpAnswer answer = api->Serve(HttpCall{req.method, req.path, req.query, req.body, req.caller});
   res.status = answer.status;

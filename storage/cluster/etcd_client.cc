@@ -152,7 +152,11 @@ absl::Status EtcdClient::Call(const char* op,
       // Only an answer that needed the leader says the cluster is whole: a member cut off from
       // quorum still answers serializable reads (the fallback in Range), and those must not
       // call a cluster without quorum healthy.
-      if (!last.ok() || require_leader) healthy_ = last.ok() || last.error_code() != grpc::StatusCode::UNAVAILABLE;
+      if (require_leader) {
+        healthy_ = last.ok() || last.error_code() != grpc::StatusCode::UNAVAILABLE;
+      } else if (last.error_code() == grpc::StatusCode::UNAVAILABLE) {
+        healthy_ = false;
+      }
       if (retried != nullptr) *retried = attempt > 0;
       if (settings_.on_request) {
         settings_.on_request(op, !last.ok() ? "error" : attempt > 0 ? "retried" : "ok",

@@ -1,5 +1,7 @@
 #include "storage/cluster/etcd_membership.h"
 
+#include <vector>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -17,7 +19,8 @@ using Clock = std::chrono::steady_clock;
 
 class EtcdMembership : public Membership {
  public:
-  EtcdMembership(EtcdClient* etcd, std::string prefix) : etcd_(etcd), prefix_(std::move(prefix)) {}
+  EtcdMembership(EtcdClient* etcd, std::string prefix, const fleetprof::Clock* clock)
+      : etcd_(etcd), prefix_(std::move(prefix)), clock_(clock) {}
   ~EtcdMembership() override { Leave(); }
 
   absl::Status Join(const v1::ReplicaInfo& self) override {
@@ -48,28 +51,54 @@ class EtcdMembership : public Membership {
 
   void SetAgents(int64_t agents) override { agents_.store(agents); }
 
-  absl::StatusOr<std::vector<v1::ReplicaInfo>> Replicas() override {
-    etcdserverpb::RangeRequest request;
-    request.set_key(absl::StrCat(prefix_, "replicas/"));
-    request.set_range_end(EtcdPrefixEnd(request.key()));
-    auto found = etcd_->Range(request);
-    if (!found.ok()) return found.status();
-    const std::string leader = LeaderId();
-    std::vector<v1::ReplicaInfo> replicas;
-    for (const auto& kv : found->kvs()) {
-      v1::ReplicaInfo info;
-      if (!info.ParseFromString(kv.value())) continue;
-      info.set_leader(!leader.empty() && info.replica_id() == leader);
-      replicas.push_back(std::move(info));
+  int64_t ClockOffsetNs() override {
+    auto replicas = LiveReplicas();
+    if (!replicas.ok()) return 0;
+    // Each record is up to one publishing interval old, so the others look up to that much
+    // behind: far inside kTrustedClockSkewNs.
+    const int64_t now = clock_->Now();
+    std::string self;
+    {
+      absl::MutexLock lock(&mu_);
+      self = self_.replica_id();
     }
+    std::vector<int64_t> offsets{0};
+    for (const auto& replica : *replicas) {
+      if (replica.replica_id() != self && replica.clock_unix_ns() > 0) offsets.push_back(replica.clock_unix_ns() - now);
+    }
+    return MedianClockOffset(std::move(offsets));
+  }
+
+  absl::StatusOr<std::vector<v1::ReplicaInfo>> Replicas() override {
+    auto replicas = Registered(/*serializable=*/false);
+    if (!replicas.ok()) return replicas.status();
+    const std::string leader = LeaderId();
+    for (auto& info : *replicas) info.set_leader(!leader.empty() && info.replica_id() == leader);
     return replicas;
   }
+
+  absl::StatusOr<std::vector<v1::ReplicaInfo>> LiveReplicas() override { return Registered(/*serializable=*/true); }
 
  private:
   std::string ReplicaKey() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return absl::StrCat(prefix_, "replicas/", self_.replica_id());
   }
   std::string LeaderKey() const { return absl::StrCat(prefix_, "leader"); }
+
+  absl::StatusOr<std::vector<v1::ReplicaInfo>> Registered(bool serializable) {
+    etcdserverpb::RangeRequest request;
+    request.set_key(absl::StrCat(prefix_, "replicas/"));
+    request.set_range_end(EtcdPrefixEnd(request.key()));
+    request.set_serializable(serializable);
+    auto found = etcd_->Range(request);
+    if (!found.ok()) return found.status();
+    std::vector<v1::ReplicaInfo> replicas;
+    for (const auto& kv : found->kvs()) {
+      v1::ReplicaInfo info;
+      if (info.ParseFromString(kv.value())) replicas.push_back(std::move(info));
+    }
+    return replicas;
+  }
 
   std::string LeaderId() {
     etcdserverpb::RangeRequest request;
@@ -94,6 +123,7 @@ class EtcdMembership : public Membership {
     {
       absl::MutexLock lock(&mu_);
       self_.set_agents(agents_.load());
+      self_.set_clock_unix_ns(clock_->Now());
       put->set_key(ReplicaKey());
       put->set_value(self_.SerializeAsString());
       published_agents_ = self_.agents();
@@ -148,7 +178,7 @@ class EtcdMembership : public Membership {
       auto ttl = etcd_->LeaseKeepAliveOnce(lease_.load());
       if (ttl.ok() && *ttl > 0) {
         lease_valid_until_ = sent + std::chrono::seconds(*ttl);
-        if (agents_.load() != published_agents_.load()) (void)Publish();
+        (void)Publish();  // the agent count, and this replica's clock for ClockOffsetNs
         Campaign();
         continue;
       }
@@ -162,6 +192,7 @@ class EtcdMembership : public Membership {
 
   EtcdClient* etcd_;
   const std::string prefix_;
+  const fleetprof::Clock* const clock_;
   absl::Mutex mu_;
   v1::ReplicaInfo self_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
@@ -175,8 +206,8 @@ class EtcdMembership : public Membership {
 
 }  // namespace
 
-std::unique_ptr<Membership> NewEtcdMembership(EtcdClient* etcd, std::string prefix) {
-  return std::make_unique<EtcdMembership>(etcd, std::move(prefix));
+std::unique_ptr<Membership> NewEtcdMembership(EtcdClient* etcd, std::string prefix, const fleetprof::Clock* clock) {
+  return std::make_unique<EtcdMembership>(etcd, std::move(prefix), clock != nullptr ? clock : RealClock());
 }
 
 }  // namespace fleetprof::cluster

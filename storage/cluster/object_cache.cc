@@ -99,13 +99,10 @@ class CachedObjectClient : public ObjectClient, public ObjectCacheUsage {
   // Opens the folder's cache as it is (a warm cache survives a restart); one that does not
   // open, or a disk short of room, starts it over empty; still short: put aside.
   void OpenAtStart() {
-    bool working;
-    {
-      absl::MutexLock lock(&mu_);
-      OpenLocked(/*wipe_first=*/false);
-      working = db_ != nullptr;
-    }
-    if (options_.on_state) options_.on_state(working);
+    absl::MutexLock lock(&mu_);
+    OpenLocked(/*wipe_first=*/false);
+    // Under mu_, here and below: the gauge then follows the state changes in their order.
+    if (options_.on_state) options_.on_state(db_ != nullptr);
   }
 
   std::string Describe() const override { return inner_->Describe(); }
@@ -191,21 +188,15 @@ class CachedObjectClient : public ObjectClient, public ObjectCacheUsage {
   // The database to use now, or null while the cache is aside; a read past the retry time
   // tries to open it again first (one thread at a time; the others wait the open out).
   CacheDb Db() {
-    bool reopened = false;
-    CacheDb db;
-    {
-      absl::MutexLock lock(&mu_);
-      if (db_ == nullptr && clock_->MonotonicNanos() >= retry_at_ns_) {
-        OpenLocked(/*wipe_first=*/true);
-        reopened = db_ != nullptr;
+    absl::MutexLock lock(&mu_);
+    if (db_ == nullptr && clock_->MonotonicNanos() >= retry_at_ns_) {
+      OpenLocked(/*wipe_first=*/true);
+      if (db_ != nullptr) {
+        spdlog::info("object cache {}: working again (started empty)", options_.dir);
+        if (options_.on_state) options_.on_state(true);
       }
-      db = db_;
     }
-    if (reopened) {
-      spdlog::info("object cache {}: working again (started empty)", options_.dir);
-      if (options_.on_state) options_.on_state(true);
-    }
-    return db;
+    return db_;
   }
 
   std::optional<std::string> Find(const std::string& cache_key) {
@@ -297,14 +288,12 @@ class CachedObjectClient : public ObjectClient, public ObjectCacheUsage {
 
   // Stops using `db` (if it is still the one in use) after it failed; said once.
   void PutAside(const CacheDb& db, const std::string& why) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (db_ != db) return;  // another thread got there first
-      db_.reset();
-      problem_ = absl::StrCat("object cache ", options_.dir, " put aside (", why, "): reads go to the object store");
-      retry_at_ns_ = clock_->MonotonicNanos() + options_.retry_every_ns;
-      spdlog::warn("{}; trying again every {} s", problem_, options_.retry_every_ns / 1'000'000'000);
-    }
+    absl::MutexLock lock(&mu_);
+    if (db_ != db) return;  // another thread got there first
+    db_.reset();
+    problem_ = absl::StrCat("object cache ", options_.dir, " put aside (", why, "): reads go to the object store");
+    retry_at_ns_ = clock_->MonotonicNanos() + options_.retry_every_ns;
+    spdlog::warn("{}; trying again every {} s", problem_, options_.retry_every_ns / 1'000'000'000);
     if (options_.on_state) options_.on_state(false);
   }
 

@@ -305,12 +305,13 @@ class S3Client : public ObjectClient {
     for (int attempt = 0; attempt < std::max(1, settings_.max_attempts); ++attempt) {
       if (attempt > 0) {
         retried = true;
-        Backoff(attempt);
+        Backoff(attempt, Bounded(r));
       }
       // A query's caller that stopped waiting (or went away) ends the tries: the request
       // would only hold a query worker for an answer nobody reads.
-      if (CallTimeLeftNanos() <= 0) return CallerGone(r, attempt, last, started);
+      if (Bounded(r) && CallTimeLeftNanos() <= 0) return CallerGone(r, attempt, last, started);
       Reply reply;
+      const auto attempt_started = Clock::now();
       CURLcode code = Perform(r, payload_hash, &reply, &last);
       if (code == CURLE_OK && !RetryableStatus(reply.status, reply.body)) {
         healthy_ = true;
@@ -320,8 +321,12 @@ class S3Client : public ObjectClient {
       if (code == CURLE_OK) {
         last = absl::UnavailableError(absl::StrCat("s3 ", r.op, " ", Where(r.key), ": HTTP ", reply.status, " ",
                                                    XmlText(reply.body, "Code"), " ", XmlText(reply.body, "Message")));
-      } else if (code == CURLE_ABORTED_BY_CALLBACK || (code == CURLE_OPERATION_TIMEDOUT && CallTimeLeftNanos() <= 0)) {
-        return CallerGone(r, attempt + 1, last, started);  // the caller's bounds, not the store's fault
+      } else if (Bounded(r) && (code == CURLE_ABORTED_BY_CALLBACK ||
+                                (code == CURLE_OPERATION_TIMEDOUT && CallTimeLeftNanos() <= 0))) {
+        // The caller's bounds ended it; still, a store that sent nothing for seconds is not
+        // answering, and /healthz should say so.
+        if (Clock::now() - attempt_started > std::chrono::seconds(5)) healthy_ = false;
+        return CallerGone(r, attempt + 1, last, started);
       } else if (!RetryableCurl(code)) {
         break;
       }
@@ -372,13 +377,17 @@ class S3Client : public ObjectClient {
     // large the object: no overall timeout that a slow but moving 1 GB download would hit.
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 15L);
-    // Within a query, though, no longer than its caller waits, and not after it went away.
-    const int64_t left_ns = CallTimeLeftNanos();
+    // A read within a query, though, no longer than its caller waits, and not after it went
+    // away. Writes (a delete, a summary) run to the end: half done they would leave debris.
+    const int64_t left_ns = Bounded(r) ? CallTimeLeftNanos() : std::numeric_limits<int64_t>::max();
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
-                     left_ns == std::numeric_limits<int64_t>::max() ? 0L
-                                                                    : static_cast<long>(std::max<int64_t>(1, left_ns / 1'000'000)));
+                     left_ns == std::numeric_limits<int64_t>::max()
+                         ? 0L
+                         : static_cast<long>(std::max<int64_t>(1, (left_ns + 999'999) / 1'000'000)));
     curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, OnProgress);
+    static char bounded_marker;
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, Bounded(r) ? &bounded_marker : nullptr);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
@@ -434,20 +443,27 @@ class S3Client : public ObjectClient {
     }
   }
 
-  // curl calls it about once a second, also while nothing moves: a non-zero answer aborts.
-  static int OnProgress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-    const CallBounds* bounds = CurrentCallBounds();
-    return bounds != nullptr && bounds->cancelled && bounds->cancelled() ? 1 : 0;
+  // Reads are what a waiting caller bounds (CallBounds); writes are not.
+  static bool Bounded(const Request& r) {
+    const std::string_view method = r.method;
+    return method == "GET" || method == "HEAD";
   }
 
-  void Backoff(int attempt) {
+  // curl calls it about once a second, also while nothing moves: a non-zero answer aborts.
+  // `bounded` is the request's Bounded().
+  static int OnProgress(void* bounded, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+    const CallBounds* bounds = CurrentCallBounds();
+    return bounded != nullptr && bounds != nullptr && bounds->cancelled && bounds->cancelled() ? 1 : 0;
+  }
+
+  void Backoff(int attempt, bool bounded) {
     const int64_t cap_ms = std::min<int64_t>(2000, int64_t{50} << std::min(attempt, 10));
     int64_t sleep_ms;
     {
       absl::MutexLock lock(&mu_);
       sleep_ms = std::uniform_int_distribution<int64_t>(cap_ms / 4, cap_ms)(rng_);
     }
-    sleep_ms = std::clamp<int64_t>(CallTimeLeftNanos() / 1'000'000, 0, sleep_ms);
+    if (bounded) sleep_ms = std::clamp<int64_t>(CallTimeLeftNanos() / 1'000'000, 0, sleep_ms);
     std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
   }
 

@@ -370,6 +370,47 @@ TEST_F(ReplicaTest, ACaptureStartedOnOneReplicaReachesAnAgentOnAnother) {
   EXPECT_NE(b.Cli({"profiles", "--job", "jax-train", "--json"}).out.find("\"node\":\"gpu-a\""), std::string::npos);
 }
 
+// Issue 45, finding 7: `capture --wait` lost track ("Socket closed") when the replica it
+// watched through went away, though the capture ended DONE. It reopens its watch on the next
+// replica of --server and reports the end.
+TEST_F(ReplicaTest, CaptureWaitFollowsTheCaptureWhenItsReplicaGoesAway) {
+  const std::string python = "/usr/bin/python3";
+  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py";
+  FLEETPROF_REQUIRE_PATH(python);
+  FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
+  TestCluster a, b;
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", ReplicaFlags())) << a.ServerLog();
+  ASSERT_TRUE(b.StartServer("127.0.0.1:0", ReplicaFlags())) << b.ServerLog();
+  ChildProcess job;
+  const std::string ready = a.root() + "/standin.ready";
+  job.Start({python, standin, "--mode", "emit", "--sleep_ms", "-1", "--record", a.root() + "/requests.json", "--ready", ready, "--xspace",
+             CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")},
+            a.root() + "/standin.log");
+  const std::string port_json = WaitForFile(ready, 30);
+  ASSERT_FALSE(port_json.empty()) << "profiler stand-in did not start";
+  const std::string port = port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1);
+  const std::string address = "127.0.0.1:" + std::string(absl::StripAsciiWhitespace(port));
+  ASSERT_GE(a.StartAgent({"--node=gpu-a", "--target=job=jax-train,xprof=" + address}), 0);
+  ASSERT_TRUE(Eventually(20, [&] {
+    return b.Cli({"agents", "--json"}).out.find("\"address\":\"" + address) != std::string::npos;
+  }));
+
+  // The CLI watches through B (first in --server); B goes away while the capture runs.
+  CommandResult capture;
+  std::thread waiter([&] {
+    capture = RunCommand({BinDir() + "/fleetprof", "capture", "--job", "jax-train", "--duration_ms", "6000", "--wait",
+                          "--json", "--server", b.grpc_addr() + "," + a.grpc_addr()},
+                         120);
+  });
+  ASSERT_TRUE(Eventually(30, [&] { return a.Cli({"captures", "--json"}).out.find("RUNNING") != std::string::npos; }))
+      << b.ServerLog();
+  ASSERT_EQ(b.StopServer(), 0) << b.ServerLog();
+  waiter.join();
+  EXPECT_EQ(capture.exit_code, 0) << capture.out << capture.err << a.ServerLog();
+  EXPECT_NE(capture.out.find("\"state\":\"DONE\""), std::string::npos) << capture.out << capture.err;
+  EXPECT_NE(capture.err.find("again"), std::string::npos) << "the watch moved to A: " << capture.err;
+}
+
 // Rounds of a kill loop: `ci` in CI, the environment variable `name` for a soak
 // (bench/cluster_soak.sh).
 int KillRounds(const char* name, int ci) {

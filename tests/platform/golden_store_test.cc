@@ -40,7 +40,7 @@ std::string WithoutRulesAddedSince52e8783(std::string json) {
 // Fields added to an answer since 52e8783 are left out where they hold their default (a
 // record stored then has none): a non-default value would still differ.
 std::string WithoutDefaultFieldsAddedSince52e8783(std::string json) {
-  for (const char* field : {",\"start_note\":\"\"", ",\"start_time_unix_ns\":0,\"note\":\"\""}) {
+  for (const char* field : {",\"start_note\":\"\"", ",\"start_time_unix_ns\":0,\"note\":\"\"", ",\"started_by_replica\":\"\""}) {
     for (size_t at = json.find(field); at != std::string::npos; at = json.find(field, at)) {
       json.erase(at, std::string(field).size());
     }

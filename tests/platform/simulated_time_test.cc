@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <map>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -216,16 +217,42 @@ TEST_F(SimulatedTimeTest, ACaptureFailsAtItsDeadlinePlusGraceAndLeavesMemoryAMin
   EXPECT_TRUE(Soon(watched_from_store));
 }
 
+// Replicas whose published clocks (ReplicaInfo.clock_unix_ns) are read off simulated clocks.
+class SimulatedReplicas : public Membership {
+ public:
+  void Add(const std::string& id, const Clock* clock) { clocks_[id] = clock; }
+  absl::Status Join(const v1::ReplicaInfo&) override { return absl::OkStatus(); }
+  void Leave() override {}
+  bool IsLeader() const override { return true; }
+  void SetAgents(int64_t) override {}
+  absl::StatusOr<std::vector<v1::ReplicaInfo>> Replicas() override {
+    std::vector<v1::ReplicaInfo> replicas;
+    for (const auto& [id, clock] : clocks_) {
+      v1::ReplicaInfo& info = replicas.emplace_back();
+      info.set_replica_id(id);
+      info.set_clock_unix_ns(clock->Now());
+    }
+    return replicas;
+  }
+
+ private:
+  std::map<std::string, const Clock*> clocks_;
+};
+
 // Issue 45, finding 6: a replica whose clock is 300 s ahead of the one that started a capture
-// saw its deadline long past and failed it at once. It keeps the deadline on its own clock
-// (the gap between the capture's creation and its arrival through the catalog), and the
-// command it sends its agents carries times on its clock.
+// saw its deadline long past and failed it at once. The replicas' published clocks say how far
+// the starting replica's is: the deadline is kept on this replica's clock, and the command it
+// sends its agents carries times on it.
 TEST_F(SimulatedTimeTest, AReplicaWhoseClockIsAheadDoesNotFailAnotherReplicasCaptureEarly) {
+  SimulatedClock ahead(clock_.Now() + 300 * kSecond);
+  SimulatedReplicas replicas;
+  replicas.Add("r1", &clock_);
+  replicas.Add("r2", &ahead);
   AgentRegistry registry(&store_->agents(), &metrics_, AgentLimits(), &clock_);
   ConnectAgent(registry, "n1", "train");
   CaptureCoordinator started_here(store_.get(), &registry, &metrics_, &clock_, /*shared=*/true);
+  started_here.UseReplicaClocks(&replicas, "r1");
   // The other replica, 300 s ahead, with the agent of node n2.
-  SimulatedClock ahead(clock_.Now() + 300 * kSecond);
   AgentRegistry other_registry(&store_->agents(), &metrics_, AgentLimits(), &ahead);
   v1::ServerMessage sent;
   v1::AgentHello hello;
@@ -238,6 +265,7 @@ TEST_F(SimulatedTimeTest, AReplicaWhoseClockIsAheadDoesNotFailAnotherReplicasCap
   // The capture's targets: both nodes (what the catalog lists to the starting replica).
   ASSERT_TRUE(registry.Connected(hello, [](const v1::ServerMessage&) { return true; }, [] {}).ok());
   CaptureCoordinator elsewhere(store_.get(), &other_registry, &metrics_, &ahead, /*shared=*/true);
+  elsewhere.UseReplicaClocks(&replicas, "r2");
 
   v1::StartCaptureRequest request;
   request.set_job("train");
@@ -245,8 +273,11 @@ TEST_F(SimulatedTimeTest, AReplicaWhoseClockIsAheadDoesNotFailAnotherReplicasCap
   auto capture = started_here.Start(request);
   ASSERT_TRUE(capture.ok()) << capture.status();
   ASSERT_EQ(capture->targets_size(), 2);
+  EXPECT_EQ(capture->started_by_replica(), "r1");
   const std::string id = capture->capture_id();
-  elsewhere.StoredCaptureChanged(id);  // as the catalog's watch delivers it
+  ahead.Advance(20 * kSecond);  // the watch may bring it late: still the clocks' offset, not this delay
+  clock_.Advance(20 * kSecond);
+  elsewhere.StoredCaptureChanged(id);
   EXPECT_EQ(sent.capture().start_time_unix_ns(), capture->start_time_unix_ns() + 300 * kSecond)
       << "the command's times are on the sending replica's clock";
   EXPECT_EQ(sent.capture().deadline_unix_ns(), capture->deadline_unix_ns() + 300 * kSecond);
@@ -254,14 +285,59 @@ TEST_F(SimulatedTimeTest, AReplicaWhoseClockIsAheadDoesNotFailAnotherReplicasCap
   ahead.Advance(kSecond);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the deadline loop looks twice a second
   EXPECT_EQ(elsewhere.Get(id)->state(), v1::Capture::RUNNING) << "not failed at once";
-  // A replica that starts up ahead and finds the capture running gives it the slack too.
+  // A replica that starts up ahead and finds the capture running measures the same offset.
   CaptureCoordinator restarted(store_.get(), &other_registry, &metrics_, &ahead, /*shared=*/true);
+  restarted.UseReplicaClocks(&replicas, "r2");
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(restarted.Get(id)->state(), v1::Capture::RUNNING);
   // At its deadline plus grace on its own clock it does fail, as the starting replica would.
   const int64_t lead = kKinetoStartLeadMs * 1'000'000;
-  ahead.Advance(lead + 60 * kSecond + 10 * kSecond);
+  ahead.Advance(lead + 60 * kSecond + 10 * kSecond - 20 * kSecond);
   ASSERT_TRUE(Soon([&] { return elsewhere.Get(id)->state() == v1::Capture::FAILED; }));
+}
+
+TEST(ClusterClock, TheMedianOfThePublishedClocksDecidesAndTwoReplicasCannotTell) {
+  constexpr int64_t s = 1'000'000'000;
+  EXPECT_EQ(MedianClockOffset({0, -300 * s, -300 * s}), -300 * s) << "this one is 300 s ahead of the other two";
+  EXPECT_EQ(MedianClockOffset({0, 0, 300 * s}), 0) << "the other one is off, not this one";
+  EXPECT_EQ(MedianClockOffset({0, 300 * s}), 0) << "two cannot tell which is off";
+  EXPECT_EQ(MedianClockOffset({0, -3 * s, -4 * s}), 0) << "within the trusted skew";
+  EXPECT_EQ(MedianClockOffset({}), 0);
+}
+
+// A leader 300 s ahead of the other replicas (which ingested the profiles) ages them on the
+// cluster's clock: a profile is not deleted 300 s early.
+TEST_F(SimulatedTimeTest, ALeaderWhoseClockIsAheadAgesProfilesOnTheClustersClock) {
+  v1::ProfileInfo info;
+  info.set_profile_id("p");
+  info.set_job("train");
+  info.set_ingested_at_ns(clock_.Now());  // by a replica whose clock is right
+  ASSERT_TRUE(store_->profiles().Commit(info, v1::ProfileSummary()).ok());
+  clock_.Advance(kDay - 100 * kSecond);            // the cluster's time: 100 s short of the profile's day
+  SimulatedClock leader(clock_.Now() + 300 * kSecond);  // the leader's: 300 s ahead of it
+  SimulatedReplicas replicas;
+  replicas.Add("r1", &clock_);
+  replicas.Add("r2", &clock_);
+  replicas.Add("leader", &leader);
+  // The leader's own view: it subtracts itself from nothing (its offset to itself is 0).
+  auto offset = [&] {
+    std::vector<int64_t> offsets;
+    for (const auto& r : *replicas.Replicas()) offsets.push_back(r.clock_unix_ns() - leader.Now());
+    return MedianClockOffset(offsets);
+  };
+  RetentionPolicy policy;
+  policy.retention_days = 1;
+  policy.check_every_s = 60;
+  prometheus::Registry registry;
+  AgentRegistry agents(&store_->agents(), &metrics_, AgentLimits(), &leader);
+  Retention retention(
+      policy, store_.get(), &agents, [&](const std::string& id) { return store_->profiles().Delete(id); }, &registry,
+      &leader, nullptr, offset);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(store_->profiles().Get("p").ok()) << "100 s short of its day on the cluster's clock";
+  leader.Advance(2 * 60 * kSecond);
+  clock_.Advance(2 * 60 * kSecond);
+  ASSERT_TRUE(Soon([&] { return !store_->profiles().Get("p").ok(); }));
 }
 
 // A client retrying a start (after UNAVAILABLE, maybe on another replica) with its request id
