@@ -91,11 +91,22 @@ int main(int argc, char** argv) {
     return fleetprof::cli::Fail(std::string(loaded.status().message()));
   }
 
+  const fleetprof::cli::Command* known =
+      flags.positional().empty() ? nullptr : fleetprof::cli::FindCommand(flags.positional()[0]);
+  if (known != nullptr && flags.help_requested()) {
+    std::cout << fleetprof::cli::CommandHelp(*known, flags);
+    return 0;
+  }
   if (flags.help_requested() || flags.positional().empty()) {
     std::cout << flags.HelpText();
     return flags.help_requested() ? 0 : 2;
   }
   const std::string command = flags.positional()[0];
+  if (known != nullptr) {
+    if (absl::Status s = fleetprof::cli::CheckCommandFlags(*known, flags); !s.ok()) {
+      return fleetprof::cli::Fail(std::string(s.message()));
+    }
+  }
   if (absl::Status s = fleetprof::CheckTokenStaysPrivate(options.server, options.security);
       !s.ok() && command != "analyze") {
     return fleetprof::cli::Fail(std::string(s.message()));

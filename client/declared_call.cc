@@ -24,6 +24,18 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 
 // The flags a request field of that name takes its value from; false for a malformed one.
+// The flags a declared call fills its request from, by the field they fill (FillFromFlags).
+constexpr std::pair<const char*, const char*> kFieldFlags[] = {
+    {"labels", "label"}, {"job", "job"}, {"node", "node"}, {"since_ns", "since_ns"}, {"until_ns", "until_ns"},
+    {"limit", "limit"}};
+
+const google::protobuf::MethodDescriptor* FindDeclaredMethod(const std::string& method) {
+  // Every API file's descriptors are in the pool once their list is referenced (a method only
+  // the CLI's declared calls name would otherwise be left out by the linker).
+  for (const std::string& file : ApiProtoFileNames()) google::protobuf::DescriptorPool::generated_pool()->FindFileByName(file);
+  return google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(method);
+}
+
 bool FillFromFlags(const CliOptions& options, Message* request, std::string* error) {
   const auto* d = request->GetDescriptor();
   const auto* r = request->GetReflection();
@@ -98,10 +110,7 @@ std::string TableOf(const Message& response) {
 
 int RunDeclaredCall(const std::string& command, const std::string& method, const CliOptions& options) {
   if (!options.args.empty()) return FailUsage(command);
-  // Every API file's descriptors are in the pool once their list is referenced (a method only
-  // the CLI's declared calls name would otherwise be left out by the linker).
-  for (const std::string& file : ApiProtoFileNames()) google::protobuf::DescriptorPool::generated_pool()->FindFileByName(file);
-  const auto* descriptor = google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(method);
+  const auto* descriptor = FindDeclaredMethod(method);
   if (descriptor == nullptr) return Fail("this fleetprof does not know " + method);
   auto* factory = google::protobuf::MessageFactory::generated_factory();
   std::unique_ptr<Message> request(factory->GetPrototype(descriptor->input_type())->New());
@@ -127,6 +136,16 @@ int RunDeclaredCall(const std::string& command, const std::string& method, const
   if (!response->ParseFromZeroCopyStream(&reader)) return Fail("the server's answer to " + command + " does not parse");
   std::cout << (options.json ? ProtoToJson(*response) + "\n" : TableOf(*response));
   return 0;
+}
+
+std::vector<std::string> DeclaredCallFlags(const std::string& method) {
+  std::vector<std::string> flags;
+  const auto* descriptor = FindDeclaredMethod(method);
+  if (descriptor == nullptr) return flags;
+  for (const auto& [field, flag] : kFieldFlags) {
+    if (descriptor->input_type()->FindFieldByName(field) != nullptr) flags.push_back(flag);
+  }
+  return flags;
 }
 
 }  // namespace fleetprof::cli

@@ -5,6 +5,7 @@
 // as a table of its first list. So a plain query needs no CLI code beyond its row.
 
 #include <string>
+#include <vector>
 
 #include "client/cli.h"
 
@@ -12,5 +13,7 @@ namespace fleetprof::cli {
 
 // `method`: "fleetprof.v1.QueryService.ListJobs". `command`: the row's name, for errors.
 int RunDeclaredCall(const std::string& command, const std::string& method, const CliOptions& options);
+// The flags a call of `method` takes: those whose field its request has.
+std::vector<std::string> DeclaredCallFlags(const std::string& method);
 
 }  // namespace fleetprof::cli

@@ -85,6 +85,7 @@ absl::Status FlagSet::Parse(const std::vector<std::string>& args) {
       auto negated = flags_.find(name.substr(3));
       if (negated != flags_.end() && negated->second.kind == Kind::kBool) {
         *static_cast<bool*>(negated->second.target) = false;
+        given_.insert(negated->first);
         continue;
       }
     }
@@ -102,13 +103,27 @@ absl::Status FlagSet::Parse(const std::vector<std::string>& args) {
       }
     }
     if (absl::Status s = Set(name, flag, value); !s.ok()) return s;
+    given_.insert(name);
   }
   return absl::OkStatus();
 }
 
+std::vector<std::string> FlagSet::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, flag] : flags_) out.push_back(name);
+  return out;
+}
+
 std::string FlagSet::HelpText() const {
-  std::string out = usage_ + "\n\nFlags:\n";
+  std::set<std::string> all;
+  for (const auto& [name, flag] : flags_) all.insert(name);
+  return absl::StrCat(usage_, "\n\nFlags:\n", FlagLines(all), "  --help\n      Show this text.\n");
+}
+
+std::string FlagSet::FlagLines(const std::set<std::string>& names) const {
+  std::string out;
   for (const auto& [name, flag] : flags_) {
+    if (!names.contains(name)) continue;
     absl::StrAppend(&out, "  --", name);
     if (flag.kind == Kind::kRepeated) absl::StrAppend(&out, " (repeatable)");
     absl::StrAppend(&out, "\n      ", flag.help);
@@ -117,7 +132,6 @@ std::string FlagSet::HelpText() const {
     if (!d.empty() && d != "0" && d != "false") absl::StrAppend(&out, " (default: ", d, ")");
     absl::StrAppend(&out, "\n");
   }
-  absl::StrAppend(&out, "  --help\n      Show this text.\n");
   return out;
 }
 

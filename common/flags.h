@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,8 +33,14 @@ class FlagSet {
 
   const std::vector<std::string>& positional() const { return positional_; }
   bool help_requested() const { return help_requested_; }
+  // The flags the parsed command line set (a command checks they are its own).
+  const std::set<std::string>& given() const { return given_; }
+  // Every flag's name.
+  std::vector<std::string> names() const;
   // Usage line plus one line per flag with its default.
   std::string HelpText() const;
+  // The lines of HelpText for the flags in `names` only (no usage line, no --help).
+  std::string FlagLines(const std::set<std::string>& names) const;
 
  private:
   enum class Kind { kString, kInt, kBool, kRepeated };
@@ -48,6 +55,7 @@ class FlagSet {
   std::string usage_;
   std::map<std::string, Flag> flags_;
   std::vector<std::string> positional_;
+  std::set<std::string> given_;
   bool help_requested_ = false;
 };
 

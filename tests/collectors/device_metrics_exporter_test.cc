@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/collectors/metrics_test_support.h"
+#include "tests/test_support.h"
 
 namespace fleetprof {
 namespace {
@@ -139,12 +140,7 @@ TEST_F(DeviceMetricsExporterTest, CollectorUpGaugeIsSharedWithOtherComponents) {
 }
 
 TEST_F(DeviceMetricsExporterTest, ExpositionPassesPromtoolLint) {
-  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
-    // Under CI=true a missing tool is a failure, as everywhere in fleetprof's tests.
-    const char* ci = std::getenv("CI");
-    if (ci != nullptr && std::string(ci) == "true") FAIL() << "promtool missing (CI=true)";
-    GTEST_SKIP() << "promtool (Debian package prometheus) not installed";
-  }
+  FLEETPROF_REQUIRE(std::system("command -v promtool >/dev/null 2>&1") == 0, "promtool (Debian package prometheus)");
   Export({true, {Device(0, 1000), Device(1, 5000)}});
   HostSample host;
   host.up = true;

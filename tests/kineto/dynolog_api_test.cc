@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "tests/kineto/kineto_test_env.h"
 #include "tests/platform/loopback_socket.h"
+#include "tests/test_support.h"
 
 namespace fleetprof {
 namespace {
@@ -364,7 +365,7 @@ TEST_F(DynologApiTest, ARequestOfOneUserNeverTriggersAnotherUsersProcess) {
 // The whole path, as a second local user: the kernel names uid 1001 on TCP and on the unix
 // socket, and neither reaches the process of the test's (root's) user.
 TEST_F(DynologApiTest, SecondUserOverTcpOrUnixSocketCannotTriggerRootsProcess) {
-  if (::geteuid() != 0) GTEST_SKIP() << "not root: cannot act as a second user";
+  FLEETPROF_REQUIRE(::geteuid() == 0, "root, to act as a second user");
   ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);  // uid 1001 reaches the socket inside
   DynologApiServer::Options options;
   options.listen_address = "127.0.0.1:0";

@@ -20,6 +20,7 @@
 #include "collectors/dynolog_listeners.h"
 #include "gtest/gtest.h"
 #include "tests/kineto/script_process.h"
+#include "tests/test_support.h"
 
 namespace fleetprof {
 namespace {
@@ -89,10 +90,9 @@ TEST(PeerIdentity, IPv4ClientOfADualStackListenerIsNamedToo) {
   any.sin6_addr = in6addr_any;
   const int zero = 0;
   ::setsockopt(listener, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-  if (::bind(listener, reinterpret_cast<sockaddr*>(&any), sizeof(any)) != 0 || ::listen(listener, 8) != 0) {
-    ::close(listener);
-    GTEST_SKIP() << "no IPv6 on this host";
-  }
+  const bool listening = ::bind(listener, reinterpret_cast<sockaddr*>(&any), sizeof(any)) == 0 && ::listen(listener, 8) == 0;
+  if (!listening) ::close(listener);
+  FLEETPROF_REQUIRE(listening, "IPv6 on this host");
   socklen_t length = sizeof(any);
   ::getsockname(listener, reinterpret_cast<sockaddr*>(&any), &length);
   sockaddr_storage v4{};
@@ -129,7 +129,7 @@ TEST(PeerIdentity, ClientThatAlreadyClosedIsUnknown) {
 }
 
 TEST(PeerIdentity, AnotherUsersTcpClientIsThatUser) {
-  if (::geteuid() != 0) GTEST_SKIP() << "not root: cannot be a second user";
+  FLEETPROF_REQUIRE(::geteuid() == 0, "root, to be a second user");
   sockaddr_storage address;
   socklen_t length;
   const int listener = ListenLoopback(AF_INET, &address, &length);

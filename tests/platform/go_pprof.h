@@ -20,13 +20,5 @@ absl::StatusOr<int64_t> GoPprofTotal(const std::string& file, const std::string&
 }  // namespace fleetprof::testing
 
 // Skips the test when `go` is missing, or fails it under CI=true.
-#define FLEETPROF_REQUIRE_GO()                                                          \
-  do {                                                                                  \
-    if (::fleetprof::testing::GoBinary().empty()) {                                     \
-      if (::fleetprof::testing::DataRequired()) {                                       \
-        FAIL() << "go (golang-go) is required under CI=true: scripts/install-deps.sh";  \
-      } else {                                                                          \
-        GTEST_SKIP() << "go is not installed (scripts/install-deps.sh installs golang-go)"; \
-      }                                                                                 \
-    }                                                                                   \
-  } while (0)
+#define FLEETPROF_REQUIRE_GO() \
+  FLEETPROF_REQUIRE(!::fleetprof::testing::GoBinary().empty(), "go (golang-go; scripts/install-deps.sh installs it)")

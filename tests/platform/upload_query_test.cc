@@ -242,5 +242,38 @@ TEST(CliTest, AWrongCallPrintsTheUsageTheHelpShows) {
   EXPECT_NE(unknown.err.find("unknown command 'profilez' (see fleetprof --help)"), std::string::npos) << unknown.err;
 }
 
+// Every command declares its flags (client/commands.h): one another command owns is an error
+// naming it and listing the command's own; COMMAND --help prints them; the common ones
+// (--server, --json, …) go with every command, before or after it.
+TEST(CliTest, EachCommandTakesItsOwnFlagsAndListsThemWhenGivenAnother) {
+  CommandResult wrong = RunCommand({BinDir() + "/fleetprof", "kernels", "ID", "--by", "kernel", "--server", "127.0.0.1:1"});
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_NE(wrong.err.find("kernels does not take --by: its flags are --limit"), std::string::npos) << wrong.err;
+  CommandResult none = RunCommand({BinDir() + "/fleetprof", "delete", "ID", "--limit", "3"});
+  EXPECT_NE(none.err.find("delete does not take --limit: delete takes only the common flags"), std::string::npos)
+      << none.err;
+  CommandResult capture = RunCommand({BinDir() + "/fleetprof", "capture", "--job", "j", "--format", "pprof"});
+  EXPECT_NE(capture.err.find("--duration_ms"), std::string::npos) << capture.err;
+  EXPECT_NE(capture.err.find("--wait"), std::string::npos) << capture.err;
+  // A declared call takes the flags of its request's fields.
+  CommandResult jobs = RunCommand({BinDir() + "/fleetprof", "jobs", "--job", "x"});
+  EXPECT_NE(jobs.err.find("jobs does not take --job: its flags are --label"), std::string::npos) << jobs.err;
+
+  CommandResult help = RunCommand({BinDir() + "/fleetprof", "trace", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_EQ(help.out.rfind("Usage: fleetprof trace PROFILE_ID", 0), 0u) << help.out;
+  for (const char* flag : {"--start_ns", "--end_ns", "--resolution_ns", "--track", "--search", "--args", "--server",
+                           "--json"}) {
+    EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
+  }
+  EXPECT_EQ(help.out.find("--duration_ms"), std::string::npos) << "only its own and the common flags";
+  CommandResult analyze = RunCommand({BinDir() + "/fleetprof", "analyze", "--help"});
+  EXPECT_NE(analyze.out.find("--max_trace_mb"), std::string::npos) << analyze.out;
+  // Common flags before the command still count as the command's.
+  CommandResult common = RunCommand({BinDir() + "/fleetprof", "--json", "--server", "127.0.0.1:1", "--timeout_s", "2",
+                                     "profiles", "--job", "x"});
+  EXPECT_NE(common.err.find("cannot reach fleetprof-server"), std::string::npos) << common.err;
+}
+
 }  // namespace
 }  // namespace fleetprof::testing

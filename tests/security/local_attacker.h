@@ -20,13 +20,7 @@ namespace fleetprof::testing {
 constexpr uid_t kAttacker = 1001;
 
 // Root can switch uid; without root there is no second user to be.
-#define REQUIRE_ROOT()                                                          \
-  do {                                                                          \
-    if (::geteuid() != 0) {                                                     \
-      if (DataRequired()) FAIL() << "these tests run as root (CI does)";        \
-      GTEST_SKIP() << "not root: cannot act as a second local user";            \
-    }                                                                           \
-  } while (0)
+#define REQUIRE_ROOT() FLEETPROF_REQUIRE(::geteuid() == 0, "root, to act as a second local user (CI runs as root)")
 
 // Runs `body` in a child process as uid/gid kAttacker with no supplementary groups, until
 // the parent kills it. Returns the child's pid.

@@ -70,12 +70,7 @@ class XprofClientTest : public ::testing::Test {
     FLEETPROF_REQUIRE_PATH(XPROF_PROTOC);
     FLEETPROF_REQUIRE_PATH(CorpusXSpace());
     static const bool has_grpc = ::fleetprof::testing::PythonHasGrpc();
-    if (!has_grpc) {
-      if (::fleetprof::testing::DataRequired()) {
-        FAIL() << XPROF_PYTHON << " cannot import grpc/google.protobuf (CI=true)";
-      }
-      GTEST_SKIP() << XPROF_PYTHON << " cannot import grpc (Debian python3-grpcio)";
-    }
+    FLEETPROF_REQUIRE(has_grpc, XPROF_PYTHON << " able to import grpc and google.protobuf (Debian python3-grpcio)");
     char pattern[] = "/tmp/xprof_client_test_XXXXXX";
     ASSERT_NE(mkdtemp(pattern), nullptr);
     work_dir_ = pattern;

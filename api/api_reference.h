@@ -1,0 +1,15 @@
+#pragma once
+// The API reference (docs/api.md) as the catalog (api_catalog.h) says it: every service, every
+// method with its scope, its HTTP routes with their query parameters, and what it takes and
+// answers. Generated, never hand-kept: tests/api/api_reference_test.cc fails when the committed
+// file differs, and scripts/update-api-reference.sh writes it anew.
+
+#include <string>
+
+#include "api/api_catalog.h"
+
+namespace fleetprof {
+
+std::string RenderApiReference(const ApiCatalog& catalog);
+
+}  // namespace fleetprof
