@@ -53,7 +53,7 @@ if [[ "${1:-}" != "--build-only" ]]; then
     (cd "$s3rver_dir" && $SUDO npm ci --no-audit --no-fund --loglevel=error)
   fi
   # A real Connect client (connect-node, @bufbuild/protobuf and protoc-gen-es, which generates
-  # its code from proto/querier) for tests/platform/connect_api_test.cc, under
+  # its code from proto/querier) for tests/e2e/connect_api_test.cc, under
   # /opt/fleetprof-test/connect ($FLEETPROF_CONNECT_CLIENT overrides), pinned by its lockfile.
   connect_dir=$s3rver_dir/connect
   if ! cmp -s "$here/tests/connect_client/package-lock.json" "$connect_dir/package-lock.json" ||

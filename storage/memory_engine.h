@@ -1,6 +1,6 @@
 #pragma once
 // An engine in memory, for unit tests of everything above storage: the same catalog and blob
-// store contracts as RocksDB (tests/platform/storage_contract_test.cc runs both), no disk.
+// store contracts as RocksDB (tests/storage/storage_contract_test.cc runs both), no disk.
 
 #include <memory>
 

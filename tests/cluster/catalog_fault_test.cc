@@ -12,7 +12,7 @@
 #include "storage/cluster/etcd_client.h"
 #include "tests/cluster/cluster_engines.h"
 #include "tests/cluster/tcp_proxy.h"
-#include "tests/platform/test_cluster.h"
+#include "tests/e2e/test_cluster.h"
 #include "tests/test_support.h"
 
 namespace fleetprof::cluster {

@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "tests/platform/test_cluster.h"
+#include "tests/e2e/test_cluster.h"
 #include "tests/test_support.h"
 
 namespace fleetprof::testing {

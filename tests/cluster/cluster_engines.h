@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/platform/process_runner.h"
+#include "tests/e2e/process_runner.h"
 
 namespace fleetprof::testing {
 

@@ -9,7 +9,7 @@
 #include "storage/cluster/etcd_catalog.h"
 #include "storage/cluster/etcd_client.h"
 #include "tests/cluster/cluster_engines.h"
-#include "tests/platform/test_pki.h"
+#include "tests/e2e/test_pki.h"
 #include "tests/test_support.h"
 
 namespace fleetprof::cluster {

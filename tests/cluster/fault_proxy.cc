@@ -11,7 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "tests/platform/loopback_socket.h"
+#include "tests/loopback_socket.h"
 
 namespace fleetprof::testing {
 namespace {

@@ -22,8 +22,8 @@
 #include "storage/cluster/object_cache.h"
 #include "storage/cluster/object_client.h"
 #include "tests/cluster/cluster_engines.h"
-#include "tests/platform/process_runner.h"
-#include "tests/platform/test_cluster.h"
+#include "tests/e2e/process_runner.h"
+#include "tests/e2e/test_cluster.h"
 #include "tests/test_support.h"
 
 namespace fleetprof::testing {

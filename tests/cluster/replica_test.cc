@@ -22,9 +22,9 @@
 #include "simdjson.h"
 #include "tests/cluster/cluster_engines.h"
 #include "tests/cluster/tcp_proxy.h"
-#include "tests/platform/reference_compare.h"
-#include "tests/platform/test_cluster.h"
-#include "tests/platform/test_pki.h"
+#include "tests/e2e/reference_compare.h"
+#include "tests/e2e/test_cluster.h"
+#include "tests/e2e/test_pki.h"
 #include "tests/test_support.h"
 
 namespace fleetprof::testing {

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
-#include "tests/platform/loopback_socket.h"
+#include "tests/loopback_socket.h"
 
 namespace fleetprof::testing {
 namespace {

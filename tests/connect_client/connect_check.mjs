@@ -1,5 +1,5 @@
 // A real Connect client against fleetprof's Pyroscope query API: @connectrpc/connect-node with
-// code protoc-gen-es generated from proto/querier (run from tests/platform/connect_api_test.cc):
+// code protoc-gen-es generated from proto/querier (run from tests/e2e/connect_api_test.cc):
 //   node connect_check.mjs --url http://H:P --job JOB --profile ID [--token T]
 // For the profile and the job, in JSON and in binary: SelectMergeStacktraces for both profile
 // types, its levels rebuilt into a tree the way Grafana's Pyroscope data source does (offsets

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes a small data dir with the binaries of one commit, and that commit's answers to every
-# query over it: tests/platform/golden_store_test.cc opens a copy with today's server and
+# query over it: tests/e2e/golden_store_test.cc opens a copy with today's server and
 # checks each answer is still the same, so the on-disk format cannot change by accident.
 #   make_golden_store.sh BIN_DIR OUT_DIR CORPUS_DIR
 # The checked-in tests/data/store_52e8783 was made by the binaries of commit 52e8783.

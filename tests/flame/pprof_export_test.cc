@@ -10,8 +10,8 @@
 #include "analysis/trace_analyzer.h"
 #include "flame/pprof_export.h"
 #include "gtest/gtest.h"
-#include "tests/platform/go_pprof.h"
-#include "tests/platform/process_runner.h"
+#include "tests/e2e/go_pprof.h"
+#include "tests/e2e/process_runner.h"
 #include "tests/test_support.h"
 
 namespace fleetprof::flame {

@@ -11,8 +11,8 @@
 #include "httplib.h"
 #include "simdjson.h"
 #include "tests/jobtrace/rank_traces.h"
-#include "tests/platform/http_get.h"
-#include "tests/platform/test_cluster.h"
+#include "tests/e2e/http_get.h"
+#include "tests/e2e/test_cluster.h"
 #include "tests/test_support.h"
 
 namespace fleetprof::testing {

@@ -22,7 +22,7 @@
 #include "collectors/trace_file_waiter.h"
 #include "gtest/gtest.h"
 #include "tests/kineto/kineto_test_env.h"
-#include "tests/platform/loopback_socket.h"
+#include "tests/loopback_socket.h"
 #include "tests/test_support.h"
 
 namespace fleetprof {

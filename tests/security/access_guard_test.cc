@@ -9,7 +9,7 @@
 #include "auth/exposure.h"
 #include "auth/token_hash.h"
 #include "gtest/gtest.h"
-#include "tests/platform/process_runner.h"
+#include "tests/e2e/process_runner.h"
 #include "tests/security/scratch_dir_test.h"
 
 namespace fleetprof {

@@ -8,7 +8,7 @@
 
 #include "common/text_checks.h"
 #include "gtest/gtest.h"
-#include "tests/platform/process_runner.h"
+#include "tests/e2e/process_runner.h"
 
 namespace fleetprof {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "tests/platform/process_runner.h"
+#include "tests/e2e/process_runner.h"
 
 namespace fleetprof::testing {
 

@@ -23,8 +23,8 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "rpc/channel.h"
-#include "tests/platform/test_cluster.h"
-#include "tests/platform/test_pki.h"
+#include "tests/e2e/test_cluster.h"
+#include "tests/e2e/test_pki.h"
 #include "tests/test_support.h"
 
 namespace fleetprof {

@@ -22,9 +22,9 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
-#include "tests/platform/loopback_socket.h"
-#include "tests/platform/process_runner.h"
-#include "tests/platform/test_cluster.h"
+#include "tests/loopback_socket.h"
+#include "tests/e2e/process_runner.h"
+#include "tests/e2e/test_cluster.h"
 #include "tests/test_support.h"
 
 namespace fleetprof::testing {

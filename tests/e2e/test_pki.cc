@@ -1,4 +1,4 @@
-#include "tests/platform/test_pki.h"
+#include "tests/e2e/test_pki.h"
 
 #include <filesystem>
 

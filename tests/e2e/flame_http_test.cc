@@ -10,9 +10,9 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "simdjson.h"
-#include "tests/platform/http_get.h"
-#include "tests/platform/go_pprof.h"
-#include "tests/platform/test_cluster.h"
+#include "tests/e2e/http_get.h"
+#include "tests/e2e/go_pprof.h"
+#include "tests/e2e/test_cluster.h"
 #include "tests/test_support.h"
 
 namespace fleetprof::testing {

@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "simdjson.h"
-#include "tests/platform/test_cluster.h"
+#include "tests/e2e/test_cluster.h"
 #include "tests/test_support.h"
 
 namespace fleetprof::testing {

@@ -1,4 +1,4 @@
-#include "tests/platform/test_cluster.h"
+#include "tests/e2e/test_cluster.h"
 
 #include <chrono>
 #include <cstdlib>

@@ -6,8 +6,8 @@
 
 #include "gtest/gtest.h"
 #include "simdjson.h"
-#include "tests/platform/reference_compare.h"
-#include "tests/platform/test_cluster.h"
+#include "tests/e2e/reference_compare.h"
+#include "tests/e2e/test_cluster.h"
 #include "tests/test_support.h"
 
 namespace fleetprof::testing {

@@ -21,7 +21,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "tests/platform/loopback_socket.h"
+#include "tests/loopback_socket.h"
 
 namespace fleetprof {
 namespace {

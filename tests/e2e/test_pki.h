@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "tests/platform/process_runner.h"
+#include "tests/e2e/process_runner.h"
 
 namespace fleetprof::testing {
 

@@ -1,4 +1,4 @@
-#include "tests/platform/reference_compare.h"
+#include "tests/e2e/reference_compare.h"
 
 #include <map>
 

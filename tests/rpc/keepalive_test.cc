@@ -16,7 +16,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "rpc/channel.h"
-#include "tests/platform/loopback_socket.h"
+#include "tests/loopback_socket.h"
 
 namespace fleetprof {
 namespace {

@@ -1,4 +1,4 @@
-#include "tests/platform/loopback_socket.h"
+#include "tests/loopback_socket.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>

@@ -1,11 +1,11 @@
-#include "tests/platform/go_pprof.h"
+#include "tests/e2e/go_pprof.h"
 
 #include <filesystem>
 #include <regex>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "tests/platform/process_runner.h"
+#include "tests/e2e/process_runner.h"
 
 namespace fleetprof::testing {
 

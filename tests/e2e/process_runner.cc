@@ -1,4 +1,4 @@
-#include "tests/platform/process_runner.h"
+#include "tests/e2e/process_runner.h"
 
 #include <fcntl.h>
 #include <signal.h>

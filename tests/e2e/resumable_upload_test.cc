@@ -11,8 +11,8 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "rpc/upload_client.h"
-#include "tests/platform/reference_compare.h"
-#include "tests/platform/test_cluster.h"
+#include "tests/e2e/reference_compare.h"
+#include "tests/e2e/test_cluster.h"
 #include "tests/test_support.h"
 
 namespace fleetprof::testing {

@@ -17,8 +17,8 @@
 #include "httplib.h"
 #include "proto/proto_json.h"
 #include "querier/v1/querier.pb.h"
-#include "tests/platform/process_runner.h"
-#include "tests/platform/test_cluster.h"
+#include "tests/e2e/process_runner.h"
+#include "tests/e2e/test_cluster.h"
 #include "tests/test_support.h"
 
 namespace fleetprof::testing {
