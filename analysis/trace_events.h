@@ -24,6 +24,12 @@ using Ticks = int64_t;
 // ns around the trace's clock zero, ±53 days of XSpace ps around its first line): a reader
 // rejects an event outside, so the difference of any two times, a span, never overflows int64.
 inline constexpr Ticks kMaxAbsTicks = (Ticks{1} << 62) - 1;
+// Whether `v` (a time, an offset, a difference of two: int64 or wider) lies within ±kMaxAbsTicks,
+// so that a sum or difference of two such values cannot overflow int64.
+template <typename T>
+constexpr bool WithinTickBound(T v) {
+  return v >= -static_cast<T>(kMaxAbsTicks) && v <= static_cast<T>(kMaxAbsTicks);
+}
 
 // True when [start, start + dur] lies within ±kMaxAbsTicks. REQUIRES: dur >= 0.
 inline bool TicksInRange(Ticks start, Ticks dur) {

@@ -2,17 +2,16 @@
 
 #include <cstdlib>
 
+#include "analysis/trace_events.h"
 #include "absl/strings/numbers.h"
 #include "common/clock_sync_labels.h"
 
 namespace fleetprof::jobtrace {
 namespace {
 
-constexpr int64_t kLimit = int64_t{1} << 62;  // every stored time lies within ±2^62
-
 bool Label(const google::protobuf::Map<std::string, std::string>& labels, const char* key, int64_t* out) {
   auto it = labels.find(key);
-  return it != labels.end() && absl::SimpleAtoi(it->second, out) && *out > -kLimit && *out < kLimit;
+  return it != labels.end() && absl::SimpleAtoi(it->second, out) && analysis::WithinTickBound(*out);
 }
 
 }  // namespace
@@ -22,7 +21,7 @@ std::optional<TraceToServer> AgentClockOf(const google::protobuf::Map<std::strin
   int64_t offset = 0, uncertainty = 0, capture_start = 0, window = 0;
   if (!Label(labels, kClockOffsetLabel, &offset) || !Label(labels, kClockUncertaintyLabel, &uncertainty) ||
       !Label(labels, kCaptureStartLabel, &capture_start) || !Label(labels, kCaptureWindowLabel, &window) ||
-      uncertainty < 0 || window < 0 || trace_start_ns <= -kLimit || trace_start_ns >= kLimit) {
+      uncertainty < 0 || window < 0 || !analysis::WithinTickBound(trace_start_ns)) {
     return std::nullopt;
   }
   TraceToServer out;
@@ -35,7 +34,7 @@ std::optional<TraceToServer> AgentClockOf(const google::protobuf::Map<std::strin
   }
   const __int128 to_server = static_cast<__int128>(trace_to_wall) + offset;
   const __int128 doubt = static_cast<__int128>(uncertainty) + extra;
-  if (to_server <= -kLimit || to_server >= kLimit || doubt >= kLimit) return std::nullopt;
+  if (!analysis::WithinTickBound(to_server) || !analysis::WithinTickBound(doubt)) return std::nullopt;
   out.to_server_ns = static_cast<int64_t>(to_server);
   out.uncertainty_ns = static_cast<int64_t>(doubt);
   return out;

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "analysis/trace_events.h"
+
 namespace fleetprof::jobtrace {
 namespace {
 
@@ -27,9 +29,8 @@ int64_t MedianAbsoluteDeviation(const std::vector<int64_t>& v, int64_t median) {
 
 // a.end - b.end, or false when it would not fit comfortably in int64.
 bool EndDifference(const Collective& a, const Collective& b, int64_t* d) {
-  constexpr __int128 kLimit = int64_t{1} << 62;
   const __int128 diff = static_cast<__int128>(a.end_ns) - b.end_ns;
-  if (diff >= kLimit || diff <= -kLimit) return false;
+  if (!analysis::WithinTickBound(diff)) return false;
   *d = static_cast<int64_t>(diff);
   return true;
 }

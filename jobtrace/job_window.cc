@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "analysis/trace_events.h"
 #include "absl/strings/str_cat.h"
 #include "timeline/trace_window.h"
 
@@ -37,9 +38,8 @@ absl::StatusOr<v1::JobTraceWindow> QueryJobWindow(const std::vector<WindowMember
   out.set_job(request.job());
   auto [extent_start, extent_end] = JobExtent(members);
   // Shifted by offsets of up to ±2^62 (analysis::kMaxAbsTicks), a bound past ±2^62 could overflow.
-  constexpr int64_t kLimit = int64_t{1} << 62;
   for (int64_t bound : {request.start_ns(), request.end_ns()}) {
-    if (bound <= -kLimit || bound >= kLimit) {
+    if (!analysis::WithinTickBound(bound)) {
       return absl::InvalidArgumentError("start_ns and end_ns must lie within ±2^62 ns");
     }
   }

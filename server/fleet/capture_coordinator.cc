@@ -15,8 +15,6 @@ namespace fleetprof {
 namespace {
 
 constexpr int64_t kNanosPerMs = 1'000'000;
-constexpr int64_t kDefaultDurationMs = 2000;
-constexpr int64_t kMaxDurationMs = 10 * 60 * 1000;
 constexpr int64_t kMaxDelayMs = 60 * 60 * 1000;
 // A repeated request id answers the capture it started within this long, among the job's
 // newest kRequestIdScan captures (a retry comes seconds later).
@@ -259,9 +257,9 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
   if (request.duration_ms() < 0 || request.iterations() < 0 || request.start_delay_ms() < 0) {
     return absl::InvalidArgumentError("duration_ms, iterations and start_delay_ms must be >= 0");
   }
-  if (request.duration_ms() == 0 && request.iterations() == 0) request.set_duration_ms(kDefaultDurationMs);
-  if (request.duration_ms() > kMaxDurationMs) {
-    return absl::InvalidArgumentError(absl::StrCat("duration_ms is capped at ", kMaxDurationMs));
+  if (request.duration_ms() == 0 && request.iterations() == 0) request.set_duration_ms(CaptureCoordinator::kDefaultDurationMs);
+  if (request.duration_ms() > CaptureCoordinator::kMaxDurationMs) {
+    return absl::InvalidArgumentError(absl::StrCat("duration_ms is capped at ", CaptureCoordinator::kMaxDurationMs));
   }
   if (request.start_delay_ms() > kMaxDelayMs || request.timeout_ms() < 0 ||
       request.timeout_ms() > kMaxDelayMs) {

@@ -47,6 +47,11 @@ class CaptureCoordinator {
   // would fail at once). `membership` outlives the coordinator.
   void UseReplicaClocks(Membership* membership, std::string replica_id);
 
+  // A capture's length when the request names neither a duration nor iterations, and the most
+  // it may ask for (a schedule's runs are held to the same).
+  static constexpr int64_t kDefaultDurationMs = 2000;
+  static constexpr int64_t kMaxDurationMs = 10 * 60 * 1000;
+
   // Picks the targets, sends the commands and returns the capture as it starts.
   // Transport-free: the gRPC CaptureService and the HTTP API both call these.
   absl::StatusOr<v1::Capture> Start(const v1::StartCaptureRequest& request, const std::string& schedule_id = "");

@@ -60,8 +60,9 @@ absl::StatusOr<v1::Schedule> CaptureScheduler::Create(const v1::CreateScheduleRe
     return absl::InvalidArgumentError(absl::StrCat("every must lie between 1s and 168h (", kMinEveryMs, " to ",
                                                    kMaxEveryMs, " ms), not ", request.every_ms(), " ms"));
   }
-  if (request.duration_ms() < 0 || request.duration_ms() > 10 * 60 * 1000) {
-    return absl::InvalidArgumentError("duration_ms must lie in 0..600000 (0: 2000)");
+  if (request.duration_ms() < 0 || request.duration_ms() > CaptureCoordinator::kMaxDurationMs) {
+    return absl::InvalidArgumentError(absl::StrCat("duration_ms must lie in 0..", CaptureCoordinator::kMaxDurationMs,
+                                                   " (0: ", CaptureCoordinator::kDefaultDurationMs, ")"));
   }
   const int64_t now = clock_->Now();
   v1::Schedule schedule;
@@ -69,7 +70,7 @@ absl::StatusOr<v1::Schedule> CaptureScheduler::Create(const v1::CreateScheduleRe
   schedule.set_job(request.job());
   schedule.set_node(request.node());
   schedule.set_every_ms(request.every_ms());
-  schedule.set_duration_ms(request.duration_ms() == 0 ? 2000 : request.duration_ms());
+  schedule.set_duration_ms(request.duration_ms() == 0 ? CaptureCoordinator::kDefaultDurationMs : request.duration_ms());
   schedule.set_created_at_ns(now);
   schedule.set_created_by(caller.name);
   schedule.set_next_run_ns(now);
