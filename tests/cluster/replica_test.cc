@@ -17,6 +17,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 #include "simdjson.h"
@@ -368,6 +369,58 @@ TEST_F(ReplicaTest, ACaptureStartedOnOneReplicaReachesAnAgentOnAnother) {
   CommandResult on_a = a.Cli({"captures", "--json"});
   EXPECT_NE(on_a.out.find(id), std::string::npos) << on_a.out;
   EXPECT_NE(b.Cli({"profiles", "--job", "jax-train", "--json"}).out.find("\"node\":\"gpu-a\""), std::string::npos);
+}
+
+// Issue 45, finding 2, end to end: each of three etcd members in turn goes silent (bytes held,
+// as behind a half-open connection) while a capture started on replica B must reach the agent
+// on replica A through the catalog's watch. Every capture reaches DONE: the replicas' calls and
+// watches leave the silent member (keepalive) and move to another.
+TEST_F(ReplicaTest, WithEachEtcdMemberSilentInTurnACaptureAcrossReplicasIsDone) {
+  const std::string python = "/usr/bin/python3";
+  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py";
+  FLEETPROF_REQUIRE_PATH(python);
+  FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
+  EtcdCluster members;
+  ASSERT_TRUE(members.Start(3)) << members.Log(0) << members.Log(1) << members.Log(2);
+  std::vector<std::unique_ptr<TcpProxy>> links;
+  std::vector<std::string> through;
+  for (const std::string& endpoint : members.EndpointList()) {
+    links.push_back(std::make_unique<TcpProxy>(std::stoi(endpoint.substr(endpoint.rfind(':') + 1))));
+    through.push_back("http://" + links.back()->address());
+  }
+  std::vector<std::string> flags = ReplicaFlags();
+  for (auto& f : flags) {
+    if (f.starts_with("--etcd_endpoints=")) f = "--etcd_endpoints=" + absl::StrJoin(through, ",");
+  }
+  TestCluster a, b;
+  ASSERT_TRUE(a.StartServer("127.0.0.1:0", flags)) << a.ServerLog();
+  ASSERT_TRUE(b.StartServer("127.0.0.1:0", flags)) << b.ServerLog();
+  ChildProcess job;
+  const std::string ready = a.root() + "/standin.ready";
+  job.Start({python, standin, "--mode", "emit", "--record", a.root() + "/requests.json", "--ready", ready, "--xspace",
+             CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")},
+            a.root() + "/standin.log");
+  const std::string port_json = WaitForFile(ready, 30);
+  ASSERT_FALSE(port_json.empty()) << "profiler stand-in did not start";
+  const std::string port = port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1);
+  const std::string address = "127.0.0.1:" + std::string(absl::StripAsciiWhitespace(port));
+  ASSERT_GE(a.StartAgent({"--node=gpu-a", "--target=job=jax-train,xprof=" + address}), 0);
+  ASSERT_TRUE(Eventually(30, [&] {
+    return b.Cli({"agents", "--json"}).out.find("\"address\":\"" + address) != std::string::npos;
+  }));
+  for (size_t silent = 0; silent < links.size(); ++silent) {
+    SCOPED_TRACE(silent);
+    links[silent]->Silence();
+    const auto started = std::chrono::steady_clock::now();
+    CommandResult capture = b.Cli({"capture", "--job", "jax-train", "--duration_ms", "300", "--wait", "--json",
+                                   "--timeout_s", "90"},
+                                  150);
+    const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    EXPECT_EQ(capture.exit_code, 0) << capture.out << capture.err << a.ServerLog() << b.ServerLog();
+    EXPECT_NE(capture.out.find("\"state\":\"DONE\""), std::string::npos) << capture.out << capture.err;
+    std::cout << "etcd member " << silent << " silent: the capture across replicas ended in " << took_s << " s\n";
+    links[silent]->Restore();
+  }
 }
 
 // Issue 45, finding 7: `capture --wait` lost track ("Socket closed") when the replica it

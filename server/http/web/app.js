@@ -1,47 +1,18 @@
-'use strict';
-// fleetprof web app — routing and start-up. Every page has a real path (the server answers
-// index.html for all of them); links are followed with history.pushState and a page's state
-// lives in its query string, so any view can be reloaded or shared as a link.
+// fleetprof web app — the entry module (index.html loads only this one): the routes of the
+// app's pages, then start-up. Every page has a real path (the server answers index.html for
+// all of them); router.js follows links with history.pushState and shows the page of a path.
+
+import {renderCapturesPage} from './captures.js';
+import {renderComparePage} from './compare.js';
+import {h, showUncaughtError, updateTokenIndicator} from './core.js';
+import {renderFleetPage} from './fleet.js';
+import {renderJobPage} from './jobs.js';
+import {renderProfilePage, renderProfilesPage} from './profiles.js';
+import {route, startRouter} from './router.js';
+import {renderJobTracePage, renderTracePage} from './trace.js';
 
 // ---------------------------------------------------------------------------------------------
-// The page being shown: its container, and timers that stop when the user navigates away.
-
-function createPage(main) {
-  const timers = new Set();
-  let alive = true;
-  return {
-    main,
-    alive: () => alive,
-    // Runs fn after ms unless the page has been left by then.
-    later(fn, ms) {
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        if (alive) Promise.resolve().then(fn).catch((err) => showError(err));
-      }, ms);
-      timers.add(timer);
-    },
-    // Awaits a request; on failure shows the error in the banner and in `holder`, returns null.
-    async load(promise, holder, context) {
-      try {
-        const value = await promise;
-        return alive ? value : null;
-      } catch (err) {
-        if (!alive) return null;
-        showError(err, context);
-        clear(holder).append(errorBlock(err, context));
-        return null;
-      }
-    },
-    close() {
-      alive = false;
-      timers.forEach(clearTimeout);
-      timers.clear();
-    },
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Pages of other files: profiles.js, compare.js, jobs.js, fleet.js, captures.js, trace.js
+// The page for a path no route matches
 
 function renderNotFoundPage(page) {
   page.main.append(h('section', {class: 'card coming-soon'}, h('h1', null, 'No such page'),
@@ -51,7 +22,7 @@ function renderNotFoundPage(page) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Router
+// Routes
 
 const ROUTES = [
   {pattern: /^\/(?:profiles\/?)?$/, nav: 'profiles', title: 'Profiles', render: renderProfilesPage},
@@ -64,54 +35,8 @@ const ROUTES = [
   {pattern: /^\/captures\/?$/, nav: 'captures', title: 'Captures', render: renderCapturesPage},
 ];
 
-let currentPage = null;
-
-function decodeSegment(segment) {
-  try { return decodeURIComponent(segment); } catch (e) { return segment; }
-}
-
-function route() {
-  if (currentPage) currentPage.close();
-  resetCharts();
-  clearBanner();
-  const main = clear(document.getElementById('main'));
-  const page = currentPage = createPage(main);
-  const matched = ROUTES.map((r) => [r, r.pattern.exec(location.pathname)]).find(([, m]) => m);
-  const [spec, match] = matched || [{nav: '', title: 'Not found', render: renderNotFoundPage}, []];
-  for (const link of document.querySelectorAll('.nav a')) {
-    link.classList.toggle('active', link.dataset.nav === spec.nav);
-  }
-  document.title = `${spec.title} · fleetprof`;
-  const args = match.slice(1).map(decodeSegment);
-  Promise.resolve().then(() => spec.render(page, ...args)).catch((err) => {
-    if (page.alive()) showError(err);
-  });
-}
-
-// Goes to a page of the app (pushes a history entry unless it is the current URL).
-function navigate(url) {
-  if (url !== location.pathname + location.search + location.hash) history.pushState(null, '', url);
-  route();
-  window.scrollTo(0, 0);
-}
-
-const SERVER_PATHS = /^\/(api|assets)\/|^\/(metrics|healthz)$/;
-
-// Follows same-origin links inside the app without reloading the page.
-function interceptLinks(event) {
-  if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey ||
-      event.shiftKey || event.altKey) return;
-  const link = event.target.closest && event.target.closest('a[href]');
-  if (!link || link.target || link.hasAttribute('download')) return;
-  const url = new URL(link.href, location.href);
-  if (url.origin !== location.origin || SERVER_PATHS.test(url.pathname)) return;
-  event.preventDefault();
-  navigate(url.pathname + url.search + url.hash);
-}
-
 function start() {
-  document.addEventListener('click', interceptLinks);
-  window.addEventListener('popstate', route);
+  startRouter(ROUTES, renderNotFoundPage);
   // Uncaught errors are bugs; the browser logs them, the banner makes them visible.
   window.addEventListener('error', (event) => showUncaughtError(event.error || event.message));
   window.addEventListener('unhandledrejection', (event) => showUncaughtError(event.reason));

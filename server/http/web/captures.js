@@ -1,6 +1,8 @@
-'use strict';
 // fleetprof web app — captures (/captures, /captures?capture=ID): start a capture, follow it
 // live, list recent ones.
+
+import {ApiError, api, badge, clear, clearBanner, emptyBlock, enc, errorBlock, fmtDate, fmtDuration, fmtInt, h, isoDate, loadingBlock, num, query, section, setQuery, showError, urlWith} from './core.js';
+import {poll} from './poll.js';
 
 const CAPTURE_POLL_MS = 500;
 const TARGET_STEPS = ['PENDING', 'RUNNING', 'UPLOADING', 'INDEXED'];
@@ -175,7 +177,7 @@ function schedulesSection(page) {
     'job is still running, or missed while the server was down, is skipped (see its SKIPPED capture).', form, list);
 }
 
-async function renderCapturesPage(page) {
+export async function renderCapturesPage(page) {
   const q = query();
   const current = h('div', {class: 'capture-current'});
   const recent = h('div', null, loadingBlock('Loading recent captures…'));
@@ -197,33 +199,36 @@ async function renderCapturesPage(page) {
   };
 
   // Shows the capture and polls it every 500 ms while it is RUNNING.
-  let following = 0;
+  let following = null;
   const follow = (capture) => {
-    const token = ++following;
+    if (following) following.stop();
+    following = null;
     const show = (c) => clear(current).append(captureView(c));
-    const poll = async () => {
-      let c;
-      try {
-        c = await api(`/api/v1/captures/${enc(capture.capture_id)}`);
-      } catch (err) {
-        if (!page.alive() || token !== following) return;
-        showError(err, `Could not read capture ${capture.capture_id}`);
-        // The server or the network may come back; a 4xx (no such capture) will not.
-        if (err.status >= 500 || err.status === 0) page.later(poll, 4 * CAPTURE_POLL_MS);
-        else if (!current.querySelector('.capture-view')) {
-          clear(current).append(h('section', {class: 'card'}, errorBlock(err, `Could not read capture ${capture.capture_id}`)));
-        }
-        return;
-      }
-      if (!page.alive() || token !== following) return;
-      show(c);
-      if (c.state === 'RUNNING') page.later(poll, CAPTURE_POLL_MS);
-      else loadRecent();
-    };
     if (capture.state) show(capture);
     else clear(current).append(loadingBlock(`Loading capture ${capture.capture_id}…`));
-    if (capture.state === 'RUNNING' || !capture.state) page.later(poll, capture.state ? CAPTURE_POLL_MS : 0);
-    else loadRecent();
+    if (capture.state && capture.state !== 'RUNNING') {
+      loadRecent();
+      return;
+    }
+    following = poll(page, {
+      delay: capture.state ? CAPTURE_POLL_MS : 0,
+      request: () => api(`/api/v1/captures/${enc(capture.capture_id)}`),
+      onError: (err) => {
+        showError(err, `Could not read capture ${capture.capture_id}`);
+        // The server or the network may come back; a 4xx (no such capture) will not.
+        if (err.status >= 500 || err.status === 0) return 4 * CAPTURE_POLL_MS;
+        if (!current.querySelector('.capture-view')) {
+          clear(current).append(h('section', {class: 'card'}, errorBlock(err, `Could not read capture ${capture.capture_id}`)));
+        }
+        return null;
+      },
+      onValue: (c) => {
+        show(c);
+        if (c.state === 'RUNNING') return CAPTURE_POLL_MS;
+        loadRecent();
+        return null;
+      },
+    });
   };
 
   const form = captureForm(q, (capture) => {

@@ -1,9 +1,10 @@
-'use strict';
 // fleetprof web app — charts: device time bars (HTML), step bars, memory timelines and device
 // sample lines (inline SVG, drawn at the container's pixel width and redrawn on resize).
 
-const KIND_COLORS = {compute: '#3874e8', communication: '#e8822c', memory: '#9254c8',
-                     idle: '#e3e7ee', busy: '#5b8def'};
+import {clear, debounce, durationSpan, emptyBlock, fmtBytes, fmtDuration, fmtInt, fmtOffset, fmtPct, h, num, svg} from './core.js';
+
+export const KIND_COLORS = {compute: '#3874e8', communication: '#e8822c', memory: '#9254c8',
+                            idle: '#e3e7ee', busy: '#5b8def'};
 const SERIES_COLORS = ['#3874e8', '#e8822c', '#2f9e6b', '#9254c8', '#d64562', '#1b9cb5',
                        '#b58a1b', '#6b7280'];
 
@@ -14,10 +15,10 @@ const SERIES_COLORS = ['#3874e8', '#e8822c', '#2f9e6b', '#9254c8', '#d64562', '#
 const chartRedraws = new Set();
 let resizeListening = false;
 
-function resetCharts() { chartRedraws.clear(); }
+export function resetCharts() { chartRedraws.clear(); }
 
 // Returns a container whose content is draw(width), drawn once attached to the page.
-function responsiveChart(className, draw) {
+export function responsiveChart(className, draw) {
   const box = h('div', {class: `chart ${className || ''}`.trim()});
   let lastWidth = -1;
   const redraw = () => {
@@ -39,7 +40,7 @@ function responsiveChart(className, draw) {
 // ---------------------------------------------------------------------------------------------
 // Scales and ticks
 
-function linearScale(d0, d1, r0, r1) {
+export function linearScale(d0, d1, r0, r1) {
   const span = d1 - d0 || 1;
   const scale = (v) => r0 + ((v - d0) / span) * (r1 - r0);
   scale.range = [r0, r1];
@@ -58,7 +59,7 @@ function niceStep(max, count, binary) {
 }
 
 // Ticks from 0 up to the first tick ≥ max.
-function niceTicks(max, count, binary) {
+export function niceTicks(max, count, binary) {
   if (!(max > 0)) return [0, 1];
   const step = niceStep(max, count, binary);
   const ticks = [];
@@ -76,7 +77,7 @@ function rangeTicks(lo, hi, count) {
   return ticks;
 }
 
-function yAxis(ticks, y, x0, x1, format) {
+export function yAxis(ticks, y, x0, x1, format) {
   return svg('g', {class: 'axis y-axis'}, ticks.map((t) => svg('g', null,
     svg('line', {x1: x0, x2: x1, y1: y(t), y2: y(t), class: 'grid'}),
     svg('text', {x: x0 - 6, y: y(t) + 4, 'text-anchor': 'end'}, format(t)))));
@@ -95,11 +96,11 @@ function xAxisTimes(ticks, x, y0, format) {
 }
 
 // Axis labels print zero as a bare "0" and drop trailing zeros ("4.00 GiB" → "4 GiB").
-function axisFormat(format) {
+export function axisFormat(format) {
   return (v) => (v === 0 ? '0' : format(v).replace(/(\.\d*?)0+(?=\s|$)/, '$1').replace(/\.(?=\s|$)/, ''));
 }
 
-function chartLegend(items) {
+export function chartLegend(items) {
   return h('div', {class: 'legend'}, items.map(([label, color]) =>
     h('span', {class: 'legend-item'}, h('span', {class: 'swatch', style: `background:${color}`}), label)));
 }
@@ -155,11 +156,11 @@ function deviceBar(device) {
     detail);
 }
 
-function deviceLabel(device) {
+export function deviceLabel(device) {
   return /^\d+$/.test(String(device)) ? `Device ${device}` : String(device);
 }
 
-function deviceBreakdownChart(devices) {
+export function deviceBreakdownChart(devices) {
   return h('div', {class: 'device-breakdown'},
            chartLegend([['compute', KIND_COLORS.compute], ['communication', KIND_COLORS.communication],
                         ['memory', KIND_COLORS.memory], ['idle', KIND_COLORS.idle]]),
@@ -169,7 +170,7 @@ function deviceBreakdownChart(devices) {
 // ---------------------------------------------------------------------------------------------
 // Steps: one bar per step (duration), its device-busy part darker
 
-function stepsChart(steps) {
+export function stepsChart(steps) {
   return responsiveChart('steps-chart', (width) => {
     const height = 220;
     const m = {left: 64, right: 12, top: 14, bottom: 30};
@@ -241,7 +242,7 @@ function stepLinePath(points, x, y) {
 
 // The time range [t0, t1] (ns from originNs) that holds every device's samples and peak, so
 // the charts of one profile share their x axis.
-function memoryDomain(memories, originNs) {
+export function memoryDomain(memories, originNs) {
   let t0 = Infinity;
   let t1 = -Infinity;
   for (const m of memories) {
@@ -258,7 +259,7 @@ function memoryDomain(memories, originNs) {
   return Number.isFinite(t0) ? [t0, Math.max(t1, t0 + 1)] : [0, 1];
 }
 
-function memoryChart(memory, originNs, domain) {
+export function memoryChart(memory, originNs, domain) {
   const points = (memory.timeline || []).map((p) => [num(p.ts_ns) - originNs, num(p.allocated_bytes)]);
   const peakT = num(memory.peak_ns) - originNs;
   const peak = num(memory.peak_bytes);
@@ -328,7 +329,7 @@ function attachMemoryHover(chartSvg, hover, points, x, y, left, right) {
 // ---------------------------------------------------------------------------------------------
 // Device samples: utilization over the capture window, one line per device
 
-function samplesChart(samples) {
+export function samplesChart(samples) {
   const byDevice = new Map();
   for (const s of samples) {
     if (!byDevice.has(s.device)) byDevice.set(s.device, []);

@@ -1,7 +1,11 @@
-'use strict';
 // fleetprof web app — comparing profiles (/compare?profile=BASE&profile=B…&by=op|kernel|scope):
 // one row per name with each profile's value as a bar against the baseline's, from
 // GET /api/v1/diff. With fewer than two profiles the page helps pick them.
+
+import {api, clear, debounce, emptyBlock, enc, fmtDate, fmtDuration, fmtInt, h, labelChips, loadingBlock, num, query, setQuery, urlWith} from './core.js';
+import {createFlameGraph} from './flame.js';
+import {navigate, route} from './router.js';
+import {DEFAULT_ROW_LIMIT} from './table.js';
 
 const COMPARE_COLORS = ['#8a94a6', '#3874e8', '#e8822c', '#2a9d6f', '#9254c8', '#c9455a', '#b08a1f', '#3fa7c9'];
 
@@ -96,7 +100,7 @@ function compareTable(diff, metric, filter, statuses, showAll) {
       num(diff.omitted_rows) ? ` (${fmtInt(diff.omitted_rows)} more past the limit)` : null));
 }
 
-async function renderComparePage(page) {
+export async function renderComparePage(page) {
   const q = query();
   const ids = q.getAll('profile');
   const by = ['op', 'kernel', 'scope'].includes(q.get('by')) ? q.get('by') : 'op';

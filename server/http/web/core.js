@@ -1,13 +1,13 @@
-'use strict';
 // fleetprof web app — core: DOM building, number/time formatting, the API client, the error
-// banner and page state kept in the URL query string. Loaded first; the other files use it.
+// banner and page state kept in the URL query string. Every other module imports from it; it
+// imports nothing.
 
 // ---------------------------------------------------------------------------------------------
 // DOM building
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
 
-function appendChildren(el, children) {
+export function appendChildren(el, children) {
   for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     el.append(c instanceof Node ? c : String(c));
@@ -28,22 +28,34 @@ function setAttributes(el, attrs) {
 }
 
 // h('a', {href: '/x', class: 'link'}, 'text', child…) → an HTML element.
-function h(tag, attrs, ...children) {
+export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   setAttributes(el, attrs);
   return appendChildren(el, children);
 }
 
 // Same for SVG elements.
-function svg(tag, attrs, ...children) {
+export function svg(tag, attrs, ...children) {
   const el = document.createElementNS(SVG_NS, tag);
   setAttributes(el, attrs);
   return appendChildren(el, children);
 }
 
-function clear(el) {
+export function clear(el) {
   while (el.firstChild) el.removeChild(el.firstChild);
   return el;
+}
+
+// `text` cut (with …) to what fits in `width` pixels of canvas context `c`; '' when not even
+// one letter does. (Trace viewer and flame graphs.)
+export function fitText(c, text, width) {
+  if (c.measureText(text).width <= width) return text;
+  let lo = 0, hi = text.length;
+  while (lo < hi) {  // the longest prefix that fits with the ellipsis
+    const mid = (lo + hi + 1) >> 1;
+    if (c.measureText(`${text.slice(0, mid)}…`).width <= width) lo = mid; else hi = mid - 1;
+  }
+  return lo > 0 ? `${text.slice(0, lo)}…` : '';
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -67,7 +79,7 @@ function parseJson(text) {
 }
 
 // The exact value of obj[key] as a BigInt, or null when absent or not an integer.
-function exactInt(obj, key) {
+export function exactInt(obj, key) {
   if (!obj) return null;
   const digits = exactDigits.get(obj);
   const raw = digits && key in digits ? digits[key] : obj[key];
@@ -80,7 +92,7 @@ function exactInt(obj, key) {
 }
 
 // A JSON integer (number, or a string if a server prints int64 as strings) as a Number.
-function num(value) {
+export function num(value) {
   if (typeof value === 'number') return value;
   if (typeof value === 'bigint') return Number(value);
   if (typeof value === 'string' && value !== '') return Number(value);
@@ -110,7 +122,7 @@ const BYTE_UNITS = [[1, 'B'], [1024, 'KiB'], [1024 ** 2, 'MiB'], [1024 ** 3, 'Gi
                     [1024 ** 4, 'TiB'], [1024 ** 5, 'PiB']];
 const SI_UNITS = [[1, ''], [1e3, 'k'], [1e6, 'M'], [1e9, 'G'], [1e12, 'T'], [1e15, 'P'], [1e18, 'E']];
 
-function fmtDuration(ns) {
+export function fmtDuration(ns) {
   const v = num(ns);
   if (!Number.isFinite(v)) return '–';
   if (Math.abs(v) < 1000) return `${v} ns`;
@@ -118,7 +130,7 @@ function fmtDuration(ns) {
 }
 
 // A time offset with its sign: "+12.3 ms", "−4.00 µs".
-function fmtOffset(ns) {
+export function fmtOffset(ns) {
   const v = num(ns);
   return v < 0 ? `−${fmtDuration(-v)}` : `+${fmtDuration(v)}`;
 }
@@ -126,33 +138,33 @@ function fmtOffset(ns) {
 const INTEGER_FORMAT = new Intl.NumberFormat('en-US', {maximumFractionDigits: 0});
 
 // 1234567 → "1,234,567" (Numbers and BigInts).
-function fmtInt(value) {
+export function fmtInt(value) {
   if (value === null || value === undefined) return '–';
   return INTEGER_FORMAT.format(typeof value === 'bigint' ? value : num(value));
 }
 
-function fmtBytes(bytes) {
+export function fmtBytes(bytes) {
   const v = num(bytes);
   if (Math.abs(v) < 1024) return `${v} B`;
   return scaled(v, BYTE_UNITS);
 }
 
 // A rate such as FLOP/s or B/s with SI prefixes: fmtRate(1.2e12, 'FLOP/s') → "1.20 TFLOP/s".
-function fmtRate(value, unit) {
+export function fmtRate(value, unit) {
   if (value === undefined || value === null || !Number.isFinite(Number(value))) return '–';
   return `${scaled(Number(value), SI_UNITS)}${unit}`;
 }
 
 // A ratio 0..1 as a percentage with one decimal: 0.12345 → "12.3%".
-function fmtPct(ratio) {
+export function fmtPct(ratio) {
   if (!Number.isFinite(ratio)) return '–';
   return `${(ratio * 100).toFixed(1)}%`;
 }
 
-function pad2(n) { return String(n).padStart(2, '0'); }
+export function pad2(n) { return String(n).padStart(2, '0'); }
 
 // Unix nanoseconds → "2024-04-04 03:51:35" in local time.
-function fmtDate(ns) {
+export function fmtDate(ns) {
   const ms = num(ns) / 1e6;
   if (!ms) return '–';
   const d = new Date(ms);
@@ -161,13 +173,13 @@ function fmtDate(ns) {
          `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
 }
 
-function isoDate(ns) {
+export function isoDate(ns) {
   const d = new Date(num(ns) / 1e6);
   return Number.isNaN(d.getTime()) ? '' : d.toISOString();
 }
 
 // Unix nanoseconds → "5 s ago", "3 min ago", …
-function fmtAgo(ns) {
+export function fmtAgo(ns) {
   const ms = num(ns) / 1e6;
   if (!ms) return 'never';
   const s = Math.round((Date.now() - ms) / 1000);
@@ -180,25 +192,25 @@ function fmtAgo(ns) {
 
 // Timestamps above ~1973 in ns look like unix time and are shown as dates; others are on a
 // trace's own (monotonic) clock.
-function looksLikeUnixNs(ns) { return num(ns) > 1e17; }
+export function looksLikeUnixNs(ns) { return num(ns) > 1e17; }
 
-function exactTitle(obj, key) {
+export function exactTitle(obj, key) {
   const v = exactInt(obj, key);
   return v === null ? '' : `${fmtInt(v)} ns`;
 }
 
 // <span> with a duration in human units and the exact ns as tooltip.
-function durationSpan(ns, extraClass) {
+export function durationSpan(ns, extraClass) {
   return h('span', {class: `num ${extraClass || ''}`.trim(), title: `${fmtInt(num(ns))} ns`},
            fmtDuration(ns));
 }
 
-function bytesSpan(bytes) {
+export function bytesSpan(bytes) {
   return h('span', {class: 'num', title: `${fmtInt(num(bytes))} bytes`}, fmtBytes(bytes));
 }
 
 // An absolute time: a date when it looks like unix time, else seconds on the trace's own clock.
-function timestampSpan(obj, key) {
+export function timestampSpan(obj, key) {
   const v = obj ? obj[key] : 0;
   if (!v) return h('span', {class: 'muted'}, '–');
   const unix = looksLikeUnixNs(v);
@@ -207,7 +219,7 @@ function timestampSpan(obj, key) {
 }
 
 // The exact difference end − start (BigInt-safe) as a duration span.
-function spanBetween(obj, startKey, endKey) {
+export function spanBetween(obj, startKey, endKey) {
   const start = exactInt(obj, startKey);
   const end = exactInt(obj, endKey);
   if (start === null || end === null) return h('span', {class: 'muted'}, '–');
@@ -218,7 +230,7 @@ function spanBetween(obj, startKey, endKey) {
 // ---------------------------------------------------------------------------------------------
 // Error banner and token prompt
 
-class ApiError extends Error {
+export class ApiError extends Error {
   constructor(code, message, status) {
     super(message);
     this.code = code;
@@ -226,14 +238,14 @@ class ApiError extends Error {
   }
 }
 
-const HTTP_CODE_NAMES = {400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED',
-                         404: 'NOT_FOUND', 409: 'ALREADY_EXISTS', 429: 'RESOURCE_EXHAUSTED',
-                         500: 'INTERNAL', 501: 'UNIMPLEMENTED', 503: 'UNAVAILABLE',
-                         504: 'DEADLINE_EXCEEDED'};
+export const HTTP_CODE_NAMES = {400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED',
+                                404: 'NOT_FOUND', 409: 'ALREADY_EXISTS', 429: 'RESOURCE_EXHAUSTED',
+                                500: 'INTERNAL', 501: 'UNIMPLEMENTED', 503: 'UNAVAILABLE',
+                                504: 'DEADLINE_EXCEEDED'};
 
 function bannerElement() { return document.getElementById('banner'); }
 
-function clearBanner() {
+export function clearBanner() {
   const banner = bannerElement();
   if (!banner) return;
   clear(banner);
@@ -260,15 +272,15 @@ function errorText(err) {
 
 // Shows an error in the banner at the top of the page. API errors are expected conditions;
 // anything else is a bug in the page and also goes to the console.
-function showError(err, context) {
+export function showError(err, context) {
   if (!(err instanceof ApiError)) console.error(err);
   displayBanner(context ? `${context} — ${errorText(err)}` : errorText(err));
 }
 
 // For errors the browser already reported (uncaught exceptions, unhandled rejections).
-function showUncaughtError(err) { displayBanner(errorText(err)); }
+export function showUncaughtError(err) { displayBanner(errorText(err)); }
 
-function readToken() {
+export function readToken() {
   try { return sessionStorage.getItem('fleetprofToken') || ''; } catch (e) { return ''; }
 }
 
@@ -315,7 +327,7 @@ function askForToken(message) {
 }
 
 // The "token · forget" note in the top bar while a token is stored.
-function updateTokenIndicator() {
+export function updateTokenIndicator() {
   const slot = document.getElementById('token-indicator');
   if (!slot) return;
   clear(slot);
@@ -331,7 +343,7 @@ function updateTokenIndicator() {
 // The API client. Every request goes through here, so auth lives in one place.
 
 // api('/api/v1/profiles', {method: 'POST', body: {...}}) → parsed JSON, or throws ApiError.
-async function api(path, options = {}) {
+export async function api(path, options = {}) {
   for (;;) {
     const headers = Object.assign({Accept: 'application/json'}, options.headers || {});
     const token = readToken();
@@ -373,11 +385,11 @@ async function api(path, options = {}) {
 // ---------------------------------------------------------------------------------------------
 // Page state in the URL
 
-function query() { return new URLSearchParams(location.search); }
+export function query() { return new URLSearchParams(location.search); }
 
 // Applies {key: value} to the query string (null/'' removes, arrays repeat the key) and
 // replaces (default) or pushes the history entry. Does not re-render.
-function setQuery(changes, push) {
+export function setQuery(changes, push) {
   const q = query();
   for (const [key, value] of Object.entries(changes)) {
     q.delete(key);
@@ -389,7 +401,7 @@ function setQuery(changes, push) {
   if (url !== location.pathname + location.search) history[push ? 'pushState' : 'replaceState'](null, '', url);
 }
 
-function urlWith(path, params) {
+export function urlWith(path, params) {
   const q = new URLSearchParams();
   for (const [key, value] of Object.entries(params || {})) {
     const values = Array.isArray(value) ? value : [value];
@@ -399,12 +411,12 @@ function urlWith(path, params) {
   return path + (search ? `?${search}` : '');
 }
 
-function enc(s) { return encodeURIComponent(s); }
+export function enc(s) { return encodeURIComponent(s); }
 
 // ---------------------------------------------------------------------------------------------
 // Small shared widgets
 
-function section(title, explanation, ...body) {
+export function section(title, explanation, ...body) {
   return h('section', {class: 'card'},
            h('div', {class: 'card-head'}, h('h2', null, title),
              explanation ? h('p', {class: 'explain'}, explanation) : null),
@@ -412,30 +424,30 @@ function section(title, explanation, ...body) {
 }
 
 // A labelled figure in a .stat-row: "STEPS / 8".
-function stat(label, value) {
+export function stat(label, value) {
   return h('div', {class: 'stat'}, h('div', {class: 'stat-label'}, label), h('div', {class: 'stat-value'}, value));
 }
 
-function loadingBlock(text) {
+export function loadingBlock(text) {
   return h('div', {class: 'loading'}, h('span', {class: 'spinner'}), text || 'Loading…');
 }
 
 // What a page shows in place of content it could not load (the banner says it too).
-function errorBlock(err, context) {
+export function errorBlock(err, context) {
   return h('div', {class: 'error-block'},
     h('h2', null, context || 'Something went wrong'),
     h('p', {class: 'mono'}, errorText(err)),
     h('p', null, h('a', {href: '/profiles'}, '← All profiles')));
 }
 
-function emptyBlock(content) { return h('div', {class: 'empty'}, content); }
+export function emptyBlock(content) { return h('div', {class: 'empty'}, content); }
 
-function badge(state) {
+export function badge(state) {
   const s = String(state || 'UNKNOWN');
   return h('span', {class: `badge badge-${s.toLowerCase()}`}, s);
 }
 
-function labelChips(labels) {
+export function labelChips(labels) {
   const entries = Object.entries(labels || {});
   if (!entries.length) return h('span', {class: 'muted'}, '–');
   return h('span', {class: 'chips'},
@@ -443,7 +455,7 @@ function labelChips(labels) {
              .map(([k, v]) => h('span', {class: 'chip', title: `${k}=${v}`}, h('b', null, k), '=', v)));
 }
 
-function debounce(fn, ms) {
+export function debounce(fn, ms) {
   let timer = null;
   return (...args) => {
     clearTimeout(timer);

@@ -1,7 +1,8 @@
-'use strict';
 // fleetprof web app — diagnosis findings (GET …/diagnosis): one card per finding with what the
 // rule measured against which threshold, the suggestion, and its evidence as links into the
 // trace viewer's time range. Used by the profile page and the job page.
+
+import {api, clear, emptyBlock, enc, exactInt, fmtDuration, fmtPct, h, loadingBlock, section, urlWith} from './core.js';
 
 // A trace-viewer link to [start, end) of a profile (absolute trace-clock ns), padded so that a
 // short range is seen in context.
@@ -43,7 +44,7 @@ function findingCard(finding, rules, link) {
 }
 
 // The findings of a diagnosis, or a line saying every rule passed.
-function findingsBody(diagnosis, link) {
+export function findingsBody(diagnosis, link) {
   const findings = diagnosis.findings || [];
   const rules = diagnosis.rules || [];
   return h('div', {class: 'findings', id: 'findings'},
@@ -55,7 +56,7 @@ function findingsBody(diagnosis, link) {
 }
 
 // The profile page's findings section, filled in once the diagnosis arrives.
-function profileFindingsSection(page, profileId) {
+export function profileFindingsSection(page, profileId) {
   const body = h('div', null, loadingBlock('Running the diagnosis rules…'));
   const card = section('Findings', 'Named rules over this profile’s events (idle device, tiny kernels, ' +
     'host-device syncs, compilation, memory, communication…), each with its evidence: follow a link to see ' +

@@ -1,8 +1,9 @@
-'use strict';
 // Flame graphs (icicle: the root on top) from the API's Pyroscope layout
 // (GET …/flamegraph?value=device_ns|host_self_ns|count): on the profile page, the job page and,
 // as a diff of two profiles, the compare page. Click a frame to zoom into it, the root to zoom
 // out; the search colours matching frames and adds up their share; hover shows exact values.
+
+import {api, clear, debounce, emptyBlock, fitText, fmtDuration, fmtInt, fmtPct, h, loadingBlock, num, query, section, setQuery} from './core.js';
 
 const FLAME = {row: 18, minPx: 0.4, font: '11px sans-serif'};
 const FLAME_VALUES = [
@@ -61,7 +62,7 @@ function flameDiffColor(base, target) {
 
 // A flame graph card. `urlFor(value)` is the flamegraph route for a value; with `baseUrlFor`,
 // a diff: the target's frames, coloured by their change against the baseline's same stack.
-function createFlameGraph({title, explain, urlFor, baseUrlFor = null}) {
+export function createFlameGraph({title, explain, urlFor, baseUrlFor = null}) {
   const q = query();
   let value = FLAME_VALUES.some(([k]) => k === q.get('flame')) ? q.get('flame') : 'device_ns';
   const canvas = h('canvas', {class: 'flame-canvas', 'aria-label': 'flame graph'});

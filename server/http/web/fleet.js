@@ -1,5 +1,7 @@
-'use strict';
 // fleetprof web app — the fleet page (/fleet): agents, their targets and their devices now.
+
+import {api, badge, clear, clearBanner, emptyBlock, enc, exactTitle, fmtAgo, fmtBytes, fmtInt, fmtPct, h, isoDate, loadingBlock, num, showError, stat, urlWith} from './core.js';
+import {poll} from './poll.js';
 
 const FLEET_REFRESH_MS = 2000;
 
@@ -64,7 +66,7 @@ function fleetStats(agents) {
     stat('device memory', total > 0 ? `${fmtBytes(used)} / ${fmtBytes(total)}` : '–'));
 }
 
-async function renderFleetPage(page) {
+export async function renderFleetPage(page) {
   const holder = h('div', null, loadingBlock('Loading agents…'));
   const updated = h('span', {class: 'refresh-note muted', id: 'fleet-updated'});
   page.main.append(
@@ -73,26 +75,22 @@ async function renderFleetPage(page) {
         'their devices right now (memory used / total and utilization). Refreshes every 2 s. '), updated),
     h('section', {class: 'card'}, holder));
   let failing = false;
-  const refresh = async () => {
-    let data;
-    try {
-      data = await api('/api/v1/agents');
-    } catch (err) {
-      if (!page.alive()) return;
+  await poll(page, {
+    request: () => api('/api/v1/agents'),
+    onError: (err) => {
       showError(err, 'Could not list agents');
       failing = true;
       if (holder.querySelector('.loading')) clear(holder).append(emptyBlock('Agents could not be loaded; retrying…'));
-      page.later(refresh, FLEET_REFRESH_MS);
-      return;
-    }
-    if (!page.alive()) return;
-    if (failing) clearBanner();
-    failing = false;
-    const agents = (data && data.agents) || [];
-    clear(holder).append(fleetStats(agents),
-      agents.length ? agentsTable(agents) : emptyBlock(['No agent has connected yet. Start ', h('code', null, 'fleetprof-agent --server HOST:7070'), ' on a node.']));
-    updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
-    page.later(refresh, FLEET_REFRESH_MS);
-  };
-  await refresh();
+      return FLEET_REFRESH_MS;
+    },
+    onValue: (data) => {
+      if (failing) clearBanner();
+      failing = false;
+      const agents = (data && data.agents) || [];
+      clear(holder).append(fleetStats(agents),
+        agents.length ? agentsTable(agents) : emptyBlock(['No agent has connected yet. Start ', h('code', null, 'fleetprof-agent --server HOST:7070'), ' on a node.']));
+      updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
+      return FLEET_REFRESH_MS;
+    },
+  }).done;
 }

@@ -1,7 +1,14 @@
-'use strict';
 // fleetprof web app — one job (/jobs/{job}): its profiles over time (step time, device busy
 // ratio, peak memory), its ranks side by side, the job-level findings, and its ops and kernels
 // added up over every profile. Filters (?label=k=v&since_ns=&until_ns=) apply to all of it.
+
+import {axisFormat, linearScale, niceTicks, responsiveChart, yAxis} from './charts.js';
+import {api, clear, emptyBlock, enc, fmtBytes, fmtDate, fmtDuration, fmtInt, fmtPct, h, loadingBlock, num, query, section, svg, urlWith} from './core.js';
+import {findingsBody} from './findings.js';
+import {createFlameGraph} from './flame.js';
+import {kernelColumns, opColumns} from './profiles.js';
+import {navigate} from './router.js';
+import {createDataTable} from './table.js';
 
 // A dot-and-line chart of one value per profile over ingest time.
 function seriesChart(points, value, format, className) {
@@ -60,7 +67,7 @@ function ranksSection(points) {
   })));
 }
 
-async function renderJobPage(page, job) {
+export async function renderJobPage(page, job) {
   const q = query();
   const filter = {label: q.getAll('label'), since_ns: q.get('since_ns') || '', until_ns: q.get('until_ns') || ''};
   page.main.append(h('div', {class: 'page-head'}, h('h1', null, 'Job ', h('span', {class: 'mono', id: 'job-name'}, job)),

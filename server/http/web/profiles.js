@@ -1,5 +1,11 @@
-'use strict';
 // fleetprof web app — the profiles list (/, /profiles) and one profile (/profiles/{id}).
+
+import {KIND_COLORS, chartLegend, deviceBreakdownChart, deviceLabel, memoryChart, memoryDomain, samplesChart, stepsChart} from './charts.js';
+import {ApiError, api, appendChildren, bytesSpan, clear, durationSpan, emptyBlock, enc, exactTitle, fmtBytes, fmtDate, fmtDuration, fmtInt, fmtOffset, fmtPct, fmtRate, h, isoDate, labelChips, loadingBlock, looksLikeUnixNs, num, pad2, query, section, setQuery, showError, spanBetween, stat, timestampSpan, urlWith} from './core.js';
+import {profileFindingsSection} from './findings.js';
+import {createFlameGraph} from './flame.js';
+import {navigate} from './router.js';
+import {createDataTable, durationColumn, numberColumn, tableStateFromQuery, tableStateToQuery, textColumn} from './table.js';
 
 // ---------------------------------------------------------------------------------------------
 // Profiles list: filters and paging live in the query string
@@ -87,7 +93,7 @@ function profilesTable(profiles) {
       h('tbody', null, profiles.map(profileRow))));
 }
 
-async function renderProfilesPage(page) {
+export async function renderProfilesPage(page) {
   const filters = profileFiltersFromQuery(query());
   const results = h('div', {class: 'results'}, loadingBlock('Loading profiles…'));
   page.main.append(
@@ -124,7 +130,7 @@ async function renderProfilesPage(page) {
 // One profile
 
 // Kernel columns; `share` needs the sum of all kernels' totals.
-const kernelColumns = (rows) => {
+export const kernelColumns = (rows) => {
   const sum = rows.reduce((s, r) => s + num(r.total_ns), 0);
   const max = rows.reduce((m, r) => Math.max(m, num(r.total_ns)), 0);
   return [
@@ -142,7 +148,7 @@ const kernelColumns = (rows) => {
   ];
 };
 
-const opColumns = () => [
+export const opColumns = () => [
   textColumn('name', 'name', {className: 'col-name', title: (r) => r.name}),
   numberColumn('count', 'count', {width: '6.5em'}),
   durationColumn('total_ns', 'total', {width: '7.5em', help: 'Sum of the op’s durations'}),
@@ -330,7 +336,7 @@ function tablesSection(summary) {
   return h('section', {class: 'card tables-card'}, tabs, body);
 }
 
-async function renderProfilePage(page, profileId) {
+export async function renderProfilePage(page, profileId) {
   const holder = h('div', null, loadingBlock(`Loading profile ${profileId}…`));
   page.main.append(holder);
   const data = await page.load(api(`/api/v1/profiles/${enc(profileId)}`), holder, 'Could not load the profile');

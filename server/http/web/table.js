@@ -1,24 +1,25 @@
-'use strict';
 // fleetprof web app — the data table: click a header to sort (again to reverse), filter rows by
 // a name substring, and render at most `limit` rows until the user asks for all of them.
 // The table does not own its state: it reports every change through onStateChange so the
 // page can keep it in the URL, and renders from the state it is given.
 
-const DEFAULT_ROW_LIMIT = 200;
+import {appendChildren, clear, debounce, fmtDuration, fmtInt, h, num} from './core.js';
+
+export const DEFAULT_ROW_LIMIT = 200;
 const RENDER_CHUNK = 500;
 
 // Column helpers. `value` gives the sort key, `cell` the content of the cell.
-function textColumn(key, label, options) {
+export function textColumn(key, label, options) {
   return Object.assign({key, label, kind: 'text', value: (row) => row[key] || ''}, options || {});
 }
 
-function numberColumn(key, label, options) {
+export function numberColumn(key, label, options) {
   return Object.assign({key, label, kind: 'num', value: (row) => num(row[key]),
                         cell: (row) => fmtInt(num(row[key])),
                         title: (row) => fmtInt(num(row[key]))}, options || {});
 }
 
-function durationColumn(key, label, options) {
+export function durationColumn(key, label, options) {
   return Object.assign({key, label, kind: 'num', value: (row) => num(row[key]),
                         cell: (row) => fmtDuration(row[key]),
                         title: (row) => `${fmtInt(num(row[key]))} ns`}, options || {});
@@ -71,7 +72,7 @@ function bodyRow(item, columns) {
 
 // options: {className, columns, rows, state: {sort, dir, q, all}, onStateChange(state),
 //           filterText(row) (default row.name), limit, emptyText, filterPlaceholder}
-function createDataTable(options) {
+export function createDataTable(options) {
   const columns = options.columns;
   const limit = options.limit || DEFAULT_ROW_LIMIT;
   const filterText = options.filterText || ((row) => row.name || '');
@@ -153,12 +154,12 @@ function createDataTable(options) {
 }
 
 // Table state as kept in the URL: ?sort=count&dir=asc&q=conv&all=1
-function tableStateFromQuery(q) {
+export function tableStateFromQuery(q) {
   return {sort: q.get('sort') || '', dir: q.get('dir') === 'asc' ? 'asc' : (q.get('sort') ? 'desc' : ''),
           q: q.get('q') || '', all: q.get('all') === '1'};
 }
 
-function tableStateToQuery(state) {
+export function tableStateToQuery(state) {
   return {sort: state.sort || null, dir: state.sort ? state.dir : null, q: state.q || null,
           all: state.all ? '1' : null};
 }
