@@ -64,4 +64,23 @@ std::string RenderApiReference(const ApiCatalog& catalog) {
   return out;
 }
 
+std::string RenderWebRoutes(const ApiCatalog& catalog) {
+  std::map<std::string, std::vector<const ApiRoute*>> by_method;  // sorted: a stable file
+  for (const ApiRoute& route : catalog.routes()) by_method[route.method->descriptor->name()].push_back(&route);
+  std::string out =
+      "// Generated from the API's declarations in proto/ (api/api_reference.h) by\n"
+      "// scripts/update-api-reference.sh: do not edit. Each method's HTTP routes; core.js's apiPath()\n"
+      "// picks the one whose {fields} a call gives.\n"
+      "export const ROUTES = {\n";
+  for (const auto& [name, routes] : by_method) {
+    std::vector<std::string> entries;
+    for (const ApiRoute* route : routes) {
+      entries.push_back(absl::StrCat("{verb: '", route->verb, "', path: '", route->path, "'}"));
+    }
+    absl::StrAppend(&out, "  ", name, ": [", absl::StrJoin(entries, ", "), "],\n");
+  }
+  absl::StrAppend(&out, "};\n");
+  return out;
+}
+
 }  // namespace fleetprof

@@ -4,6 +4,7 @@
 // (scripts/update-api-reference.sh).
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -28,6 +29,36 @@ TEST(ApiReference, DocsApiMdIsWhatTheCatalogDeclares) {
   committed << in.rdbuf();
   EXPECT_TRUE(committed.str() == rendered)
       << kPage << " differs from the API's declarations: run scripts/update-api-reference.sh and commit it";
+}
+
+TEST(ApiReference, TheWebAppsRouteTableIsWhatTheCatalogDeclares) {
+  const std::string file = std::string(FLEETPROF_SOURCE_DIR) + "/server/http/web/generated-routes.js";
+  const std::string rendered = RenderWebRoutes(ApiCatalog::Get());
+  if (const char* update = std::getenv("FLEETPROF_UPDATE_API_REFERENCE"); update != nullptr && std::string(update) == "1") {
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << rendered;
+  }
+  std::ifstream in(file, std::ios::binary);
+  ASSERT_TRUE(in.good()) << file << " is missing: run scripts/update-api-reference.sh";
+  std::stringstream committed;
+  committed << in.rdbuf();
+  EXPECT_TRUE(committed.str() == rendered)
+      << file << " differs from the API's declarations: run scripts/update-api-reference.sh and commit it";
+}
+
+// The web app writes no /api/v1 path of its own: it names methods (apiPath in core.js).
+TEST(ApiReference, TheWebAppsScriptsWriteNoApiPath) {
+  const std::string dir = std::string(FLEETPROF_SOURCE_DIR) + "/server/http/web";
+  int scripts = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.ends_with(".js") || name.find("generated") != std::string::npos) continue;
+    ++scripts;
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_EQ(text.str().find("/api/v1"), std::string::npos) << name << " writes an /api/v1 path";
+  }
+  EXPECT_GT(scripts, 10);
 }
 
 TEST(ApiReference, EveryRouteAndMethodIsOnThePage) {

@@ -1,7 +1,7 @@
 // fleetprof web app — captures (/captures, /captures?capture=ID): start a capture, follow it
 // live, list recent ones.
 
-import {ApiError, api, badge, clear, clearBanner, emptyBlock, enc, errorBlock, fmtDate, fmtDuration, fmtInt, h, isoDate, loadingBlock, num, query, section, setQuery, showError, urlWith} from './core.js';
+import {api, ApiError, apiPath, badge, clear, clearBanner, emptyBlock, enc, errorBlock, fmtDate, fmtDuration, fmtInt, h, isoDate, loadingBlock, num, query, section, setQuery, showError, urlWith} from './core.js';
 import {poll} from './poll.js';
 
 const CAPTURE_POLL_MS = 500;
@@ -38,7 +38,7 @@ function captureForm(q, onStarted) {
     submit.textContent = 'Starting…';
     try {
       clearBanner();
-      onStarted(await api('/api/v1/captures', {method: 'POST', body}));
+      onStarted(await api(apiPath('StartCapture', {}, 'POST'), {method: 'POST', body}));
     } catch (err) {
       showError(err, 'Could not start the capture');
     } finally {
@@ -125,7 +125,7 @@ function parseEvery(text) {
 function schedulesSection(page) {
   const list = h('div', null, loadingBlock('Loading schedules…'));
   const load = async () => {
-    const data = await page.load(api('/api/v1/schedules'), list, 'Could not list schedules');
+    const data = await page.load(api(apiPath('ListSchedules')), list, 'Could not list schedules');
     if (!data) return;
     const schedules = data.schedules || [];
     clear(list).append(schedules.length ? h('div', {class: 'table-scroll'}, h('table', {class: 'data-table schedules-table'},
@@ -143,7 +143,7 @@ function schedulesSection(page) {
           s.last_outcome ? h('div', {class: 'muted'}, s.last_outcome) : null),
         h('td', null, h('button', {type: 'button', class: 'btn', onclick: async () => {
           try {
-            await api(`/api/v1/schedules/${enc(s.schedule_id)}`, {method: 'DELETE'});
+            await api(apiPath('DeleteSchedule', {schedule_id: s.schedule_id}, 'DELETE'), {method: 'DELETE'});
           } catch (err) {
             return showError(err, 'Could not remove the schedule');
           }
@@ -165,7 +165,7 @@ function schedulesSection(page) {
     if (!job.value.trim()) return showError(new ApiError('INVALID_ARGUMENT', 'a schedule needs a job', 0));
     if (!Number.isFinite(everyMs)) return showError(new ApiError('INVALID_ARGUMENT', `“${every.value}” is not a period such as 30m, 2h or 45s`, 0));
     try {
-      await api('/api/v1/schedules', {method: 'POST', body: {job: job.value.trim(), every_ms: everyMs,
+      await api(apiPath('CreateSchedule', {}, 'POST'), {method: 'POST', body: {job: job.value.trim(), every_ms: everyMs,
                                                             duration_ms: Number(duration.value) || 0}});
     } catch (err) {
       return showError(err, 'Could not add the schedule');
@@ -185,7 +185,7 @@ export async function renderCapturesPage(page) {
   const loadRecent = async () => {
     let data;
     try {
-      data = await api('/api/v1/captures');
+      data = await api(apiPath('ListCaptures'));
     } catch (err) {
       if (page.alive()) {
         showError(err, 'Could not list captures');
@@ -212,7 +212,7 @@ export async function renderCapturesPage(page) {
     }
     following = poll(page, {
       delay: capture.state ? CAPTURE_POLL_MS : 0,
-      request: () => api(`/api/v1/captures/${enc(capture.capture_id)}`),
+      request: () => api(apiPath('GetCapture', {capture_id: capture.capture_id})),
       onError: (err) => {
         showError(err, `Could not read capture ${capture.capture_id}`);
         // The server or the network may come back; a 4xx (no such capture) will not.

@@ -1,8 +1,8 @@
 // fleetprof web app — comparing profiles (/compare?profile=BASE&profile=B…&by=op|kernel|scope):
 // one row per name with each profile's value as a bar against the baseline's, from
-// GET /api/v1/diff. With fewer than two profiles the page helps pick them.
+// The API's Diff method. With fewer than two profiles the page helps pick them.
 
-import {api, clear, debounce, emptyBlock, enc, fmtDate, fmtDuration, fmtInt, h, labelChips, loadingBlock, num, query, setQuery, urlWith} from './core.js';
+import {api, apiPath, clear, debounce, emptyBlock, enc, fmtDate, fmtDuration, fmtInt, h, labelChips, loadingBlock, num, query, setQuery, urlWith} from './core.js';
 import {createFlameGraph} from './flame.js';
 import {navigate, route} from './router.js';
 import {DEFAULT_ROW_LIMIT} from './table.js';
@@ -45,10 +45,10 @@ function comparePicker(ids, by) {
 
 // Recent profiles of the baseline's job, to add with one click.
 async function compareSuggestions(page, ids, by, holder) {
-  const base = await page.load(api(`/api/v1/profiles/${enc(ids[0])}`), holder, 'Could not load the baseline');
+  const base = await page.load(api(apiPath('GetProfile', {profile_id: ids[0]})), holder, 'Could not load the baseline');
   if (!base) return;
   const job = base.profile.job;
-  const list = await page.load(api(urlWith('/api/v1/profiles', {job, page_size: 20})), holder, 'Could not list profiles');
+  const list = await page.load(api(apiPath('ListProfiles', {job, page_size: 20})), holder, 'Could not list profiles');
   if (!list) return;
   const candidates = (list.profiles || []).filter((p) => !ids.includes(p.profile_id));
   clear(holder).append(h('h2', null, `Add a profile of job ${job}`),
@@ -119,7 +119,7 @@ export async function renderComparePage(page) {
   }
   const results = h('section', {class: 'card', id: 'compare-results'}, loadingBlock('Comparing…'));
   page.main.append(results);
-  const diff = await page.load(api(urlWith('/api/v1/diff', {base: ids[0], profile: ids.slice(1), by})), results,
+  const diff = await page.load(api(apiPath('Diff', {base: ids[0], profile: ids.slice(1), by})), results,
                                'Could not compare these profiles');
   if (!diff) return;
   const metrics = COMPARE_METRICS[diff.by] || COMPARE_METRICS.op;
@@ -157,6 +157,6 @@ export async function renderComparePage(page) {
   page.main.append(createFlameGraph({title: 'Flame graph diff',
     explain: `Frames of ${target} (widths: its own values), coloured by the change of the same stack against the ` +
              `baseline ${ids[0]}. Hover a frame for both values.`,
-    urlFor: (value) => urlWith(`/api/v1/profiles/${enc(target)}/flamegraph`, {value}),
-    baseUrlFor: (value) => urlWith(`/api/v1/profiles/${enc(ids[0])}/flamegraph`, {value})}));
+    urlFor: (value) => apiPath('GetFlameGraph', {profile_id: target, value}),
+    baseUrlFor: (value) => apiPath('GetFlameGraph', {profile_id: ids[0], value})}));
 }

@@ -1,6 +1,8 @@
 // fleetprof web app — core: DOM building, number/time formatting, the API client, the error
 // banner and page state kept in the URL query string. Every other module imports from it; it
-// imports nothing.
+// imports only the generated route table.
+
+import {ROUTES} from './generated-routes.js';
 
 // ---------------------------------------------------------------------------------------------
 // DOM building
@@ -342,7 +344,8 @@ export function updateTokenIndicator() {
 // ---------------------------------------------------------------------------------------------
 // The API client. Every request goes through here, so auth lives in one place.
 
-// api('/api/v1/profiles', {method: 'POST', body: {...}}) → parsed JSON, or throws ApiError.
+// api(apiPath('CreateSchedule', {}, 'POST'), {method: 'POST', body: {...}}) → parsed JSON, or
+// throws ApiError.
 export async function api(path, options = {}) {
   for (;;) {
     const headers = Object.assign({Accept: 'application/json'}, options.headers || {});
@@ -412,6 +415,22 @@ export function urlWith(path, params) {
 }
 
 export function enc(s) { return encodeURIComponent(s); }
+
+// The URL of API method `method` (its name in the protos, e.g. 'GetProfile'): the method's route
+// (generated-routes.js) whose {fields} `params` gives, those filled in, the other params as the
+// query. The app writes no API path itself, so a route changes in one place: its .proto.
+export function apiPath(method, params = {}, verb = 'GET') {
+  const candidates = (ROUTES[method] || []).filter((r) => r.verb === verb);
+  const fields = (path) => [...path.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]);
+  const route = candidates.find((r) => fields(r.path).every((f) => params[f] !== undefined && params[f] !== null));
+  if (!route) throw new Error(`no ${verb} route of ${method} takes ${Object.keys(params).join(', ') || 'no fields'}`);
+  const query = Object.assign({}, params);
+  const path = route.path.replace(/\{([a-z_]+)\}/g, (_, f) => {
+    delete query[f];
+    return enc(params[f]);
+  });
+  return urlWith(path, query);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Small shared widgets

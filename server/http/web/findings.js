@@ -2,7 +2,7 @@
 // rule measured against which threshold, the suggestion, and its evidence as links into the
 // trace viewer's time range. Used by the profile page and the job page.
 
-import {api, clear, emptyBlock, enc, exactInt, fmtDuration, fmtPct, h, loadingBlock, section, urlWith} from './core.js';
+import {api, apiPath, clear, emptyBlock, enc, exactInt, fmtDuration, fmtPct, h, loadingBlock, section, urlWith} from './core.js';
 
 // A trace-viewer link to [start, end) of a profile (absolute trace-clock ns), padded so that a
 // short range is seen in context.
@@ -62,7 +62,7 @@ export function profileFindingsSection(page, profileId) {
     'host-device syncs, compilation, memory, communication…), each with its evidence: follow a link to see ' +
     'the time range in the trace viewer.', body);
   card.id = 'findings-section';
-  page.load(api(`/api/v1/profiles/${enc(profileId)}/diagnosis`), body, 'Could not diagnose the profile')
+  page.load(api(apiPath('Diagnose', {profile_id: profileId})), body, 'Could not diagnose the profile')
     .then((diagnosis) => {
       if (!diagnosis) return;
       clear(body).append(findingsBody(diagnosis, (e) => traceRangeLink(profileId, e)));

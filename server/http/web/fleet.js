@@ -1,6 +1,6 @@
 // fleetprof web app — the fleet page (/fleet): agents, their targets and their devices now.
 
-import {api, badge, clear, clearBanner, emptyBlock, enc, exactTitle, fmtAgo, fmtBytes, fmtInt, fmtPct, h, isoDate, loadingBlock, num, showError, stat, urlWith} from './core.js';
+import {api, apiPath, badge, clear, clearBanner, emptyBlock, enc, exactTitle, fmtAgo, fmtBytes, fmtInt, fmtPct, h, isoDate, loadingBlock, num, showError, stat, urlWith} from './core.js';
 import {poll} from './poll.js';
 
 const FLEET_REFRESH_MS = 2000;
@@ -76,7 +76,7 @@ export async function renderFleetPage(page) {
     h('section', {class: 'card'}, holder));
   let failing = false;
   await poll(page, {
-    request: () => api('/api/v1/agents'),
+    request: () => api(apiPath('ListAgents')),
     onError: (err) => {
       showError(err, 'Could not list agents');
       failing = true;

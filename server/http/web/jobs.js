@@ -3,7 +3,7 @@
 // added up over every profile. Filters (?label=k=v&since_ns=&until_ns=) apply to all of it.
 
 import {axisFormat, linearScale, niceTicks, responsiveChart, yAxis} from './charts.js';
-import {api, clear, emptyBlock, enc, fmtBytes, fmtDate, fmtDuration, fmtInt, fmtPct, h, loadingBlock, num, query, section, svg, urlWith} from './core.js';
+import {api, apiPath, clear, emptyBlock, enc, fmtBytes, fmtDate, fmtDuration, fmtInt, fmtPct, h, loadingBlock, num, query, section, svg, urlWith} from './core.js';
 import {findingsBody} from './findings.js';
 import {createFlameGraph} from './flame.js';
 import {kernelColumns, opColumns} from './profiles.js';
@@ -76,10 +76,10 @@ export async function renderJobPage(page, job) {
       'findings across ranks, and its ops and kernels added up.'),
     h('div', {class: 'link-row'}, h('a', {class: 'btn', href: urlWith('/profiles', {job})}, 'Profiles'),
       h('a', {class: 'btn', href: urlWith('/captures', {job})}, 'Capture'),
-      h('a', {class: 'btn', href: urlWith(`/api/v1/jobs/${enc(job)}/series`, filter), target: '_blank', rel: 'noopener'}, 'Series JSON'))));
+      h('a', {class: 'btn', href: apiPath('JobSeries', Object.assign({job}, filter)), target: '_blank', rel: 'noopener'}, 'Series JSON'))));
   const seriesHolder = h('div', null, loadingBlock('Loading the job’s profiles…'));
   page.main.append(seriesHolder);
-  const series = await page.load(api(urlWith(`/api/v1/jobs/${enc(job)}/series`, filter)), seriesHolder,
+  const series = await page.load(api(apiPath('JobSeries', Object.assign({job}, filter))), seriesHolder,
                                  'Could not load the job');
   if (!series) return;
   const points = series.points || [];
@@ -103,17 +103,17 @@ export async function renderJobPage(page, job) {
     ranksSection(points),
     section('Findings across ranks', 'Job rules: a rank whose step time is well above the median of the other ranks.', findings),
     tables);
-  page.load(api(urlWith(`/api/v1/jobs/${enc(job)}/diagnosis`, filter)), findings, 'Could not diagnose the job')
+  page.load(api(apiPath('Diagnose', Object.assign({job}, filter))), findings, 'Could not diagnose the job')
     .then((d) => {
       if (!d) return;
       clear(findings).append(findingsBody(d, (e) => (e.profile_id ? `/profiles/${enc(e.profile_id)}` : null)));
     });
-  const sums = await page.load(api(urlWith(`/api/v1/jobs/${enc(job)}/ops`, filter)), tables, 'Could not add up the job');
+  const sums = await page.load(api(apiPath('JobOps', Object.assign({job}, filter))), tables, 'Could not add up the job');
   if (!sums) return;
   clear(tables).append(
     createFlameGraph({title: 'Flame graph, all profiles',
       explain: `The call trees of the ${fmtInt(sums.profiles)} matching profiles added up. Click a frame to zoom in.`,
-      urlFor: (value) => urlWith(`/api/v1/jobs/${enc(job)}/flamegraph`, Object.assign({value}, filter))}),
+      urlFor: (value) => apiPath('GetFlameGraph', Object.assign({job, value}, filter))}),
     section('Kernels, all profiles', `Summed over ${fmtInt(sums.profiles)} profiles: counts and totals add up, min and max fold.`,
       createDataTable({className: 'kernel-table job-kernels', columns: kernelColumns(sums.kernels || []),
                        rows: sums.kernels || [], emptyText: 'No device activity in these profiles.'})),

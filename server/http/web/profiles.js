@@ -1,7 +1,7 @@
 // fleetprof web app — the profiles list (/, /profiles) and one profile (/profiles/{id}).
 
 import {KIND_COLORS, chartLegend, deviceBreakdownChart, deviceLabel, memoryChart, memoryDomain, samplesChart, stepsChart} from './charts.js';
-import {ApiError, api, appendChildren, bytesSpan, clear, durationSpan, emptyBlock, enc, exactTitle, fmtBytes, fmtDate, fmtDuration, fmtInt, fmtOffset, fmtPct, fmtRate, h, isoDate, labelChips, loadingBlock, looksLikeUnixNs, num, pad2, query, section, setQuery, showError, spanBetween, stat, timestampSpan, urlWith} from './core.js';
+import {api, ApiError, apiPath, appendChildren, bytesSpan, clear, durationSpan, emptyBlock, enc, exactTitle, fmtBytes, fmtDate, fmtDuration, fmtInt, fmtOffset, fmtPct, fmtRate, h, isoDate, labelChips, loadingBlock, looksLikeUnixNs, num, pad2, query, section, setQuery, showError, spanBetween, stat, timestampSpan, urlWith} from './core.js';
 import {profileFindingsSection} from './findings.js';
 import {createFlameGraph} from './flame.js';
 import {navigate} from './router.js';
@@ -102,7 +102,7 @@ export async function renderProfilesPage(page) {
         '(every pair must match) or time (profiles overlapping [since, until], trace clock ns).')),
     h('section', {class: 'card'}, profileFilterForm(filters), results));
 
-  const data = await page.load(api(urlWith('/api/v1/profiles', {
+  const data = await page.load(api(apiPath('ListProfiles', {
     job: filters.job, label: filters.label, since_ns: filters.since_ns, until_ns: filters.until_ns,
     page_size: filters.page_size, page_token: filters.page_token})), results, 'Could not list profiles');
   if (!data) return;
@@ -219,7 +219,7 @@ function profileHeader(profile, summary) {
       h('div', {class: 'profile-actions'},
         h('a', {class: 'btn', href: `/profiles/${enc(id)}/trace`}, 'Trace view'),
         h('a', {class: 'btn', href: urlWith('/compare', {profile: id})}, 'Compare'),
-        h('a', {class: 'btn', href: `/api/v1/profiles/${enc(id)}`, target: '_blank', rel: 'noopener'}, 'JSON'))),
+        h('a', {class: 'btn', href: apiPath('GetProfile', {profile_id: id}), target: '_blank', rel: 'noopener'}, 'JSON'))),
     h('dl', {class: 'meta-grid'}, fields.map(([k, v]) => h('div', {class: 'meta'}, h('dt', null, k), h('dd', null, v)))),
     warnings.map((w) => h('div', {class: 'notice'}, w)),
     metadata.length ? h('details', {class: 'metadata'}, h('summary', null, `Trace metadata (${metadata.length})`),
@@ -339,7 +339,7 @@ function tablesSection(summary) {
 export async function renderProfilePage(page, profileId) {
   const holder = h('div', null, loadingBlock(`Loading profile ${profileId}…`));
   page.main.append(holder);
-  const data = await page.load(api(`/api/v1/profiles/${enc(profileId)}`), holder, 'Could not load the profile');
+  const data = await page.load(api(apiPath('GetProfile', {profile_id: profileId})), holder, 'Could not load the profile');
   if (!data) return;
   const profile = data.profile || {profile_id: profileId};
   const summary = data.summary || {};
@@ -355,7 +355,7 @@ export async function renderProfilePage(page, profileId) {
     createFlameGraph({title: 'Flame graph',
       explain: 'Where the time goes by call stack: host frames from event nesting per thread (steps folded into one ' +
                'ProfilerStep#N), kernels under the call that launched them. Click a frame to zoom in.',
-      urlFor: (value) => urlWith(`/api/v1/profiles/${enc(profileId)}/flamegraph`, {value})}),
+      urlFor: (value) => apiPath('GetFlameGraph', {profile_id: profileId, value})}),
     stepsSection(summary.steps || []),
     memorySection(summary.memory || [], originNs),
     samplesSection(summary.device_samples || [])]);

@@ -30,7 +30,7 @@ export async function fetchView(tv) {
   const started = performance.now();
   let win;
   try {
-    win = await api(`${tv.base}/trace?${job ? `${job.selection}&` : ''}${params}`);
+    win = await api(`${tv.urls.trace}?${job ? `${job.selection}&` : ''}${params}`);
   } catch (err) {
     if (seq === v.requestSeq && tv.page.alive()) { showError(err, 'Could not load the trace window'); status.textContent = ''; }
     return false;

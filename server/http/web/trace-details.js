@@ -2,7 +2,7 @@
 // the runtime call or kernels it is linked to by correlation id, and in a job window the same
 // collective on every rank), and the panel of a Shift+drag selection.
 
-import {api, clear, emptyBlock, enc, exactInt, fmtDuration, fmtInt, fmtOffset, h, loadingBlock, num, showError, stat, urlWith} from './core.js';
+import {api, apiPath, clear, emptyBlock, enc, exactInt, fmtDuration, fmtInt, fmtOffset, h, loadingBlock, num, showError, stat, urlWith} from './core.js';
 import {draw} from './trace-draw.js';
 import {TRACE, keyOf, offsetOf, toAbs} from './trace-layout.js';
 import {zoomTo} from './trace-nav.js';
@@ -15,8 +15,8 @@ export async function showDetails(tv, sel) {
   const e = sel.event;
   // Arguments and linked events come from the event's own profile, on its own clock.
   const own = job && sel.track.profile_id
-    ? {base: `/api/v1/profiles/${enc(sel.track.profile_id)}`, shift: job.offsets.get(sel.track.profile_id) || 0n}
-    : {base: tv.base, shift: 0n};
+    ? {trace: apiPath('GetTraceWindow', {profile_id: sel.track.profile_id}), shift: job.offsets.get(sel.track.profile_id) || 0n}
+    : {trace: tv.urls.trace, shift: 0n};
   const rows = [
     ['Name', h('span', {class: 'mono trace-event-name'}, e.name)],
     ['Track', `${job ? `rank ${sel.track.rank} · ` : ''}${sel.track.kind} · ${sel.track.group} · ${sel.track.name}`],
@@ -33,7 +33,7 @@ export async function showDetails(tv, sel) {
   const ownStart = exactInt(e.raw, 'start_ns') - own.shift;
   const args = new URLSearchParams({start_ns: ownStart.toString(),
     end_ns: (ownStart + 1n).toString(), resolution_ns: '1', args: '1', track: sel.track.id});
-  const one = await api(`${own.base}/trace?${args}`).catch(() => null);
+  const one = await api(`${own.trace}?${args}`).catch(() => null);
   if (!page.alive() || v.selected !== sel) return;
   const match = one && one.tracks[0] && one.tracks[0].events.find((x2) => x2.name === e.name && num(x2.dur_ns) === e.d);
   if (match && match.args) {
@@ -45,7 +45,7 @@ export async function showDetails(tv, sel) {
   const flow = new URLSearchParams({correlation: String(e.corr), resolution_ns: '1',
     start_ns: (BigInt(toAbs(tv, Math.max(0, e.s - TRACE.flowWindowNs))) - own.shift).toString(),
     end_ns: (BigInt(toAbs(tv, Math.min(tv.total, e.s + e.d + TRACE.flowWindowNs))) - own.shift).toString()});
-  const linked = await api(`${own.base}/trace?${flow}`).catch(() => null);
+  const linked = await api(`${own.trace}?${flow}`).catch(() => null);
   if (!page.alive() || v.selected !== sel) return;
   clear(links);
   const others = [];
@@ -138,7 +138,7 @@ export async function showRange(tv) {
     h('p', {class: 'explain'}, 'Time of each name inside the selection (events cut at its edges count only their part inside).')),
     loadingBlock('Adding up the selection…'));
   const params = new URLSearchParams({start_ns: toAbs(tv, r.s), end_ns: toAbs(tv, r.e), limit: '15'});
-  const out = await api(`${tv.base}/range?${params}`).catch((err) => { showError(err); return null; });
+  const out = await api(`${tv.urls.range}?${params}`).catch((err) => { showError(err); return null; });
   if (!out || !tv.page.alive() || v.range !== r) return;
   const table = (rows, what) => rows.length ? h('table', {class: 'data-table trace-range-table'},
     h('thead', null, h('tr', null, h('th', null, what), h('th', {class: 'num'}, 'Count'), h('th', {class: 'num'}, 'Time in selection'))),

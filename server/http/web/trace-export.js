@@ -11,7 +11,8 @@ async function fetchWindowBytes(tv) {
   const headers = {};
   const token = readToken();
   if (token) headers.Authorization = `Bearer ${token}`;
-  const response = await fetch(`${tv.base}/export?${params}`, {headers});
+  if (!tv.urls.export) throw new ApiError('UNIMPLEMENTED', 'a job\'s window has no export: open a rank\'s own trace', 0);
+  const response = await fetch(`${tv.urls.export}?${params}`, {headers});
   if (!response.ok) throw new ApiError(HTTP_CODE_NAMES[response.status] || 'UNKNOWN', `export failed (HTTP ${response.status})`, response.status);
   return response.arrayBuffer();
 }

@@ -11,7 +11,7 @@
 // details and selection panels) and trace-export.js (download, Perfetto). They share one
 // state object, `tv`, made here.
 
-import {api, clear, debounce, emptyBlock, enc, exactInt, fmtInt, h, loadingBlock, num, query} from './core.js';
+import {api, apiPath, clear, debounce, emptyBlock, enc, exactInt, fmtInt, h, loadingBlock, num, query} from './core.js';
 import {fetchView} from './trace-data.js';
 import {selectPending} from './trace-details.js';
 import {draw} from './trace-draw.js';
@@ -21,13 +21,13 @@ import {TRACE, computeLayout, keyOf, xOf} from './trace-layout.js';
 import {zoomTo} from './trace-nav.js';
 
 export async function renderTracePage(page, profileId) {
-  const base = `/api/v1/profiles/${enc(profileId)}`;
+  const scope = {profile_id: profileId};
   const head = h('section', {class: 'card trace-head'}, loadingBlock('Loading the profile…'));
   page.main.append(head);
   const [info, steps, first] = await Promise.all([
-    page.load(api(base), head, 'Could not load the profile'),
-    api(`${base}/steps`).catch(() => ({steps: []})),
-    page.load(api(`${base}/trace?max_events_per_track=1`), head, 'Could not load the trace'),
+    page.load(api(apiPath('GetProfile', scope)), head, 'Could not load the profile'),
+    api(apiPath('StepBreakdown', scope)).catch(() => ({steps: []})),
+    page.load(api(apiPath('GetTraceWindow', Object.assign({max_events_per_track: 1}, scope))), head, 'Could not load the trace'),
   ]);
   if (!info || !first || !page.alive()) return;
   const profile = info.profile;
@@ -38,7 +38,9 @@ export async function renderTracePage(page, profileId) {
       h('div', {class: 'link-row'}, h('a', {class: 'btn', href: `/profiles/${enc(profileId)}`}, '← Profile')));
     return;
   }
-  const viewer = createTraceViewer(page, profileId, base, first, (steps && steps.steps) || []);
+  const urls = {trace: apiPath('GetTraceWindow', scope), range: apiPath('GetRangeBreakdown', scope),
+                export: apiPath('ExportProfile', scope)};
+  const viewer = createTraceViewer(page, profileId, urls, first, (steps && steps.steps) || []);
   clear(head).append(
     h('div', {class: 'trace-title'},
       h('h1', null, 'Trace ', h('span', {class: 'mono'}, profileId)),
@@ -59,7 +61,7 @@ export async function renderJobTracePage(page, jobName) {
   const q = query();
   const capture = q.get('capture') || q.get('capture_id') || '';
   const profiles = q.getAll('profile');
-  const base = `/api/v1/jobs/${enc(jobName)}`;
+  const jobTrace = apiPath('JobTrace', {job: jobName});
   const head = h('section', {class: 'card trace-head'}, loadingBlock('Aligning the ranks…'));
   page.main.append(head);
   if (!capture && !profiles.length) {
@@ -71,18 +73,20 @@ export async function renderJobTracePage(page, jobName) {
   }
   const selection = capture ? new URLSearchParams({capture_id: capture}).toString()
     : new URLSearchParams(profiles.map((p) => ['profile', p])).toString();
-  const first = await page.load(api(`${base}/trace?${selection}&max_events_per_track=1`), head, 'Could not load the job\'s trace');
+  const first = await page.load(api(`${jobTrace}?${selection}&max_events_per_track=1`), head, 'Could not load the job\'s trace');
   if (!first || !page.alive()) return;
   const reference = first.profiles.find((p) => p.reference) || first.profiles[0];
-  const steps = reference ? await api(`/api/v1/profiles/${enc(reference.profile_id)}/steps`).catch(() => ({steps: []})) : {steps: []};
+  const steps = reference ? await api(apiPath('StepBreakdown', {profile_id: reference.profile_id})).catch(() => ({steps: []})) : {steps: []};
   if (!first.tracks.length) {
     clear(head).append(h('h1', null, 'Job trace ', h('span', {class: 'mono'}, jobName)),
       emptyBlock('These profiles have no events to show.'));
     return;
   }
   const offsets = new Map(first.profiles.map((p) => [p.profile_id, exactInt(p, 'clock_offset_ns') || 0n]));
-  const job = {selection, offsets, ranks: first.profiles, collectives: `${base}/collectives?${selection}&limit=100000`};
-  const viewer = createTraceViewer(page, jobName, base, first, (steps && steps.steps) || [], job);
+  const job = {selection, offsets, ranks: first.profiles, collectives: `${apiPath('JobCollectives', {job: jobName})}?${selection}&limit=100000`};
+  // A job's window has no range sums or export of its own: a rank's trace has them.
+  const viewer = createTraceViewer(page, jobName, {trace: jobTrace, range: null, export: null}, first,
+                                   (steps && steps.steps) || [], job);
   const unaligned = first.profiles.filter((p) => !p.reference && p.offset_source === 'none');
   clear(head).append(
     h('div', {class: 'trace-title'},
@@ -103,7 +107,8 @@ export async function renderJobTracePage(page, jobName) {
 // `job` (a job's window, renderJobTracePage): {selection: 'capture_id=C', offsets:
 // Map(profile id -> BigInt offset), ranks: [{rank, profile_id, …}], collectives: url}. Its tracks
 // carry profile_id and rank and are keyed by both; details read each event from its own profile.
-function createTraceViewer(page, profileId, base, first, steps, job = null) {
+// `urls`: the API's URLs of this viewer's trace window, range sums and export (null: none).
+function createTraceViewer(page, profileId, urls, first, steps, job = null) {
   const origin = exactInt(first, 'start_ns');
   const total = Number(exactInt(first, 'end_ns') - origin);
   const tracks = first.tracks.map((t) => ({id: t.id, name: t.name, kind: t.kind, group: t.group,
@@ -147,7 +152,7 @@ function createTraceViewer(page, profileId, base, first, steps, job = null) {
 
   // The viewer's state, shared by the trace-*.js modules.
   const tv = {
-    page, profileId, base, job, steps, origin, total, tracks, v,
+    page, profileId, urls, job, steps, origin, total, tracks, v,
     canvas, scroller, status, details, rangePanel, tooltip, element,
     layout: [],          // {track, y, height} | {heading, y} (trace-layout.js computeLayout)
     canvasHeight: 0,

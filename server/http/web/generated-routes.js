@@ -1,0 +1,33 @@
+// Generated from the API's declarations in proto/ (api/api_reference.h) by
+// scripts/update-api-reference.sh: do not edit. Each method's HTTP routes; core.js's apiPath()
+// picks the one whose {fields} a call gives.
+export const ROUTES = {
+  CreateSchedule: [{verb: 'POST', path: '/api/v1/schedules'}],
+  DeleteProfile: [{verb: 'DELETE', path: '/api/v1/profiles/{profile_id}'}],
+  DeleteSchedule: [{verb: 'DELETE', path: '/api/v1/schedules/{schedule_id}'}],
+  Diagnose: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}/diagnosis'}, {verb: 'GET', path: '/api/v1/jobs/{job}/diagnosis'}],
+  Diff: [{verb: 'GET', path: '/api/v1/diff'}],
+  ExportProfile: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}/export'}],
+  GetCapture: [{verb: 'GET', path: '/api/v1/captures/{capture_id}'}],
+  GetCluster: [{verb: 'GET', path: '/api/v1/cluster'}],
+  GetFlameGraph: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}/flamegraph'}, {verb: 'GET', path: '/api/v1/jobs/{job}/flamegraph'}],
+  GetProfile: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}'}],
+  GetRangeBreakdown: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}/range'}],
+  GetTraceWindow: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}/trace'}],
+  JobCollectives: [{verb: 'GET', path: '/api/v1/jobs/{job}/collectives'}],
+  JobOps: [{verb: 'GET', path: '/api/v1/jobs/{job}/ops'}],
+  JobSeries: [{verb: 'GET', path: '/api/v1/jobs/{job}/series'}],
+  JobTrace: [{verb: 'GET', path: '/api/v1/jobs/{job}/trace'}],
+  KernelBreakdown: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}/kernels'}],
+  ListAgents: [{verb: 'GET', path: '/api/v1/agents'}],
+  ListCaptures: [{verb: 'GET', path: '/api/v1/captures'}],
+  ListJobs: [{verb: 'GET', path: '/api/v1/jobs'}],
+  ListProfiles: [{verb: 'GET', path: '/api/v1/profiles'}],
+  ListSchedules: [{verb: 'GET', path: '/api/v1/schedules'}],
+  MemoryBreakdown: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}/memory'}],
+  OpBreakdown: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}/ops'}],
+  StartCapture: [{verb: 'POST', path: '/api/v1/captures'}],
+  StepBreakdown: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}/steps'}],
+  TemporalBreakdown: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}/devices'}],
+  XlaOpBreakdown: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}/xla_ops'}],
+};
