@@ -112,6 +112,73 @@ std::pair<int64_t, std::string> PlanStart(const v1::StartCaptureRequest& request
   return {0, request.iterations() > 0 ? "at each job's next iteration boundary" : "now"};
 }
 
+// Checks a start's request and fills in its defaults (the duration).
+absl::Status CheckStartRequest(v1::StartCaptureRequest* request) {
+  if (request->duration_ms() < 0 || request->iterations() < 0 || request->start_delay_ms() < 0) {
+    return absl::InvalidArgumentError("duration_ms, iterations and start_delay_ms must be >= 0");
+  }
+  if (request->duration_ms() == 0 && request->iterations() == 0) request->set_duration_ms(CaptureCoordinator::kDefaultDurationMs);
+  if (request->duration_ms() > CaptureCoordinator::kMaxDurationMs) {
+    return absl::InvalidArgumentError(absl::StrCat("duration_ms is capped at ", CaptureCoordinator::kMaxDurationMs));
+  }
+  if (request->start_delay_ms() > kMaxDelayMs || request->timeout_ms() < 0 ||
+      request->timeout_ms() > kMaxDelayMs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("start_delay_ms and timeout_ms must lie in 0..", kMaxDelayMs));
+  }
+  if (request->job().empty() && request->node().empty() && request->target().empty()) {
+    return absl::InvalidArgumentError("name a job, a node or a target to capture");
+  }
+  if (!ValidRequestId(request->request_id())) {
+    return absl::InvalidArgumentError("request_id must be at most 64 letters, digits, '-' or '_'");
+  }
+  // They reach logs, tables and terminals (`fleetprof captures`): no escapes, no control bytes.
+  for (const auto& [what, text] : {std::pair{"job", &request->job()}, {"node", &request->node()}, {"target", &request->target()}}) {
+    if (text->empty()) continue;
+    if (absl::Status s = CheckPrintableText(what, *text, 253); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// A capture's record as it starts, created at `now` on the replica `started_by`: its shared
+// start (PlanStart), deadline and one PENDING target per match, or the reason nothing matched.
+v1::Capture NewCapture(const v1::StartCaptureRequest& request,
+                       const std::vector<std::pair<std::string, v1::Target>>& matched, const std::string& schedule_id,
+                       int64_t now, const std::string& started_by) {
+  const auto [start_in_ms, start_note] = PlanStart(request, matched);
+  v1::Capture capture;
+  capture.set_capture_id(absl::StrCat("c", absl::Hex(now, absl::kZeroPad16), RandomHex(8)));
+  capture.set_created_at_ns(now);
+  capture.set_schedule_id(schedule_id);
+  capture.set_started_by_replica(started_by);
+  capture.set_start_time_unix_ns(now + start_in_ms * kNanosPerMs);
+  capture.set_start_note(start_note);
+  const int64_t timeout_ms = request.timeout_ms() > 0
+                                 ? request.timeout_ms()
+                                 : std::max<int64_t>(60'000, 2 * request.duration_ms());
+  capture.set_deadline_unix_ns(capture.start_time_unix_ns() + timeout_ms * kNanosPerMs);
+  *capture.mutable_request() = request;
+  for (const auto& [node, target] : matched) {
+    auto* t = capture.add_targets();
+    t->set_node(node);
+    t->set_target(TargetName(target));
+    t->set_state(v1::CaptureTarget::PENDING);
+    t->set_job(target.job());
+    t->set_kind(target.kind());
+    t->set_pid(target.pid());
+  }
+  if (capture.targets().empty()) {
+    capture.set_error(absl::StrCat(
+        "no process matched", request.job().empty() ? "" : " job " + request.job(),
+        request.node().empty() ? "" : " on node " + request.node(),
+        request.target().empty() ? "" : " as target " + request.target(),
+        ": no connected agent reports such a target (targets are processes with FLEETPROF_JOB "
+        "in their environment, Kineto clients polling the agent, and --target flags; see "
+        "`fleetprof agents`)"));
+  }
+  return capture;
+}
+
 }  // namespace
 
 std::string TargetName(const v1::Target& target) {
@@ -254,29 +321,7 @@ v1::Capture CaptureCoordinator::RecordSkipped(const v1::StartCaptureRequest& req
 
 absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequest& in, const std::string& schedule_id) {
   v1::StartCaptureRequest request = in;
-  if (request.duration_ms() < 0 || request.iterations() < 0 || request.start_delay_ms() < 0) {
-    return absl::InvalidArgumentError("duration_ms, iterations and start_delay_ms must be >= 0");
-  }
-  if (request.duration_ms() == 0 && request.iterations() == 0) request.set_duration_ms(CaptureCoordinator::kDefaultDurationMs);
-  if (request.duration_ms() > CaptureCoordinator::kMaxDurationMs) {
-    return absl::InvalidArgumentError(absl::StrCat("duration_ms is capped at ", CaptureCoordinator::kMaxDurationMs));
-  }
-  if (request.start_delay_ms() > kMaxDelayMs || request.timeout_ms() < 0 ||
-      request.timeout_ms() > kMaxDelayMs) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("start_delay_ms and timeout_ms must lie in 0..", kMaxDelayMs));
-  }
-  if (request.job().empty() && request.node().empty() && request.target().empty()) {
-    return absl::InvalidArgumentError("name a job, a node or a target to capture");
-  }
-  if (!ValidRequestId(request.request_id())) {
-    return absl::InvalidArgumentError("request_id must be at most 64 letters, digits, '-' or '_'");
-  }
-  // They reach logs, tables and terminals (`fleetprof captures`): no escapes, no control bytes.
-  for (const auto& [what, text] : {std::pair{"job", &request.job()}, {"node", &request.node()}, {"target", &request.target()}}) {
-    if (text->empty()) continue;
-    if (absl::Status s = CheckPrintableText(what, *text, 253); !s.ok()) return s;
-  }
+  if (absl::Status s = CheckStartRequest(&request); !s.ok()) return s;
 
   // Shared: every replica's connected agents (the catalog's records), not only this one's.
   std::vector<v1::AgentInfo> agents;
@@ -291,41 +336,12 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
   std::vector<std::pair<std::string, v1::Target>> matched = MatchTargets(agents, request);
 
   const int64_t now = clock_->Now();
-  const auto [start_in_ms, start_note] = PlanStart(request, matched);
-  v1::Capture capture;
-  capture.set_capture_id(absl::StrCat("c", absl::Hex(now, absl::kZeroPad16), RandomHex(8)));
-  capture.set_created_at_ns(now);
-  capture.set_schedule_id(schedule_id);
+  std::string started_by;
   {
     absl::MutexLock lock(&mu_);
-    capture.set_started_by_replica(replica_id_);
+    started_by = replica_id_;
   }
-  capture.set_start_time_unix_ns(now + start_in_ms * kNanosPerMs);
-  capture.set_start_note(start_note);
-  const int64_t timeout_ms = request.timeout_ms() > 0
-                                 ? request.timeout_ms()
-                                 : std::max<int64_t>(60'000, 2 * request.duration_ms());
-  capture.set_deadline_unix_ns(capture.start_time_unix_ns() + timeout_ms * kNanosPerMs);
-  *capture.mutable_request() = request;
-  for (const auto& [node, target] : matched) {
-    auto* t = capture.add_targets();
-    t->set_node(node);
-    t->set_target(TargetName(target));
-    t->set_state(v1::CaptureTarget::PENDING);
-    t->set_job(target.job());
-    t->set_kind(target.kind());
-    t->set_pid(target.pid());
-  }
-  if (capture.targets().empty()) {
-    capture.set_error(absl::StrCat(
-        "no process matched", request.job().empty() ? "" : " job " + request.job(),
-        request.node().empty() ? "" : " on node " + request.node(),
-        request.target().empty() ? "" : " as target " + request.target(),
-        ": no connected agent reports such a target (targets are processes with FLEETPROF_JOB "
-        "in their environment, Kineto clients polling the agent, and --target flags; see "
-        "`fleetprof agents`)"));
-  }
-
+  v1::Capture capture = NewCapture(request, matched, schedule_id, now, started_by);
   capture.set_state(CaptureStateOf(capture));  // RUNNING (or FAILED without targets) from the start
   absl::MutexLock writing(&write_mu_);
   // A repeat of a start (a client's retry, maybe on another replica): the first one's capture.
