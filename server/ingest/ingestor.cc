@@ -13,7 +13,8 @@ namespace fleetprof {
 namespace {
 
 v1::ProfileInfo ProfileInfoFor(const v1::UploadRecord& record, const std::string& file_name,
-                               const analysis::TraceSummary& summary, const std::string& profile_id) {
+                               const analysis::TraceSummary& summary, const std::string& profile_id,
+                               int64_t ingested_at_ns) {
   const v1::UploadMetadata& metadata = record.metadata();
   v1::ProfileInfo info;
   info.set_profile_id(profile_id);
@@ -31,7 +32,7 @@ v1::ProfileInfo ProfileInfoFor(const v1::UploadRecord& record, const std::string
   info.set_file_name(file_name);
   info.set_upload_id(UploadKeyOf(record));  // where its original bytes are
   info.set_size_bytes(record.received_bytes());
-  info.set_ingested_at_ns(UnixNanos());
+  info.set_ingested_at_ns(ingested_at_ns);
   info.set_events(summary.events);
   info.set_skipped_events(summary.skipped_events);
   return info;
@@ -133,7 +134,7 @@ absl::Status Ingestor::Commit(const v1::UploadRecord& record, const std::string&
                                        const std::string& profile_id, const analysis::TraceSummary& summary,
                                        std::chrono::steady_clock::time_point started,
                                        v1::UploadResponse* response) {
-  v1::ProfileInfo info = ProfileInfoFor(record, file_name, summary, profile_id);
+  v1::ProfileInfo info = ProfileInfoFor(record, file_name, summary, profile_id, clock_->Now());
   v1::ProfileSummary stored = SummaryToProto(summary);
   if (before_commit_) before_commit_(info, stored);
   if (absl::Status s = store_->profiles().Commit(info, stored); !s.ok()) {

@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/status/statusor.h"
 #include "analysis/trace_limits.h"
+#include "common/clock.h"
 #include "analysis/trace_summary.h"
 #include "auth/scopes.h"
 #include "fleetprof/v1/ingest.pb.h"
@@ -42,10 +43,12 @@ class Ingestor : private UploadSessionContext {
   // Runs once a profile is committed (per-job metrics).
   using AfterCommit = std::function<void(const v1::ProfileInfo&, const v1::ProfileSummary&)>;
 
+  // `clock` stamps each profile's ingested_at_ns (retention ages it on the same clock).
   Ingestor(Storage* store, ServerMetrics* metrics, IngestLimits limits, BeforeCommit before_commit,
-           AfterCommit after_commit)
+           AfterCommit after_commit, const Clock* clock = RealClock())
       : store_(store),
         metrics_(metrics),
+        clock_(clock),
         limits_(limits),
         guard_(limits.uploads),
         before_commit_(std::move(before_commit)),
@@ -87,6 +90,7 @@ class Ingestor : private UploadSessionContext {
 
   Storage* store_;
   ServerMetrics* metrics_;
+  const Clock* clock_;
   IngestLimits limits_;
   UploadGuard guard_;
   BeforeCommit before_commit_;

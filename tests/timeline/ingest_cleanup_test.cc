@@ -13,6 +13,10 @@
 #include "common/threads.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "common/clock.h"
+#include "prometheus/registry.h"
+#include "server/fleet/agent_registry.h"
+#include "server/fleet/retention.h"
 #include "server/ingest/ingestor.h"
 #include "server/server_metrics.h"
 #include "storage/storage.h"
@@ -453,6 +457,36 @@ TEST_F(IngestCleanupTest, DeletingGivesTheDiskBack) {
   ASSERT_TRUE(store_->profiles().Delete(stored->profile_id()).ok());
   EXPECT_EQ(store_->engine().Usage().raw_disk_bytes, 0);
   EXPECT_EQ(store_->engine().Usage().event_disk_bytes, 0);
+}
+
+// Retention ages a profile on the clock that stamped it at ingest (issue 40): on simulated
+// time a test moves a day on, and the profile goes as it would after a real day.
+TEST_F(IngestCleanupTest, RetentionAgesAnIngestedProfileOnSimulatedTime) {
+  const std::string path = fleetprof::testing::CorpusPath("kineto/a100_alexnet.json.gz");
+  FLEETPROF_REQUIRE_PATH(path);
+  SimulatedClock clock;
+  ingestor_ = std::make_unique<Ingestor>(store_.get(), &metrics_, IngestLimits(), nullptr, nullptr, &clock);
+  const std::string json = analysis::testing::ReadDecompressed(path);
+  auto uploaded = Upload("aged", json, 64 << 10, static_cast<int64_t>(json.size()));
+  ASSERT_TRUE(uploaded.ok()) << uploaded.status();
+  const std::string id = uploaded->profile_id();
+  RetentionPolicy policy;
+  policy.retention_days = 1;
+  policy.check_every_s = 60;
+  prometheus::Registry registry;
+  AgentRegistry agents(&store_->agents(), &metrics_, AgentLimits(), &clock);
+  Retention retention(
+      policy, store_.get(), &agents, [&](const std::string& gone) { return store_->profiles().Delete(gone); }, &registry,
+      &clock);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the first pass runs at once
+  EXPECT_TRUE(store_->profiles().Get(id).ok()) << "a day is not up";
+  clock.Advance(int64_t{24 * 3600 + 61} * 1'000'000'000);
+  bool gone = false;
+  for (int i = 0; i < 500 && !gone; ++i) {
+    gone = !store_->profiles().Get(id).ok();
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone) << "aged a day on the ingest's clock";
 }
 
 }  // namespace

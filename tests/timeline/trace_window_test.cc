@@ -1,6 +1,6 @@
 // The trace window against a brute-force answer computed from the raw corpus files in this
 // test, independently of fleetprof's readers: simdjson for Chrome-trace JSON, protobuf's own
-// parse for XSpace, and the event classes of ../shared/spec/ANALYSIS.md written out again.
+// parse for XSpace, and the event classes of docs/analysis.md written out again.
 // Also: export to Chrome-trace JSON and back gives the same devices, kernels and ops.
 
 #include <algorithm>
@@ -69,7 +69,7 @@ std::string ScalarText(simdjson::ondemand::value v) {
   return std::string(raw);
 }
 
-// ANALYSIS.md, Chrome-trace JSON: which complete events are device work, which are left out.
+// docs/analysis.md, Chrome-trace JSON: which complete events are device work, which are left out.
 bool IsDeviceCategory(const std::string& cat) {
   return cat == "kernel" || cat == "Kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "Memcpy" ||
          cat == "Memset" || cat == "mtia_ccp_events";
