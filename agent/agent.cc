@@ -178,8 +178,9 @@ void Agent::StartKineto(const std::shared_ptr<grpc::Channel>& channel) {
   capture_options.max_trace_bytes = config_.max_trace_mb << 20;
   capture_options.max_capture_memory_bytes = config_.max_capture_memory_mb << 20;
   capture_options.clock_sync = [this] { return link_->clock_sync(); };
-  captures_ = std::make_unique<CaptureRunner>(capture_options, channel, kineto_.get(),
-                                              [this](const v1::AgentMessage& m) { link_->Send(m); });
+  captures_ = std::make_unique<CaptureRunner>(
+      capture_options, [channel](const UploadOptions& upload) { return UploadFile(channel, upload); }, kineto_.get(),
+      [this](const v1::AgentMessage& m) { link_->Send(m); });
   if (kineto_ && (!config_.dynolog_addr.empty() || !config_.dynolog_socket.empty())) {
     DynologApiServer::Options api;
     api.listen_address = config_.dynolog_addr;

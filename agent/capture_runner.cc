@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/clock_sync_labels.h"
-#include "rpc/upload_client.h"
+#include "rpc/uploader.h"
 #include "collectors/job_network.h"
 #include "collectors/kineto_start.h"
 #include "common/kineto_timing.h"
@@ -40,9 +40,8 @@ std::string TargetLabel(const v1::CaptureCommand& command) {
 
 }  // namespace
 
-CaptureRunner::CaptureRunner(Options options, std::shared_ptr<grpc::Channel> channel,
-                             KinetoEndpoint* kineto, Sender send)
-    : options_(std::move(options)), channel_(std::move(channel)), kineto_(kineto), send_(std::move(send)) {}
+CaptureRunner::CaptureRunner(Options options, Uploader upload, KinetoEndpoint* kineto, Sender send)
+    : options_(std::move(options)), upload_(std::move(upload)), kineto_(kineto), send_(std::move(send)) {}
 
 CaptureRunner::~CaptureRunner() {
   std::list<Worker> workers;
@@ -435,7 +434,7 @@ void CaptureRunner::Execute(const v1::CaptureCommand& command) {
         command.duration_ms() > 0 ? command.duration_ms() * 1'000'000
                                   : std::max<int64_t>(command.deadline_unix_ns() - command.start_time_unix_ns(), 0));
   }
-  auto response = UploadFile(channel_, upload);
+  auto response = upload_(upload);
   if (!response.ok()) {
     Report(command, v1::CaptureTarget::FAILED, "",
            absl::StrCat("upload failed: ", std::string(response.status().message()),
@@ -483,7 +482,8 @@ void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const KinetoT
                  absl::CHexEscape(trace_path), options_.kineto_dir);
     return;
   }
-  // Uploaded under the name asked for, wherever the job wrote it (DESIGN.md).
+  // Uploaded under the name asked for, wherever the job wrote it (docs/captures.md, Traces asked
+  // for through the dynolog API).
   const std::string file_name = KinetoTracePath(
       requested_name.empty() ? std::filesystem::path(log_file).filename().string() : requested_name, process.ns_pid);
   if (process.uid < 0) {
@@ -521,7 +521,7 @@ void CaptureRunner::AdoptKinetoTrace(const KinetoProcess& process, const KinetoT
     upload.labels["source"] = "dyno";
     upload.cancelled = [this] { return cancelled(); };
     upload.labels["pid"] = absl::StrCat(process.pid);
-    auto response = UploadFile(channel_, upload);
+    auto response = upload_(upload);
     if (response.ok()) {
       spdlog::info("uploaded trace of pid {} requested through the dynolog API: profile_id={}",
                    process.pid, response->profile_id());

@@ -19,7 +19,7 @@
 #include "collectors/kineto_endpoint.h"
 #include "common/safe_paths.h"
 #include "fleetprof/v1/agent.pb.h"
-#include "grpcpp/channel.h"
+#include "rpc/uploader.h"
 
 namespace fleetprof {
 
@@ -37,9 +37,9 @@ class CaptureRunner {
   };
   using Sender = std::function<void(const v1::AgentMessage&)>;
 
-  // `kineto` may be null when the endpoint could not bind.
-  CaptureRunner(Options options, std::shared_ptr<grpc::Channel> channel, KinetoEndpoint* kineto,
-                Sender send);
+  // `kineto` may be null when the endpoint could not bind. `upload` sends a captured trace to
+  // the server (the daemon's goes over gRPC: rpc/upload_client.h).
+  CaptureRunner(Options options, Uploader upload, KinetoEndpoint* kineto, Sender send);
   ~CaptureRunner();  // cancels running captures and joins them
 
   // Starts the capture of one target in the background.
@@ -106,7 +106,7 @@ class CaptureRunner {
   absl::StatusOr<std::string> JobFolderFor(int64_t uid);
 
   Options options_;
-  std::shared_ptr<grpc::Channel> channel_;
+  Uploader upload_;
   KinetoEndpoint* kineto_;
   Sender send_;
   mutable absl::Mutex mu_;

@@ -18,8 +18,6 @@
 #include "collectors/process_jobs.h"
 #include "common/runtime.h"
 #include "common/threads.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "tests/loopback_socket.h"
 
@@ -81,6 +79,13 @@ v1::CaptureCommand HangingCapture(int port, int i) {
   return command;
 }
 
+// An uploader with no server behind it: these tests never get as far as an upload.
+Uploader NoServer() {
+  return [](const UploadOptions&) -> absl::StatusOr<v1::UploadResponse> {
+    return absl::UnavailableError("no server in this test");
+  };
+}
+
 CaptureRunner::Options RunnerOptions() {
   CaptureRunner::Options options;
   options.node = "n1";
@@ -96,7 +101,7 @@ TEST(CaptureRunnerTest, AtMost32CapturesRunAtOnce) {
   Reports reports;
   const auto started = std::chrono::steady_clock::now();
   {
-    CaptureRunner runner(RunnerOptions(), grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()),
+    CaptureRunner runner(RunnerOptions(), NoServer(),
                          nullptr, [&](const v1::AgentMessage& m) { reports.Add(m); });
     for (int i = 0; i < 40; ++i) runner.Run(HangingCapture(silent.port(), i));
     ASSERT_TRUE(reports.WaitFor(v1::CaptureTarget::RUNNING, 32));
@@ -120,7 +125,7 @@ TEST(CaptureRunnerTest, CapturesBeyondTheMemoryBudgetFailClearly) {
   CaptureRunner::Options options = RunnerOptions();
   options.max_trace_bytes = int64_t{100} << 20;
   options.max_capture_memory_bytes = int64_t{250} << 20;  // two full answers and a half
-  CaptureRunner runner(options, grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()), nullptr,
+  CaptureRunner runner(options, NoServer(), nullptr,
                        [&](const v1::AgentMessage& m) { reports.Add(m); });
   for (int i = 0; i < 4; ++i) runner.Run(HangingCapture(silent.port(), i));
   ASSERT_TRUE(reports.WaitFor(v1::CaptureTarget::FAILED, 1));
@@ -142,7 +147,7 @@ TEST(CaptureRunnerTest, AServersClockFarOffIsMovedOntoThisNodesClock) {
   std::optional<ClockSync> sync;
   CaptureRunner::Options options = RunnerOptions();
   options.clock_sync = [&] { return sync; };
-  CaptureRunner runner(options, grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()), nullptr,
+  CaptureRunner runner(options, NoServer(), nullptr,
                        [](const v1::AgentMessage&) {});
   v1::CaptureCommand sent;
   sent.set_start_time_unix_ns(int64_t{1'700'000'000} * 1'000'000'000);
@@ -160,7 +165,7 @@ TEST(CaptureRunnerTest, ACaptureWithoutAThreadIsReportedFailed) {
   SilentPort silent;
   ASSERT_GT(silent.port(), 0);
   Reports reports;
-  CaptureRunner runner(RunnerOptions(), grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()),
+  CaptureRunner runner(RunnerOptions(), NoServer(),
                        nullptr, [&](const v1::AgentMessage& m) { reports.Add(m); });
   FailThreadStartsForTesting(1);
   runner.Run(HangingCapture(silent.port(), 0));
@@ -192,7 +197,7 @@ TEST(CaptureRunnerTest, AnXlaTargetWhosePidIsAnotherProcessNowIsNotContacted) {
   ASSERT_TRUE(started.has_value());
   Reports reports;
   {
-    CaptureRunner runner(RunnerOptions(), grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()),
+    CaptureRunner runner(RunnerOptions(), NoServer(),
                          nullptr, [&](const v1::AgentMessage& m) { reports.Add(m); });
     v1::CaptureCommand reused = HangingCapture(port, 0);
     reused.mutable_target()->set_pid(::getpid());
