@@ -1,6 +1,6 @@
 #pragma once
-// The temporal breakdown per device and the kernel breakdown (ANALYSIS.md, `devices[]` and
-// `kernels[]`), computed from device activity records.
+// The temporal breakdown per device and the kernel breakdown (docs/analysis.md, Per-device
+// temporal breakdown and Kernel breakdown), computed from device activity records.
 
 #include <utility>
 #include <vector>

@@ -1,5 +1,5 @@
 #pragma once
-// How host events nest (ANALYSIS.md, op breakdown, steps 1 and 2): per (pid, tid), sorted by
+// How host events nest (docs/analysis.md, Op breakdown, steps 1 and 2): per (pid, tid), sorted by
 // start ascending, then duration descending, file order kept for equal (start, duration). The
 // op breakdown and the call tree both walk this order, so they see the same parents.
 

@@ -15,7 +15,7 @@ enum class Category {
   kUnknownHost,
 };
 
-// Device work by category (ANALYSIS.md, "Device activity"). Each accelerator backend names
+// Device work by category (docs/analysis.md, Device activity). Each accelerator backend names
 // its own category; a new backend is one line here. `dma_is_memory`: names starting with
 // "dma" are memory transfers, every other name a kernel.
 struct DeviceCategory {
@@ -107,7 +107,7 @@ bool KinetoEventSink::Add(const KinetoRawEvent& e) {
   }
   if (e.ph == "X") return AddComplete(e);
   if ((e.ph == "i" || e.ph == "I") && e.has_name && e.name == "[memory]") return AddMemory(e);
-  // Flows, metadata and other instants are not analysed (ANALYSIS.md).
+  // Flows, metadata and other instants are not analysed (docs/analysis.md, Chrome-trace JSON).
   return true;
 }
 

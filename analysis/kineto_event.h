@@ -1,5 +1,5 @@
 #pragma once
-// What one Chrome-trace event means for the analyses (ANALYSIS.md, Chrome-trace JSON): the
+// What one Chrome-trace event means for the analyses (docs/analysis.md, Chrome-trace JSON): the
 // reader fills a KinetoRawEvent per event, and KinetoEventSink turns it into compact
 // TraceEvents records (device activity, host event, memory sample) or counts it as skipped.
 
@@ -71,7 +71,7 @@ bool IsCollectiveKernelName(std::string_view name);
 // Bytes per element of a c10 ScalarType as Kineto writes it in "dtype" ("Float": 4); 0 unknown.
 int64_t ScalarTypeBytes(std::string_view dtype);
 
-// A host event of this Kineto category is a runtime call (ANALYSIS.md, Host events):
+// A host event of this Kineto category is a runtime call (docs/analysis.md, Host events):
 // `Runtime`, or a category ending in `_runtime` or `_driver`.
 bool IsRuntimeCategory(std::string_view cat);
 

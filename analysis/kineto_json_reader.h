@@ -6,21 +6,21 @@
 //
 // Malformed events are skipped and counted in TraceEvents::skipped_events, never fatal:
 //  - an array element that is not an object, or an event without a string "ph";
-//  - a complete ("X") event without a string "name"; whose "ts" or "dur" is missing, not a
-//    JSON number (a string, NaN, Infinity, null …) or outside int64 nanoseconds; whose "dur"
-//    is negative; whose "cat"/"pid"/"tid" has the wrong type; or device activity with
+//  - a complete ("X") event without a string "name"; whose "ts" or "dur" is missing or not a
+//    JSON number (a string, NaN, Infinity, null …); whose "dur" is negative; whose "cat"/"pid"/"tid" has the wrong type; or device activity with
 //    neither args.device nor pid;
 //  - a "[memory]" instant without a numeric "ts", args "Device Id" and "Total Allocated" or
 //    "Bytes".
-// X events whose "cat" fleetprof does not know are host events, as ANALYSIS.md defines, and
+// X events whose "cat" fleetprof does not know are host events (docs/analysis.md, Host events), and
 // are also counted in TraceEvents::unknown_category_events.
 // Names longer than kMaxNameBytes are truncated to their first kMaxNameBytes bytes.
 //
 // Errors (absl::Status, naming the source and byte offset): text that is not JSON, a
 // top-level value that is neither object nor array, an object without a "traceEvents"
 // array (INVALID_ARGUMENT: some other JSON file, not a trace), a value nested deeper than
-// JsonTokenizer::kMaxSkipDepth levels, and truncated input ("FILE: unexpected end of
-// input at byte N, expected …").
+// JsonTokenizer::kMaxSkipDepth levels, an event whose time lies outside ±kMaxAbsTicks ns
+// (trace_events.h: later arithmetic on it could overflow), and truncated input ("FILE:
+// unexpected end of input at byte N, expected …").
 
 #include "absl/status/status.h"
 #include "analysis/byte_source.h"

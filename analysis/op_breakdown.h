@@ -1,6 +1,6 @@
 #pragma once
-// The op breakdown, torch's key_averages() view (ANALYSIS.md, `ops[]`): host events nested
-// per (pid, tid) by a stable sort and a stack walk, grouped by name, with the device time
+// The op breakdown, torch's key_averages() view (docs/analysis.md, Op breakdown): host events
+// nested per (pid, tid) by a stable sort and a stack walk, grouped by name, with the device time
 // their runtime calls launched (joined on args.correlation).
 
 #include <vector>

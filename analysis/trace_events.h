@@ -2,7 +2,7 @@
 // The one in-memory model of a trace that every reader fills and every breakdown reads:
 // compact per-event records with interned names. Times are integer "ticks": nanoseconds for
 // Chrome-trace JSON, picoseconds relative to `base_ns` for XSpace, so that XSpace sums stay
-// exact in ps and are floored to ns once, when a value is reported (ANALYSIS.md, Time).
+// exact in ps and are floored to ns once, when a value is reported (docs/analysis.md, Time).
 
 #include <cstddef>
 #include <cstdint>

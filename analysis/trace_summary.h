@@ -1,6 +1,6 @@
 #pragma once
 // The result of analysing one trace: every number fleetprof reports about a profile.
-// Definitions: ../shared/spec/ANALYSIS.md. All times are integer nanoseconds in the
+// Definitions: docs/analysis.md. All times are integer nanoseconds in the
 // trace's own clock.
 
 #include <cstdint>
@@ -128,7 +128,7 @@ struct TraceSummary {
   int64_t events = 0;          // events read (all phases)
   int64_t skipped_events = 0;  // malformed events skipped, see the reader's documentation
   // Chrome-trace X events with a "cat" fleetprof does not know; analysed as host events
-  // (ANALYSIS.md), counted so that a new profiler category does not go unnoticed.
+  // (docs/analysis.md, Host events), counted so that a new profiler category does not go unnoticed.
   int64_t unknown_category_events = 0;
   // Bytes of the trace's names and metadata that were not valid UTF-8, each replaced by
   // U+FFFD (MakeStringsValidUtf8) so the summary can be stored and printed.

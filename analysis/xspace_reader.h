@@ -5,7 +5,7 @@
 // (metadata id, start, duration) per event of the lines that matter and resolves names and
 // kinds when the plane ends. Memory grows with those events, not with the file.
 //
-// What becomes device activity follows ANALYSIS.md (XSpace): events of `Stream #…` lines of
+// What becomes device activity follows docs/analysis.md (XSpace): events of `Stream #…` lines of
 // `/device:…` planes, and of `XLA Ops` lines of device planes (merged by name) that have no
 // `Stream #` line. `Steps` lines of device planes give steps. Times are picoseconds relative
 // to the first such line's timestamp (TraceEvents::ticks_per_ns = 1000).

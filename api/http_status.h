@@ -1,6 +1,6 @@
 #pragma once
-// How an absl/gRPC status code reads over HTTP (../shared/DESIGN.md, "HTTP"): one mapping for
-// every route, and the one error body {"error":{"code","message"}}.
+// How an absl/gRPC status code reads over HTTP (docs/http-api.md, Errors and limits of the
+// listener): one mapping for every route, and the one error body {"error":{"code","message"}}.
 
 #include <string>
 #include <string_view>

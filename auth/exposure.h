@@ -1,6 +1,6 @@
 #pragma once
 // Whether a listener may start on its address: anything beyond loopback needs tokens, and
-// tokens need TLS there, unless the operator says --insecure (DESIGN.md, "Security contract").
+// tokens need TLS there, unless the operator says --insecure (docs/security.md, Defaults).
 
 #include <string>
 

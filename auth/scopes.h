@@ -1,5 +1,5 @@
 #pragma once
-// Who may do what (../shared/DESIGN.md, "Security contract"): five scopes, and the principal
+// Who may do what (docs/security.md, Who can do what): five scopes, and the principal
 // a request acts as once its token has been checked.
 
 #include <cstdint>

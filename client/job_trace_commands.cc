@@ -1,5 +1,5 @@
 // `fleetprof job-trace` and `fleetprof collectives`: every rank of a capture on one clock
-// (../shared/DESIGN.md, "Job timeline"). --json prints the server's answer as is; the tables
+// (docs/using.md, Job timeline). --json prints the server's answer as is; the tables
 // show each profile's clock offset and where it came from, then the tracks or the collectives.
 
 #include <algorithm>

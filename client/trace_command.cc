@@ -1,5 +1,5 @@
-// `fleetprof trace PROFILE [window flags]`: one trace window (../shared/DESIGN.md, "Trace
-// window"). --json prints the server's answer as is; the table lists each track with what
+// `fleetprof trace PROFILE [window flags]`: one trace window (docs/using.md, Trace
+// viewer). --json prints the server's answer as is; the table lists each track with what
 // it holds in the window and its longest events.
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 #pragma once
-// Turns NVML and host samples into Prometheus series (names and units in spec/PROTOCOLS.md §4
-// and the device-metrics issue). Series whose device or job is gone are removed, so label
-// cardinality stays bounded by what is on the node now.
+// Turns NVML and host samples into Prometheus series (names and units in docs/protocols.md,
+// Prometheus names, and the device-metrics issue). Series whose device or job is gone are removed,
+// so label cardinality stays bounded by what is on the node now.
 
 #include <cstdint>
 #include <map>

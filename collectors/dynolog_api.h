@@ -1,6 +1,6 @@
 #pragma once
-// dynolog's remote API (spec/PROTOCOLS.md §2), so the existing `dyno gputrace` CLI triggers
-// PyTorch traces through the fleetprof agent unchanged: TCP, one request per connection,
+// dynolog's remote API (docs/protocols.md, dynolog's TCP API), so the existing `dyno gputrace` CLI
+// triggers PyTorch traces through the fleetprof agent unchanged: TCP, one request per connection,
 // each message an int32 length (native byte order) followed by that many bytes of JSON.
 // The same framing is also offered on a unix stream socket.
 //

@@ -45,10 +45,10 @@ class JobOwners {
   // False for an unknown uid (< 0), for a name another uid holds (root's processes take it
   // over instead) and for a name the assignments file gives to another uid.
   bool Claim(const std::string& job, int64_t uid, int32_t pid);
-  // True when `uid` may file data it wrote under `job` (a trace-dir file; DESIGN.md): a job
-  // the assignments file lists is its uid's and root's, any other job is open to every uid,
-  // "unassigned" too. Binds nothing: a file is no process that goes on claiming a name. False
-  // for an unknown uid (< 0).
+  // True when `uid` may file data it wrote under `job` (a trace-dir file; docs/operating.md,
+  // fleetprof-agent): a job the assignments file lists is its uid's and root's, any other job is
+  // open to every uid, "unassigned" too. Binds nothing: a file is no process that goes on claiming
+  // a name. False for an unknown uid (< 0).
   bool MayUse(const std::string& job, int64_t uid);
   // The uid that holds `job` now, nullopt when nobody does.
   std::optional<int64_t> OwnerOf(const std::string& job) const;

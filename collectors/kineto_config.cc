@@ -69,7 +69,7 @@ ValueReader Text(std::string KinetoTraceRequest::*field, size_t max_length) {
   };
 }
 
-// The keys of spec/PROTOCOLS.md §2, the only ones a job is ever handed.
+// The keys of docs/protocols.md (PyTorch on-demand tracing), the only ones a job is ever handed.
 const std::map<absl::string_view, ValueReader>& Readers() {
   static const auto* readers = new std::map<absl::string_view, ValueReader>{
       {"ACTIVITIES_LOG_FILE", Text(&KinetoTraceRequest::log_file, 4096)},
@@ -163,7 +163,7 @@ absl::StatusOr<KinetoTraceRequest> ParseKinetoConfig(std::string_view whole) {
     if (value.find_first_of(" \t") != absl::string_view::npos) return LineError(line_number, "value holds a space");
     const auto reader = Readers().find(key);
     if (reader == Readers().end()) {
-      return LineError(line_number, absl::StrCat("unknown key ", key, " (spec/PROTOCOLS.md §2 lists the accepted ones)"));
+      return LineError(line_number, absl::StrCat("unknown key ", key, " (docs/protocols.md, PyTorch on-demand tracing, lists the accepted ones)"));
     }
     if (!seen.insert(reader->first).second) return LineError(line_number, absl::StrCat(key, " is given twice"));
     if (absl::Status s = reader->second(value, request); !s.ok()) {

@@ -1,9 +1,9 @@
 #pragma once
-// The config text a PyTorch job gets from the node daemon (spec/PROTOCOLS.md §2): KEY=VALUE
-// lines that libkineto parses with rules of its own (it trims only some whitespace and cuts
-// comments). A client's text is never forwarded: ParseKinetoConfig() reads it strictly into
-// a KinetoTraceRequest, and BuildKinetoConfig() writes the job's config from that request
-// alone, so what the agent checked (the log file above all) is exactly what the job reads.
+// The config text a PyTorch job gets from the node daemon (docs/protocols.md, PyTorch on-demand
+// tracing): KEY=VALUE lines that libkineto parses with rules of its own (it trims only some
+// whitespace and cuts comments). A client's text is never forwarded: ParseKinetoConfig() reads it
+// strictly into a KinetoTraceRequest, and BuildKinetoConfig() writes the job's config from that
+// request alone, so what the agent checked (the log file above all) is exactly what the job reads.
 
 #include <cstdint>
 #include <string>
@@ -43,9 +43,9 @@ std::string BuildKinetoConfig(const KinetoTraceRequest& request);
 // INVALID_ARGUMENT naming the line: lines end in '\n'; a line is empty, a comment starting
 // with '#', or KEY=VALUE with spaces or tabs only around the key and the value; no other
 // control character, no '#' after text, no second '='; every key one of the protocol's
-// (spec/PROTOCOLS.md §2) and none twice; booleans true/false; numbers decimal and in range;
-// ids of printable characters. A duration and an iteration count together are refused, as
-// libkineto refuses them.
+// (docs/protocols.md, PyTorch on-demand tracing) and none twice; booleans true/false; numbers
+// decimal and in range; ids of printable characters. A duration and an iteration count together are
+// refused, as libkineto refuses them.
 absl::StatusOr<KinetoTraceRequest> ParseKinetoConfig(std::string_view text);
 
 // Where the job writes its trace: `_<pid>` goes before the first ".pt.trace.json", else

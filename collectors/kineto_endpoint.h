@@ -1,8 +1,8 @@
 #pragma once
-// The node daemon's side of PyTorch on-demand tracing (spec/PROTOCOLS.md §2), as dynolog
-// serves it: PyTorch processes started with KINETO_USE_DAEMON=1 poll a unix datagram socket
-// every few seconds; the first poll registers the process, and a config queued by Trigger()
-// is handed to it on a later poll, after which the job writes its trace file itself.
+// The node daemon's side of PyTorch on-demand tracing (docs/protocols.md, PyTorch on-demand
+// tracing), as dynolog serves it: PyTorch processes started with KINETO_USE_DAEMON=1 poll a unix
+// datagram socket every few seconds; the first poll registers the process, and a config queued by
+// Trigger() is handed to it on a later poll, after which the job writes its trace file itself.
 //
 // One thread owns the socket and answers every poll at once (a client waits only ~50-90 ms
 // for the reply). Trigger() and Processes() may be called from any thread.

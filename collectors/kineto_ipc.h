@@ -1,7 +1,7 @@
 #pragma once
-// The datagram layer of libkineto's on-demand protocol (spec/PROTOCOLS.md §2): the unix
-// datagram socket a PyTorch process started with KINETO_USE_DAEMON=1 polls, the 40-byte
-// message header, and the "req" / "ctxt" payloads. Everything about bytes on the wire lives
+// The datagram layer of libkineto's on-demand protocol (docs/protocols.md, PyTorch on-demand
+// tracing): the unix datagram socket a PyTorch process started with KINETO_USE_DAEMON=1 polls, the
+// 40-byte message header, and the "req" / "ctxt" payloads. Everything about bytes on the wire lives
 // here; what a poll means (registration, pending configs) lives in KinetoEndpoint.
 
 #include <sys/socket.h>

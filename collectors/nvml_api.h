@@ -1,6 +1,6 @@
 #pragma once
 // The slice of the NVML C API that fleetprof uses, written from the public contract in
-// spec/PROTOCOLS.md §3. We declare it ourselves so the build needs no CUDA headers and the
+// docs/protocols.md, NVML. We declare it ourselves so the build needs no CUDA headers and the
 // binary needs no NVML at link time: the library is dlopen'ed when (and if) it exists.
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 #pragma once
 // Device metrics from NVML, loaded at run time so that one agent binary runs on GPU nodes,
-// TPU/Trainium nodes and laptops alike (spec/PROTOCOLS.md §3).
+// TPU/Trainium nodes and laptops alike (docs/protocols.md, NVML).
 
 #include <cstdint>
 #include <map>

@@ -1,7 +1,7 @@
 #pragma once
 // Which job a process belongs to. Jobs announce themselves through FLEETPROF_JOB in the
-// environment they were started with, which Linux exposes as /proc/<pid>/environ (DESIGN.md,
-// "How agents find jobs"). The proc root is a parameter so tests can use a fake tree.
+// environment they were started with, which Linux exposes as /proc/<pid>/environ (docs/using.md,
+// Captures). The proc root is a parameter so tests can use a fake tree.
 
 #include <cstddef>
 #include <cstdint>

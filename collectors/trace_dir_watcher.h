@@ -32,11 +32,11 @@ struct TraceFileJob {
   std::string claimed_job;  // the folder, when the file's owner may not use it; else ""
 };
 
-// DESIGN.md: `fixed_job` (--job) when set; else the file's first folder, when `owner_uid` (the
-// owner of the file as opened) may use that job (JobOwners::MayUse: a job listed in the job
-// owners file is its uid's and root's, an unlisted one anyone's); else "unassigned", with the
-// folder as `claimed_job`. Whoever may write a watched folder may make any folder in it:
-// the folder's name alone never files a trace under another user's job.
+// docs/operating.md, fleetprof-agent: `fixed_job` (--job) when set; else the file's first folder,
+// when `owner_uid` (the owner of the file as opened) may use that job (JobOwners::MayUse: a job
+// listed in the job owners file is its uid's and root's, an unlisted one anyone's); else
+// "unassigned", with the folder as `claimed_job`. Whoever may write a watched folder may make any
+// folder in it: the folder's name alone never files a trace under another user's job.
 TraceFileJob JobOfTraceFile(const TraceFile& file, const std::string& fixed_job, int64_t owner_uid,
                             JobOwners& owners);
 

@@ -1,7 +1,7 @@
 #pragma once
 // Captures a trace from a JAX / TensorFlow / PyTorch-XLA job through the XLA/TSL profiler
-// service the job serves (tensorflow.ProfilerService, PROTOCOLS.md §1) — what
-// `python -m jax.collect_profile` does, made safe to run from a long-lived node agent: bounded
+// service the job serves (tensorflow.ProfilerService, docs/protocols.md, XLA profiler service) —
+// what `python -m jax.collect_profile` does, made safe to run from a long-lived node agent: bounded
 // retries, a deadline, cancellation that also stops the job's profiler, and traces of hundreds
 // of MB received without gRPC's 4 MB limit.
 

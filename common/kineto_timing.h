@@ -1,8 +1,9 @@
 #pragma once
 // When a PyTorch job can start a time-based trace that a daemon hands it (libkineto's own rules,
-// spec/PROTOCOLS.md §2): the job takes a config only at its next poll, and refuses a start that
-// is in the past or closer than its warm-up, silently for everyone but its own log. These are the
-// facts the server's shared start and the agent's hand-out both plan with: one definition each.
+// docs/protocols.md, When a time-based trace may start): the job takes a config only at its next
+// poll, and refuses a start that is in the past or closer than its warm-up, silently for everyone
+// but its own log. These are the facts the server's shared start and the agent's hand-out both plan
+// with: one definition each.
 
 #include <cstdint>
 

@@ -1,7 +1,7 @@
 #pragma once
-// Profiles side by side (../shared/DESIGN.md, `fleetprof diff`): one row per op, kernel or
-// scope name found in any of them, each profile's own row as stored (or null), a status of
-// the last profile against the first. Pure: the caller fetches the summaries.
+// Profiles side by side (docs/using.md, Comparisons, job views and diagnosis): one row per op,
+// kernel or scope name found in any of them, each profile's own row as stored (or null), a status
+// of the last profile against the first. Pure: the caller fetches the summaries.
 
 #include <string>
 #include <vector>

@@ -31,7 +31,7 @@ const std::vector<RuleEntry>& Table() {
         "one is worth a look"},
        Recompilation},
       {{"device_idle", RuleScope::kProfile, 0.2, 0, 1, false, "share of the device span",
-        "Per device, idle_ns / span_ns of the temporal breakdown (ANALYSIS.md); the metric is the highest "
+        "Per device, idle_ns / span_ns of the temporal breakdown (docs/analysis.md); the metric is the highest "
         "over devices. Evidence: that device's longest gaps between activity, at most 10, longest first.",
         "HTA's idle time breakdown measures this share; the gap list follows nsys analyze gpu_gaps. "
         "0.2 is fleetprof's default"},

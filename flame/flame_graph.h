@@ -1,5 +1,5 @@
 #pragma once
-// A call tree as Pyroscope's FlameGraph (../shared/DESIGN.md, "Flame graphs"): `names`, and per
+// A call tree as Pyroscope's FlameGraph (docs/http-api.md, Flame graph layout): `names`, and per
 // level, left to right, groups of 4 numbers: offset from the end of the previous node of the
 // same level (whatever its parent), total, self, index into names. Level 0 is the root, named
 // "total"; siblings are ordered by name; frames whose total is 0 are left out.

@@ -1,5 +1,5 @@
 #pragma once
-// agent_sync (../shared/DESIGN.md, "Job timeline"): where a captured profile's clock sits against
+// agent_sync (docs/using.md, Job timeline): where a captured profile's clock sits against
 // the server's, from what the capturing agent measured (common/clock_sync_labels.h). Traces
 // whose clock is wall time (XSpace, Kineto in epoch µs) map as they are; others (Kineto's
 // monotonic clock) through the capture window, with that window added to the uncertainty.

@@ -1,6 +1,6 @@
 #pragma once
-// Clock offsets between the ranks of a job from their collectives (../shared/DESIGN.md, "Job
-// timeline"): the instances of one collective end nearly together on every rank of its
+// Clock offsets between the ranks of a job from their collectives (docs/using.md, Job
+// timeline): the instances of one collective end nearly together on every rank of its
 // communicator, so the difference of their ends is the difference of the ranks' clocks.
 //
 // Instances are matched by (stream with collectives, operation) and sequence: the k-th

@@ -1,7 +1,7 @@
 #pragma once
 // Collective instances across the ranks of a job on one clock: each rank's start and end, how
 // long each waited for the last to arrive, who arrived last; per rank the totals and its
-// communication time that no compute covered (../shared/DESIGN.md, "Job timeline").
+// communication time that no compute covered (docs/using.md, Job timeline).
 
 #include <string>
 #include <vector>

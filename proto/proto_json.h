@@ -3,7 +3,7 @@
 // derived from the proto definitions so that a field added to a .proto appears everywhere at
 // once: `fleetprof ... --json`, `fleetprof analyze --json` and the HTTP API print through here.
 //
-// Rules (the API contract of ../shared/DESIGN.md):
+// Rules (the API contract of docs/http-api.md, Routes):
 // - members are named by proto field name (snake_case), in declaration order;
 // - integers are JSON numbers, never strings (protobuf's own JSON quotes int64, which would
 //   turn every *_ns into a string);

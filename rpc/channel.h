@@ -1,6 +1,6 @@
 #pragma once
 // How the CLI and the agent reach fleetprof-server: the channel, its TLS and the bearer
-// token every call carries (DESIGN.md, "Security contract"). Both binaries take the same
+// token every call carries (docs/security.md, Tokens and TLS). Both binaries take the same
 // flags: --token_file (else $FLEETPROF_TOKEN), --tls_ca, --tls_cert, --tls_key.
 
 #include <memory>

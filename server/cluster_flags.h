@@ -1,7 +1,7 @@
 #pragma once
 // The flags that make fleetprof-server a cluster replica: the object store and etcd (both or
-// neither), S3's endpoint, region and credentials, and the replica's identity. DESIGN.md
-// "Cluster" is the contract.
+// neither), S3's endpoint, region and credentials, and the replica's identity. docs/cluster.md
+// (Starting replicas) is the contract.
 
 #include <cstdint>
 #include <string>

@@ -51,7 +51,7 @@ struct ServerFlags {
   void AddFlags(FlagSet* flags);
   // INVALID_ARGUMENT naming the first flag out of its range, or a combination the server refuses
   // (TLS files that do not go together or cannot be read, a listener exposed without the
-  // protection DESIGN.md asks for). Returns the TLS files' contents.
+  // protection docs/security.md, Defaults, asks for). Returns the TLS files' contents.
   absl::StatusOr<TlsPem> Check() const;
 };
 

@@ -1,5 +1,5 @@
 #pragma once
-// The trace-window query (../shared/DESIGN.md, "Trace window"): every event of the window
+// The trace-window query (docs/using.md, Trace viewer): every event of the window
 // at or above the resolution exactly as in the trace, the shorter ones folded into merged
 // blocks whose counts add up to the events folded, nothing dropped without saying so.
 // Also the viewer's range selection: kernel and host totals clipped to a range.

@@ -1,4 +1,4 @@
-// QueryApi's job timeline (../shared/DESIGN.md, "Job timeline"): the profiles of a capture (or
+// QueryApi's job timeline (docs/using.md, Job timeline): the profiles of a capture (or
 // named ones) in rank order, their clock offsets per query, one window across them, and their
 // collectives matched. jobtrace/ does the work; this file selects and loads.
 #include <algorithm>

@@ -1,6 +1,6 @@
 #pragma once
 // What Pyroscope's query API (querier.v1) sees of fleetprof: its two profile types and each
-// profile's labels (../shared/DESIGN.md, "Flame graphs").
+// profile's labels (docs/http-api.md, Pyroscope query API).
 
 #include <string_view>
 

@@ -1,5 +1,6 @@
 // Every file of the shared corpus, analysed end to end and compared field by field with the
-// reference results computed by an independent implementation of ANALYSIS.md.
+// reference results computed by an independent implementation of the rules
+// in docs/analysis.md (Reference results).
 
 #include <map>
 #include <string>

@@ -171,7 +171,7 @@ TEST(KinetoJsonReader, CountsUnknownCategoriesAndAnalysesThemAsHostEvents) {
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_EQ(summary->unknown_category_events, 1);
   EXPECT_EQ(summary->skipped_events, 0);
-  ASSERT_NE(FindOp(*summary, "mystery"), nullptr);  // ANALYSIS.md: every other X event
+  ASSERT_NE(FindOp(*summary, "mystery"), nullptr);  // docs/analysis.md, Host events: every other X event
   EXPECT_EQ(FindOp(*summary, "mystery")->total_ns, 3000);
 }
 

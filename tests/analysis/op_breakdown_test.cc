@@ -1,4 +1,4 @@
-// The op breakdown's nesting rules (ANALYSIS.md, Op breakdown) on small hand-made traces.
+// The op breakdown's nesting rules (docs/analysis.md, Op breakdown) on small hand-made traces.
 
 #include <algorithm>
 #include <random>

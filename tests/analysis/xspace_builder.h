@@ -1,6 +1,6 @@
 #pragma once
 // Builds XSpace bytes by hand for the analysis tests: a protobuf message writer and the
-// XPlane pieces (events with stats, lines, metadata), field numbers per PROTOCOLS.md §1.
+// XPlane pieces (events with stats, lines, metadata), field numbers per docs/protocols.md, XSpace.
 
 #include <bit>
 #include <cstdint>

@@ -1,5 +1,5 @@
 /* A stand-in for libnvidia-ml.so.1 that the collector tests dlopen by path. It exports the NVML
- * entry points fleetprof uses (spec/PROTOCOLS.md §3) and answers from the fixed script below,
+ * entry points fleetprof uses (docs/protocols.md, NVML) and answers from the fixed script below,
  * so the tests can check every exported value against it.
  *
  * Script (units as NVML reports them):

@@ -1,6 +1,6 @@
 // Pyroscope's query API over Connect (querier.v1) on the real server: the answers of both
 // encodings against the HTTP flamegraph route and the breakdowns, labels and time ranges, and
-// the errors a Connect client reads (../shared/DESIGN.md, "Flame graphs").
+// the errors a Connect client reads (docs/http-api.md, Pyroscope query API).
 
 #include <chrono>
 #include <iostream>

@@ -27,6 +27,10 @@ std::string ReadFile(const fs::path& path) {
 // A diagnosis lists every rule it ran in rules[]; rules added since 52e8783 are left out of the
 // comparison (their findings are not: none may appear where 52e8783 found nothing).
 std::string WithoutRulesAddedSince52e8783(std::string json) {
+  // A rule's definition text that moved since: it now names the page in this repository.
+  for (size_t at = json.find("(docs/analysis.md)"); at != std::string::npos; at = json.find("(docs/analysis.md)", at)) {
+    json.replace(at, std::string("(docs/analysis.md)").size(), "(ANALYSIS.md)");
+  }
   for (const char* rule : {"input_stall"}) {
     const std::string entry = std::string(",{\"rule\":\"") + rule + "\",\"scope\"";
     const size_t at = json.find(entry);

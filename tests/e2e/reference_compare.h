@@ -1,6 +1,6 @@
 #pragma once
-// Field-by-field comparison of an analysis JSON with a corpus reference, as
-// shared/spec/ANALYSIS.md prescribes: entries matched by `device` or `name`, every reference
+// Field-by-field comparison of an analysis JSON with a corpus reference, as docs/analysis.md
+// (Reference results) prescribes: entries matched by `device` or `name`, every reference
 // entry present with equal values, no extra entries, order and extra top-level keys ignored.
 
 #include <string>

@@ -2,8 +2,8 @@
 """Sends one request to a dynolog-compatible API, the way `dyno gputrace` does, and prints
 the JSON reply on one line.
 
-Framing (spec/PROTOCOLS.md section 2): int32 length in native byte order, then that many bytes
-of JSON; the reply is framed the same way. One request per connection.
+Framing (docs/protocols.md, dynolog's TCP API): int32 length in native byte order, then that many
+bytes of JSON; the reply is framed the same way. One request per connection.
 
   dyno_standin.py --port P getStatus
   dyno_standin.py --port P gputrace --log-file /tmp/x.json --duration-ms 200 --pids 0

@@ -2,8 +2,8 @@
 """A fake PyTorch process for testing fleetprof's Kineto endpoint.
 
 It speaks libkineto's on-demand IPC the way a process started with KINETO_USE_DAEMON=1 does
-(spec/PROTOCOLS.md section 2), written from the spec and independently of the C++ code under
-test: the byte layouts come from struct.pack and the addresses are spelled out here, so a
+(docs/protocols.md, PyTorch on-demand tracing), written from the spec and independently of the C++
+code under test: the byte layouts come from struct.pack and the addresses are spelled out here, so a
 wrong struct padding or address length on either side shows up as a failed exchange.
 
 - binds its own endpoint "dynoconfigclient<uuid>" (abstract, with libkineto's trailing NUL,
@@ -14,7 +14,7 @@ wrong struct padding or address length on either side shows up as a failed excha
   first --busy-ms ms, and while its profiler is warming up, tracing or taking a memory
   snapshot. A config handed to a busy poll is counted and dropped, as a busy libkineto drops a
   second request.
-- decides what to do with a non-empty config the way libkineto does (spec/PROTOCOLS.md section 2,
+- decides what to do with a non-empty config the way libkineto does (docs/protocols.md,
   "When a time-based trace may start"). Real PyTorch jobs follow these rules, so a capture that
   breaks them must fail here too, not only on a real fleet:
   * PROFILE_MEMORY=true asks for a memory snapshot instead of a trace: the job records

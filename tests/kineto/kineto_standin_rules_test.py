@@ -3,10 +3,10 @@
 
 Real PyTorch jobs refuse a PROFILE_START_TIME in the past, one nearer than the warm-up, and call
 one more than 10 s old invalid; without a start time they begin at poll + warm-up + 2 s
-(spec/PROTOCOLS.md section 2). Our C++ tests drive captures through this stand-in, so if it did
-not enforce the same rules they would pass while real jobs write nothing. Each test here plays
-the daemon itself (a filesystem "dynolog" datagram socket), hands one config to the stand-in's
-first activities poll and reads the stand-in's JSON lines.
+(docs/protocols.md, When a time-based trace may start). Our C++ tests drive captures through this
+stand-in, so if it did not enforce the same rules they would pass while real jobs write nothing.
+Each test here plays the daemon itself (a filesystem "dynolog" datagram socket), hands one config to
+the stand-in's first activities poll and reads the stand-in's JSON lines.
 
 Standard library only: runs under /usr/bin/python3 with no build.
 """

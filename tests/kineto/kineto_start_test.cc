@@ -1,6 +1,7 @@
 // The hand-out checks of a time-based Kineto config (collectors/kineto_start.h) against
-// libkineto's rules as PROTOCOLS.md §2 states them: refused in the past or within the warm-up,
-// invalid more than 10 s in the past, no check for iteration traces, snapshots and unset starts.
+// libkineto's rules as docs/protocols.md (When a time-based trace may start) states them: refused
+// in the past or within the warm-up, invalid more than 10 s in the past, no check for iteration
+// traces, snapshots and unset starts.
 
 #include "collectors/kineto_start.h"
 

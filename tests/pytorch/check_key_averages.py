@@ -5,8 +5,8 @@ usage: check_key_averages.py FLEETPROF WORKDIR
 
 Runs make_traces.py (beside this file) into WORKDIR, then for each model compares every
 key_averages() row with fleetprof's op of the same name: counts must be equal and
-|total_ns - cpu_time_total_us * 1000| <= 1000 ns per call (ANALYSIS.md: torch agrees within
-1 µs per call).
+|total_ns - cpu_time_total_us * 1000| <= 1000 ns per call (docs/analysis.md, Op breakdown: torch
+agrees within 1 µs per call).
 
 Name matching: key_averages() groups by event name, as fleetprof does, except that torch folds
 ProfilerStep#N into one row "ProfilerStep*"; a row whose name ends in '*' is compared with the

@@ -10,7 +10,7 @@ fleetprof-server started here on loopback, then checks:
 - the diff has one "rmsnorm" row with a value for each profile, status "changed";
 - each value equals the profile's own scopes[] row (`fleetprof profile --json`);
 - the scope's count and total agree with torch's key_averages() row "rmsnorm" (count equal,
-  total within 1 us per call, as ANALYSIS.md says for ops);
+  total within 1 us per call, as docs/analysis.md, Op breakdown, says for ops);
 - the naive variant has the largest self and total time, and the by-op diff lists its
   separate ops as removed in the fused variant.
 Without torch the test skips (exit 77), or fails under CI=true.

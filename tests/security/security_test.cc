@@ -1,4 +1,4 @@
-// The security contract end to end (DESIGN.md, "Security contract"), against the real
+// The security contract end to end (docs/security.md), against the real
 // binaries: every RPC and route checked for its scope, node identity, upload ownership,
 // TLS and mTLS, and the refusal of exposed listeners.
 #include <dirent.h>

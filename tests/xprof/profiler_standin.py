@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A stand-in for a JAX/TF job's profiler server (tensorflow.ProfilerService, PROTOCOLS.md §1).
+"""A stand-in for a JAX/TF job's profiler server (tensorflow.ProfilerService, docs/protocols.md).
 
 Written apart from the C++ client under test. It compiles the project's .proto with protoc +
 grpc_python_plugin at start-up and uses that generated code, but it ALSO receives Profile's

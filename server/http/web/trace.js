@@ -56,7 +56,7 @@ export async function renderTracePage(page, profileId) {
 }
 
 // /jobs/{job}/trace?capture=C (or ?profile=A&profile=B…): every rank of a capture in one viewer,
-// on the lowest rank's clock (../shared/DESIGN.md, "Job timeline").
+// on the lowest rank's clock (docs/using.md, Job timeline).
 export async function renderJobTracePage(page, jobName) {
   const q = query();
   const capture = q.get('capture') || q.get('capture_id') || '';
