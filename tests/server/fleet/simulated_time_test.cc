@@ -322,7 +322,8 @@ TEST_F(SimulatedTimeTest, ALeaderWhoseClockIsAheadAgesProfilesOnTheClustersClock
   // The leader's own view: it subtracts itself from nothing (its offset to itself is 0).
   auto offset = [&] {
     std::vector<int64_t> offsets;
-    for (const auto& r : *replicas.Replicas()) offsets.push_back(r.clock_unix_ns() - leader.Now());
+    const auto published = replicas.Replicas();
+    for (const auto& r : *published) offsets.push_back(r.clock_unix_ns() - leader.Now());
     return MedianClockOffset(offsets);
   };
   RetentionPolicy policy;
