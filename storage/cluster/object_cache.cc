@@ -91,16 +91,20 @@ class CachedObjectClient : public ObjectClient, public ObjectCacheUsage {
     min_free_bytes_ = 2 * static_cast<int64_t>(db_options_.write_buffer_size) + (1 << 20);
   }
   ~CachedObjectClient() override {
-    absl::MutexLock lock(&mu_);
-    if (db_ != nullptr && RoomProblemLocked().empty()) (void)db_->Flush(rocksdb::FlushOptions());
-    db_.reset();
+    CacheDb db;
+    {
+      absl::MutexLock lock(&mu_);
+      db.swap(db_);
+    }
+    if (db != nullptr && RoomProblem().empty()) (void)db->Flush(rocksdb::FlushOptions());
   }
 
   // Opens the folder's cache as it is (a warm cache survives a restart); one that does not
   // open, or a disk short of room, starts it over empty; still short: put aside.
   void OpenAtStart() {
+    Opened opened = Open(/*wipe_first=*/false);
     absl::MutexLock lock(&mu_);
-    OpenLocked(/*wipe_first=*/false);
+    AdoptLocked(std::move(opened));
     // Under mu_, here and below: the gauge then follows the state changes in their order.
     if (options_.on_state) options_.on_state(db_ != nullptr);
   }
@@ -186,15 +190,21 @@ class CachedObjectClient : public ObjectClient, public ObjectCacheUsage {
   }
 
   // The database to use now, or null while the cache is aside; a read past the retry time
-  // tries to open it again first (one thread at a time; the others wait the open out).
+  // tries to open it again first: one thread, with no lock held while it touches the disk (the
+  // others read around the cache meanwhile).
   CacheDb Db() {
+    {
+      absl::MutexLock lock(&mu_);
+      if (db_ != nullptr || opening_ || clock_->MonotonicNanos() < retry_at_ns_) return db_;
+      opening_ = true;
+    }
+    Opened opened = Open(/*wipe_first=*/true);
     absl::MutexLock lock(&mu_);
-    if (db_ == nullptr && clock_->MonotonicNanos() >= retry_at_ns_) {
-      OpenLocked(/*wipe_first=*/true);
-      if (db_ != nullptr) {
-        spdlog::info("object cache {}: working again (started empty)", options_.dir);
-        if (options_.on_state) options_.on_state(true);
-      }
+    opening_ = false;
+    AdoptLocked(std::move(opened));
+    if (db_ != nullptr) {
+      spdlog::info("object cache {}: working again (started empty)", options_.dir);
+      if (options_.on_state) options_.on_state(true);
     }
     return db_;
   }
@@ -228,14 +238,17 @@ class CachedObjectClient : public ObjectClient, public ObjectCacheUsage {
   // Empty when the disk has room for the cache's writes; else why not. Looks at most once a
   // second, answering from the last look in between.
   std::string CheckRoom() {
-    absl::MutexLock lock(&mu_);
-    const int64_t now = clock_->MonotonicNanos();
-    if (now - room_checked_ns_ < 1'000'000'000 && room_checked_ns_ != 0) return "";
-    room_checked_ns_ = now;
-    return RoomProblemLocked();
+    {
+      absl::MutexLock lock(&mu_);
+      const int64_t now = clock_->MonotonicNanos();
+      if (now - room_checked_ns_ < 1'000'000'000 && room_checked_ns_ != 0) return "";
+      room_checked_ns_ = now;
+    }
+    return RoomProblem();
   }
 
-  std::string RoomProblemLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // Reads only what is fixed at construction: no lock.
+  std::string RoomProblem() const {
     absl::StatusOr<int64_t> free = options_.free_bytes(options_.dir);
     if (!free.ok()) return std::string(free.status().message());
     if (*free >= min_free_bytes_) return "";
@@ -243,32 +256,42 @@ class CachedObjectClient : public ObjectClient, public ObjectCacheUsage {
                         " MiB two memtables need");
   }
 
-  // Opens the database under mu_; on failure leaves it aside with the reason and the retry time.
-  void OpenLocked(bool wipe_first) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    // A put-aside cache missed deletes meanwhile, and a full disk may be full of it: start over.
+  // An attempt to open the cache: the database, or why not.
+  struct Opened {
+    std::unique_ptr<rocksdb::DB> db;
+    std::string why;
+  };
+
+  // Opens the cache's folder, touching only the disk (no lock held): a put-aside cache missed
+  // deletes meanwhile, and a full disk may be full of it, so `wipe_first` starts it over.
+  Opened Open(bool wipe_first) const {
     std::string why = wipe_first ? Wipe() : MakeFolder();
-    if (why.empty() && !(why = RoomProblemLocked()).empty() && !wipe_first) {
+    if (why.empty() && !(why = RoomProblem()).empty() && !wipe_first) {
       why = Wipe();
-      if (why.empty()) why = RoomProblemLocked();
+      if (why.empty()) why = RoomProblem();
     }
-    if (why.empty()) {
-      rocksdb::DB* db = nullptr;
-      rocksdb::Status s = rocksdb::DB::Open(db_options_, options_.dir, &db);
-      if (!s.ok() && !wipe_first) {
-        // Damaged or another version's: start it over empty.
-        spdlog::warn("object cache {} does not open ({}): starting it empty", options_.dir, s.ToString());
-        why = Wipe();
-        if (why.empty()) s = rocksdb::DB::Open(db_options_, options_.dir, &db);
-      }
-      if (why.empty() && s.ok()) {
-        db_.reset(db);
-        problem_.clear();
-        return;
-      }
-      if (why.empty()) why = absl::StrCat("it does not open: ", s.ToString());
+    if (!why.empty()) return {nullptr, why};
+    rocksdb::DB* db = nullptr;
+    rocksdb::Status s = rocksdb::DB::Open(db_options_, options_.dir, &db);
+    if (!s.ok() && !wipe_first) {
+      // Damaged or another version's: start it over empty.
+      spdlog::warn("object cache {} does not open ({}): starting it empty", options_.dir, s.ToString());
+      if (why = Wipe(); !why.empty()) return {nullptr, why};
+      s = rocksdb::DB::Open(db_options_, options_.dir, &db);
+    }
+    if (!s.ok()) return {nullptr, absl::StrCat("it does not open: ", s.ToString())};
+    return {std::unique_ptr<rocksdb::DB>(db), ""};
+  }
+
+  // Takes an attempt's outcome: the database in use, or the reason and the next retry time.
+  void AdoptLocked(Opened opened) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (opened.db != nullptr) {
+      db_ = std::move(opened.db);
+      problem_.clear();
+      return;
     }
     const bool first = problem_.empty();
-    problem_ = absl::StrCat("object cache ", options_.dir, " put aside (", why, "): reads go to the object store");
+    problem_ = absl::StrCat("object cache ", options_.dir, " put aside (", opened.why, "): reads go to the object store");
     retry_at_ns_ = clock_->MonotonicNanos() + options_.retry_every_ns;
     if (first) spdlog::warn("{}; trying again every {} s", problem_, options_.retry_every_ns / 1'000'000'000);
   }
@@ -288,9 +311,10 @@ class CachedObjectClient : public ObjectClient, public ObjectCacheUsage {
 
   // Stops using `db` (if it is still the one in use) after it failed; said once.
   void PutAside(const CacheDb& db, const std::string& why) {
+    CacheDb closing;  // closed (when no read holds it) after the lock is let go
     absl::MutexLock lock(&mu_);
     if (db_ != db) return;  // another thread got there first
-    db_.reset();
+    closing.swap(db_);
     problem_ = absl::StrCat("object cache ", options_.dir, " put aside (", why, "): reads go to the object store");
     retry_at_ns_ = clock_->MonotonicNanos() + options_.retry_every_ns;
     spdlog::warn("{}; trying again every {} s", problem_, options_.retry_every_ns / 1'000'000'000);
@@ -303,11 +327,14 @@ class CachedObjectClient : public ObjectClient, public ObjectCacheUsage {
   const Clock* const clock_;
   int64_t min_free_bytes_ = 0;
   rocksdb::WriteOptions write_;
+  // Guards the database in use and the put-aside state only: no disk work runs under it (opens,
+  // wipes, closes and flushes happen with it let go; statvfs too).
   mutable absl::Mutex mu_;
   CacheDb db_ ABSL_GUARDED_BY(mu_);
   std::string problem_ ABSL_GUARDED_BY(mu_);
   int64_t retry_at_ns_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t room_checked_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  bool opening_ ABSL_GUARDED_BY(mu_) = false;  // a thread is opening the cache (Db), no lock held
 };
 
 }  // namespace
