@@ -64,6 +64,37 @@ class ReplicaTest : public ::testing::Test {
     return JsonStringField(r.out, "profile_id");
   }
 
+  // A JAX job (the profiler stand-in, with `mode_flags`) and an agent on replica `a` reporting
+  // it as target job=jax-train; the job's profiler address once replica `b` lists it, or "" (the
+  // test has failed).
+  std::string StartJaxJobWithAgent(TestCluster& a, TestCluster& b, ChildProcess& job,
+                                   const std::vector<std::string>& mode_flags) {
+    const std::string ready = a.root() + "/standin.ready";
+    std::vector<std::string> argv = {"/usr/bin/python3", std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py"};
+    argv.insert(argv.end(), mode_flags.begin(), mode_flags.end());
+    for (const std::string& arg : {std::string("--record"), a.root() + "/requests.json", std::string("--ready"), ready,
+                                   std::string("--xspace"), CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")}) {
+      argv.push_back(arg);
+    }
+    job.Start(argv, a.root() + "/standin.log");
+    const std::string port_json = WaitForFile(ready, 30);
+    if (port_json.empty()) {
+      ADD_FAILURE() << "profiler stand-in did not start";
+      return "";
+    }
+    const std::string port = port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1);
+    const std::string address = "127.0.0.1:" + std::string(absl::StripAsciiWhitespace(port));
+    if (a.StartAgent({"--node=gpu-a", "--target=job=jax-train,xprof=" + address}) < 0) {
+      ADD_FAILURE() << "the agent did not start";
+      return "";
+    }
+    if (!Eventually(30, [&] { return b.Cli({"agents", "--json"}).out.find("\"address\":\"" + address) != std::string::npos; })) {
+      ADD_FAILURE() << "replica B does not list the target of the agent on A";
+      return "";
+    }
+    return address;
+  }
+
   EtcdCluster etcd_;
   S3rver s3_;
   std::string credentials_;
@@ -340,26 +371,14 @@ TEST_F(ReplicaTest, WithoutEtcdCaptureStartsAndAgentListsFailNamingEtcd) {
 // A capture started through replica B reaches the agent connected to replica A (the capture
 // record and etcd's watch), and B's `capture --wait` follows it to DONE with A's progress.
 TEST_F(ReplicaTest, ACaptureStartedOnOneReplicaReachesAnAgentOnAnother) {
-  const std::string python = "/usr/bin/python3";
-  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py";
-  FLEETPROF_REQUIRE_PATH(python);
+  FLEETPROF_REQUIRE_PATH("/usr/bin/python3");
   FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
   TestCluster a, b;
   ASSERT_TRUE(a.StartServer("127.0.0.1:0", ReplicaFlags())) << a.ServerLog();
   ASSERT_TRUE(b.StartServer("127.0.0.1:0", ReplicaFlags())) << b.ServerLog();
   ChildProcess job;
-  const std::string ready = a.root() + "/standin.ready";
-  job.Start({python, standin, "--mode", "emit", "--record", a.root() + "/requests.json", "--ready", ready, "--xspace",
-             CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")},
-            a.root() + "/standin.log");
-  const std::string port_json = WaitForFile(ready, 30);
-  ASSERT_FALSE(port_json.empty()) << "profiler stand-in did not start";
-  const std::string port = port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1);
-  const std::string address = "127.0.0.1:" + std::string(absl::StripAsciiWhitespace(port));
-  ASSERT_GE(a.StartAgent({"--node=gpu-a", "--target=job=jax-train,xprof=" + address}), 0);
-  ASSERT_TRUE(Eventually(20, [&] {
-    return b.Cli({"agents", "--json"}).out.find("\"address\":\"" + address) != std::string::npos;
-  })) << "replica B lists the target of the agent on A";
+  const std::string address = StartJaxJobWithAgent(a, b, job, {"--mode", "emit"});
+  ASSERT_FALSE(address.empty());
 
   CommandResult capture = b.Cli({"capture", "--job", "jax-train", "--duration_ms", "300", "--wait", "--json"}, 120);
   EXPECT_EQ(capture.exit_code, 0) << capture.out << capture.err << a.ServerLog() << b.ServerLog();
@@ -376,9 +395,7 @@ TEST_F(ReplicaTest, ACaptureStartedOnOneReplicaReachesAnAgentOnAnother) {
 // on replica A through the catalog's watch. Every capture reaches DONE: the replicas' calls and
 // watches leave the silent member (keepalive) and move to another.
 TEST_F(ReplicaTest, WithEachEtcdMemberSilentInTurnACaptureAcrossReplicasIsDone) {
-  const std::string python = "/usr/bin/python3";
-  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py";
-  FLEETPROF_REQUIRE_PATH(python);
+  FLEETPROF_REQUIRE_PATH("/usr/bin/python3");
   FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
   EtcdCluster members;
   ASSERT_TRUE(members.Start(3)) << members.Log(0) << members.Log(1) << members.Log(2);
@@ -396,18 +413,8 @@ TEST_F(ReplicaTest, WithEachEtcdMemberSilentInTurnACaptureAcrossReplicasIsDone) 
   ASSERT_TRUE(a.StartServer("127.0.0.1:0", flags)) << a.ServerLog();
   ASSERT_TRUE(b.StartServer("127.0.0.1:0", flags)) << b.ServerLog();
   ChildProcess job;
-  const std::string ready = a.root() + "/standin.ready";
-  job.Start({python, standin, "--mode", "emit", "--record", a.root() + "/requests.json", "--ready", ready, "--xspace",
-             CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")},
-            a.root() + "/standin.log");
-  const std::string port_json = WaitForFile(ready, 30);
-  ASSERT_FALSE(port_json.empty()) << "profiler stand-in did not start";
-  const std::string port = port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1);
-  const std::string address = "127.0.0.1:" + std::string(absl::StripAsciiWhitespace(port));
-  ASSERT_GE(a.StartAgent({"--node=gpu-a", "--target=job=jax-train,xprof=" + address}), 0);
-  ASSERT_TRUE(Eventually(30, [&] {
-    return b.Cli({"agents", "--json"}).out.find("\"address\":\"" + address) != std::string::npos;
-  }));
+  const std::string address = StartJaxJobWithAgent(a, b, job, {"--mode", "emit"});
+  ASSERT_FALSE(address.empty());
   for (size_t silent = 0; silent < links.size(); ++silent) {
     SCOPED_TRACE(silent);
     links[silent]->Silence();
@@ -427,26 +434,14 @@ TEST_F(ReplicaTest, WithEachEtcdMemberSilentInTurnACaptureAcrossReplicasIsDone) 
 // watched through went away, though the capture ended DONE. It reopens its watch on the next
 // replica of --server and reports the end.
 TEST_F(ReplicaTest, CaptureWaitFollowsTheCaptureWhenItsReplicaGoesAway) {
-  const std::string python = "/usr/bin/python3";
-  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py";
-  FLEETPROF_REQUIRE_PATH(python);
+  FLEETPROF_REQUIRE_PATH("/usr/bin/python3");
   FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
   TestCluster a, b;
   ASSERT_TRUE(a.StartServer("127.0.0.1:0", ReplicaFlags())) << a.ServerLog();
   ASSERT_TRUE(b.StartServer("127.0.0.1:0", ReplicaFlags())) << b.ServerLog();
   ChildProcess job;
-  const std::string ready = a.root() + "/standin.ready";
-  job.Start({python, standin, "--mode", "emit", "--sleep_ms", "-1", "--record", a.root() + "/requests.json", "--ready", ready, "--xspace",
-             CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")},
-            a.root() + "/standin.log");
-  const std::string port_json = WaitForFile(ready, 30);
-  ASSERT_FALSE(port_json.empty()) << "profiler stand-in did not start";
-  const std::string port = port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1);
-  const std::string address = "127.0.0.1:" + std::string(absl::StripAsciiWhitespace(port));
-  ASSERT_GE(a.StartAgent({"--node=gpu-a", "--target=job=jax-train,xprof=" + address}), 0);
-  ASSERT_TRUE(Eventually(20, [&] {
-    return b.Cli({"agents", "--json"}).out.find("\"address\":\"" + address) != std::string::npos;
-  }));
+  const std::string address = StartJaxJobWithAgent(a, b, job, {"--mode", "emit", "--sleep_ms", "-1"});
+  ASSERT_FALSE(address.empty());
 
   // The CLI watches through B (first in --server); B goes away while the capture runs.
   CommandResult capture;

@@ -9,6 +9,7 @@
 #include <map>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 #include "common/clock.h"
@@ -102,15 +103,17 @@ class SimulatedTimeTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
   // An agent on `node` whose process of `job` is a capture target; its commands are counted.
-  int64_t ConnectAgent(AgentRegistry& registry, const std::string& node, const std::string& job) {
+  // `send` (default: count the command) receives what the registry sends the agent.
+  int64_t ConnectAgent(AgentRegistry& registry, const std::string& node, const std::string& job,
+                       std::function<bool(const v1::ServerMessage&)> send = nullptr) {
     v1::AgentHello hello;
     hello.set_node(node);
     v1::Target* target = hello.add_targets();
     target->set_job(job);
     target->set_kind(v1::Target::kineto);
     target->set_pid(42);
-    auto session = registry.Connected(
-        hello, [this](const v1::ServerMessage&) { return ++commands_, true; }, [] {});
+    if (!send) send = [this](const v1::ServerMessage&) { return ++commands_, true; };
+    auto session = registry.Connected(hello, std::move(send), [] {});
     EXPECT_TRUE(session.ok()) << session.status();
     return session.ok() ? *session : 0;
   }
@@ -255,15 +258,9 @@ TEST_F(SimulatedTimeTest, AReplicaWhoseClockIsAheadDoesNotFailAnotherReplicasCap
   // The other replica, 300 s ahead, with the agent of node n2.
   AgentRegistry other_registry(&store_->agents(), &metrics_, AgentLimits(), &ahead);
   v1::ServerMessage sent;
-  v1::AgentHello hello;
-  hello.set_node("n2");
-  v1::Target* target = hello.add_targets();
-  target->set_job("train");
-  target->set_kind(v1::Target::kineto);
-  target->set_pid(43);
-  ASSERT_TRUE(other_registry.Connected(hello, [&](const v1::ServerMessage& m) { return sent = m, true; }, [] {}).ok());
+  ConnectAgent(other_registry, "n2", "train", [&](const v1::ServerMessage& m) { return sent = m, true; });
   // The capture's targets: both nodes (what the catalog lists to the starting replica).
-  ASSERT_TRUE(registry.Connected(hello, [](const v1::ServerMessage&) { return true; }, [] {}).ok());
+  ConnectAgent(registry, "n2", "train");
   CaptureCoordinator elsewhere(store_.get(), &other_registry, &metrics_, &ahead, /*shared=*/true);
   elsewhere.UseReplicaClocks(&replicas, "r2");
 
