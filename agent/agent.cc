@@ -9,6 +9,7 @@
 #include "agent/reported_targets.h"
 #include "auth/exposure.h"
 #include "common/runtime.h"
+#include "collectors/xprof_client.h"
 #include "common/safe_paths.h"
 #include "prometheus/counter.h"
 #include "prometheus/text_serializer.h"
@@ -44,10 +45,13 @@ absl::Status Agent::Start() {
     if (!target.ok()) return target.status();
     static_targets_.push_back(*target);
   }
-  std::error_code ec;
+  // The journal, the upload secret and XLA answers are the agent's alone (0700).
   for (const auto& dir : {config_.state_dir, config_.state_dir + "/xprof"}) {
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
+    std::string warning;
+    if (absl::Status s = EnsureOwnStateFolder(dir, &warning); !s.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat("--state_dir: ", s.message()));
+    }
+    if (!warning.empty()) spdlog::warn("--state_dir: {}", warning);
   }
   // Jobs of any user write their traces here and the agent reads them as root: an absolute
   // path the agent owns, that nobody else created first (--kineto_trace_dir).
@@ -88,7 +92,9 @@ absl::Status Agent::Start() {
   uploads.journal_path = config_.state_dir + "/uploaded.journal";
   uploads.scan_interval_ms = config_.scan_interval_ms;
   uploads.settle_ms = config_.settle_ms;
-  uploader_ = std::make_unique<TraceUploader>(uploads, channel, *registry_);
+  uploads.clock = config_.clock;
+  uploader_ = std::make_unique<TraceUploader>(
+      uploads, [channel](const UploadOptions& upload) { return UploadFile(channel, upload); }, *registry_);
   if (!config_.trace_dirs.empty()) {
     if (absl::Status s = uploader_->Start(); !s.ok()) return s;
   }
@@ -104,7 +110,8 @@ absl::Status Agent::Start() {
       channel, [this] { return Hello(); }, [this] { return Heartbeat(); },
       [this](const v1::ServerMessage& message) {
         if (message.has_capture()) captures_->Run(message.capture());
-      });
+      },
+      config_.clock);
   discover_ = std::thread([this] { DiscoverLoop(); });  // reads link_: start it after
   link_->Start();
   spdlog::info("fleetprof-agent ready node={} server={} metrics=http://{}/metrics trace_dirs={} targets={}",
@@ -148,6 +155,7 @@ absl::Status Agent::StartMetrics() {
   sampling.proc_root = config_.proc_root;
   sampling.interval = std::chrono::milliseconds(std::max<int64_t>(config_.sample_interval_ms, 100));
   sampling.max_job_series = static_cast<size_t>(std::max<int64_t>(config_.max_job_series, 1));
+  sampling.clock = config_.clock;
   sampler_ = std::make_unique<MetricsSampler>(sampling, registry_);
   if (absl::Status s = sampler_->Start(); !s.ok()) return s;
 
@@ -173,13 +181,23 @@ void Agent::StartKineto(const std::shared_ptr<grpc::Channel>& channel) {
     kineto_.reset();
   }
   kineto_up.Set(kineto_ ? 1 : 0);
-  CaptureRunner::Options capture_options{config_.node, config_.state_dir + "/xprof",
-                                         config_.kineto_trace_dir, config_.proc_root};
+  CaptureRunner::Options capture_options;
+  capture_options.node = config_.node;
+  capture_options.xprof_dir = config_.state_dir + "/xprof";
+  capture_options.kineto_dir = config_.kineto_trace_dir;
+  capture_options.proc_root = config_.proc_root;
   capture_options.max_trace_bytes = config_.max_trace_mb << 20;
   capture_options.max_capture_memory_bytes = config_.max_capture_memory_mb << 20;
   capture_options.clock_sync = [this] { return link_->clock_sync(); };
+  capture_options.clock = config_.clock;
+  // The transports at the edge: uploads over the server's channel, the XLA profiler
+  // service's gRPC client.
+  CaptureBackendDeps backends{.kineto = kineto_.get(), .xprof = [](const XprofCaptureOptions& options,
+                                                                   const std::function<bool()>& cancelled) {
+                                return CaptureXprof(options, cancelled);
+                              }};
   captures_ = std::make_unique<CaptureRunner>(
-      capture_options, [channel](const UploadOptions& upload) { return UploadFile(channel, upload); }, kineto_.get(),
+      capture_options, [channel](const UploadOptions& upload) { return UploadFile(channel, upload); }, backends,
       [this](const v1::AgentMessage& m) { link_->Send(m); });
   if (kineto_ && (!config_.dynolog_addr.empty() || !config_.dynolog_socket.empty())) {
     DynologApiServer::Options api;
@@ -204,6 +222,7 @@ std::string Agent::dynolog_addr() const {
 
 void Agent::Stop() {
   if (stopping_.exchange(true)) return;
+  { absl::MutexLock wake(&mu_); }  // DiscoverLoop's wait looks at stopping_ again
   if (discover_.joinable()) discover_.join();
   if (uploader_) uploader_->Stop();
   if (link_) link_->Stop();
@@ -276,7 +295,7 @@ v1::AgentHeartbeat Agent::Heartbeat() {
     out->set_device(absl::StrCat(d.index));
     out->set_uuid(d.uuid);
     out->set_model(d.model);
-    out->set_sampled_at_ns(UnixNanos());
+    out->set_sampled_at_ns(config_.clock->Now());
     out->set_memory_used_bytes(static_cast<int64_t>(d.memory_used_bytes.value_or(0)));
     out->set_memory_total_bytes(static_cast<int64_t>(d.memory_total_bytes.value_or(0)));
     if (d.utilization_ratio) {
@@ -293,12 +312,18 @@ v1::AgentHeartbeat Agent::Heartbeat() {
 }
 
 void Agent::DiscoverLoop() {
-  auto next = std::chrono::steady_clock::now();
+  const Clock& clock = *config_.clock;
+  int64_t next_scan = clock.MonotonicNanos();
   while (!stopping_.load()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    {
+      // The link gauge follows the link every 100 ms; Stop() wakes the wait (mu_).
+      absl::MutexLock lock(&mu_);
+      const auto stop = [this] { return stopping_.load(); };
+      if (clock.WaitUntil(&mu_, absl::Condition(&stop), clock.MonotonicNanos() + kLinkGaugeIntervalNs)) return;
+    }
     link_gauge_->Set(link_->connected() ? 1 : 0);
-    if (std::chrono::steady_clock::now() < next) continue;
-    next = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.discover_interval_ms);
+    if (clock.MonotonicNanos() < next_scan) continue;
+    next_scan = clock.MonotonicNanos() + config_.discover_interval_ms * 1'000'000;
     auto found = discovery_->Scan();
     absl::MutexLock lock(&mu_);
     discovered_ = std::move(found);

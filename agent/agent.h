@@ -12,6 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "rpc/channel.h"
 
 #include "absl/status/status.h"
@@ -54,6 +55,7 @@ struct AgentConfig {
   int64_t max_capture_memory_mb = 16384;  // all captures in flight together
   ClientSecurity security;      // token and TLS towards the server
   std::string dynolog_token;    // required in each dynolog API request when set
+  const Clock* clock = RealClock();  // every part's time: a test may run them on a simulated one
 };
 
 class Agent {
@@ -81,6 +83,7 @@ class Agent {
   // Logs which uids' Kineto processes go unreported, when that changes.
   void LogLeftOutTargets(const std::map<int64_t, size_t>& left_out);
   void DiscoverLoop();
+  static constexpr int64_t kLinkGaugeIntervalNs = 100'000'000;
 
   AgentConfig config_;
   std::vector<v1::Target> static_targets_;

@@ -1,22 +1,26 @@
 #pragma once
-// Runs the captures the server asks for on this node, one thread per target: triggers the
-// job's profiler (XLA profiler service or Kineto), waits for the trace, uploads it with the
-// capture's labels, removes the local file, and reports each step back to the server.
+// Runs the captures the server asks for on this node, one thread per target: has the target's
+// capture backend (agent/capture_backend.h) make the job's profiler trace, uploads the file it
+// wrote with the capture's labels, removes it, and reports each step back to the server. Also
+// waits for the traces other tools (`dyno gputrace`) ask Kineto clients for, and uploads them.
 
 #include <atomic>
-#include <chrono>
 #include <functional>
 #include <list>
 #include <map>
-#include <set>
 #include <memory>
+#include <optional>
+#include <set>
+#include <span>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "agent/server_link.h"
+#include "agent/capture_backend.h"
 #include "collectors/kineto_endpoint.h"
+#include "common/clock.h"
+#include "common/clock_sync.h"
 #include "common/safe_paths.h"
 #include "fleetprof/v1/agent.pb.h"
 #include "rpc/uploader.h"
@@ -25,21 +29,18 @@ namespace fleetprof {
 
 class CaptureRunner {
  public:
-  struct Options {
-    std::string node;
-    std::string xprof_dir;   // repository_root handed to XLA profiler servers
-    std::string kineto_dir;  // where Kineto clients write (PyTorch accepts /tmp/... only); absolute
-    std::string proc_root = "/proc";  // for the uid of a traced process
-    int64_t max_trace_bytes = int64_t{1} << 30;            // one XLA answer (--max_trace_mb)
-    int64_t max_capture_memory_bytes = int64_t{16} << 30;  // all XLA answers in flight together
+  struct Options : CaptureSettings {
+    int64_t max_capture_memory_bytes = int64_t{16} << 30;  // all traces held in memory together
     // The node's clock against the server's, attached to each captured profile (agent_sync).
     std::function<std::optional<ClockSync>()> clock_sync = nullptr;
+    const Clock* clock = RealClock();
   };
   using Sender = std::function<void(const v1::AgentMessage&)>;
 
-  // `kineto` may be null when the endpoint could not bind. `upload` sends a captured trace to
-  // the server (the daemon's goes over gRPC: rpc/upload_client.h).
-  CaptureRunner(Options options, Uploader upload, KinetoEndpoint* kineto, Sender send);
+  // `upload` sends a captured trace to the server (the daemon's goes over gRPC:
+  // rpc/upload_client.h); `deps` is lent to the backends `backends` makes, one per kind.
+  CaptureRunner(Options options, Uploader upload, const CaptureBackendDeps& deps, Sender send,
+                std::span<const CaptureBackendRow> backends = DefaultCaptureBackends());
   ~CaptureRunner();  // cancels running captures and joins them
 
   // Starts the capture of one target in the background.
@@ -61,24 +62,27 @@ class CaptureRunner {
   absl::StatusOr<std::string> DynoTraceFolder(int64_t uid);
 
  private:
-  void Execute(const v1::CaptureCommand& command);
-  // Triggers the profiler and returns the local trace file: the backend of the target's kind.
-  absl::StatusOr<CheckedFile> Trigger(const v1::CaptureCommand& command);
-  using Deadline = std::chrono::steady_clock::time_point;
-  struct Backend {
-    v1::Target::Kind kind;
-    absl::StatusOr<CheckedFile> (CaptureRunner::*capture)(const v1::CaptureCommand& command, Deadline deadline);
+  class Context;  // a backend's view of the runner for one capture (capture_runner.cc)
+  // A trace adopted from a dynolog request: where to wait for it and what to upload it as.
+  struct DynoTrace {
+    std::string path;      // absolute, inside kineto_dir
+    std::string beneath;   // the same, relative to kineto_dir
+    std::string file_name;  // the upload's
+    int64_t wait_ns = 0;
   };
-  static const Backend kBackends[];
-  // XLA's profiler service: a job on our filesystem writes the trace into its user's folder;
-  // otherwise it comes in the answer (older servers write a file whatever they are asked).
-  absl::StatusOr<CheckedFile> CaptureXprofTarget(const v1::CaptureCommand& command, Deadline deadline);
-  // A Kineto client polling this agent: it writes the trace file itself.
-  absl::StatusOr<CheckedFile> CaptureKinetoTarget(const v1::CaptureCommand& command, Deadline deadline);
-  // Waits until the Kineto job takes the config TriggerProcess queued (or the capture gives up
-  // on it): how many ns later than the shared start its trace starts (0 unless moved).
-  absl::StatusOr<int64_t> AwaitKinetoHandout(const v1::CaptureCommand& command, const KinetoTrigger& trigger,
-                                             const KinetoTraceRequest& request, Deadline deadline);
+
+  void Execute(const v1::CaptureCommand& command);
+  // Has the backend of the target's kind trace it: the local trace file.
+  absl::StatusOr<CheckedFile> Trigger(const v1::CaptureCommand& command);
+  // What Execute sends: the checked file with the capture's job, node and labels.
+  UploadOptions UploadOf(const v1::CaptureCommand& command, const CheckedFile& trace) const;
+  // Where a dynolog-requested trace will be and how long to wait for it; NotFound when it is
+  // not one to upload (a memory snapshot, our own capture's, a path outside kineto_dir, …:
+  // the message says why when it is worth a log line).
+  absl::StatusOr<DynoTrace> PlanDynoTrace(const KinetoProcess& process, const KinetoTraceRequest& request,
+                                          const std::string& requested_name);
+  // The thread body of an adopted trace: waits, uploads it as the job's, removes it.
+  void UploadDynoTrace(const KinetoProcess& process, const DynoTrace& trace);
   // Progress of a target: `state`, and for RUNNING maybe a moved start and a note.
   void Report(const v1::CaptureCommand& command, v1::CaptureTarget::State state,
               const std::string& profile_id, const std::string& error, int64_t start_time_unix_ns = 0,
@@ -94,9 +98,9 @@ class CaptureRunner {
   // OK while target.pid() is still the process discovered (its start time is the target's).
   absl::Status CheckSameProcess(const v1::Target& target) const;
   bool cancelled() const;
-  // Takes up to max_trace_bytes of the memory budget for one XLA answer: what it got, or
-  // RESOURCE_EXHAUSTED when the captures in flight hold nearly all of it. Give it back with
-  // ReleaseTraceBytes.
+  // Takes up to max_trace_bytes of the memory budget for one trace held in memory: what it
+  // got, or RESOURCE_EXHAUSTED when the captures in flight hold nearly all of it. Given back
+  // with ReleaseTraceBytes.
   absl::StatusOr<int64_t> ReserveTraceBytes();
   void ReleaseTraceBytes(int64_t bytes);
   // The folder inside kineto_dir where jobs of `uid` write the traces we ask for (Kineto
@@ -106,9 +110,10 @@ class CaptureRunner {
   absl::StatusOr<std::string> JobFolderFor(int64_t uid);
 
   Options options_;
+  const Clock& clock_;
   Uploader upload_;
-  KinetoEndpoint* kineto_;
   Sender send_;
+  std::map<v1::Target::Kind, std::unique_ptr<CaptureBackend>> backends_;  // fixed after construction
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   struct Worker {
@@ -117,7 +122,8 @@ class CaptureRunner {
     std::optional<int64_t> dyno_uid;  // set for a dynolog trace's wait: whose request it is
   };
   std::list<Worker> workers_ ABSL_GUARDED_BY(mu_);  // finished ones are joined at the next Spawn
-  std::set<std::string> own_log_files_ ABSL_GUARDED_BY(mu_);  // Kineto log files of captures (Execute uploads them)
+  // Trace files captures upload themselves (CaptureContext::ClaimTraceFile): not adopted.
+  std::set<std::string> claimed_files_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::string> job_folders_ ABSL_GUARDED_BY(mu_);  // by uid: JobFolderFor
   int64_t reserved_trace_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // of max_capture_memory_bytes, by captures in flight
 };

@@ -10,14 +10,19 @@ namespace fleetprof {
 namespace {
 constexpr size_t kMaxQueued = 1000;
 constexpr int kSessionProbes = 8;            // sent when a session starts, a few ms apart
-constexpr auto kProbeSpacing = std::chrono::milliseconds(5);
+constexpr int64_t kProbeSpacingNs = 5'000'000;
+constexpr int64_t kNanosPerMs = 1'000'000;
+constexpr int64_t kFirstBackoffNs = 250 * kNanosPerMs;  // after a lost link; doubles up to kMaxBackoffNs
+constexpr int64_t kMaxBackoffNs = 10'000 * kNanosPerMs;
+constexpr int64_t kHealthySessionNs = 10'000 * kNanosPerMs;  // a session this long resets the backoff
 constexpr size_t kClockSamples = 16;         // the best of the last this many answers counts
 }  // namespace
 
 ServerLink::ServerLink(std::shared_ptr<grpc::Channel> channel, std::function<v1::AgentHello()> hello,
                        std::function<v1::AgentHeartbeat()> heartbeat,
-                       std::function<void(const v1::ServerMessage&)> on_message)
-    : channel_(std::move(channel)),
+                       std::function<void(const v1::ServerMessage&)> on_message, const Clock* clock)
+    : clock_(*clock),
+      channel_(std::move(channel)),
       hello_(std::move(hello)),
       heartbeat_(std::move(heartbeat)),
       on_message_(std::move(on_message)) {}
@@ -62,12 +67,12 @@ void ServerLink::Send(const v1::AgentMessage& message) {
 
 void ServerLink::Probe(Stream* stream) {
   v1::AgentMessage probe;
-  probe.mutable_clock_probe()->set_agent_sent_ns(UnixNanos());
+  probe.mutable_clock_probe()->set_agent_sent_ns(clock_.Now());
   Write(stream, probe);
 }
 
 void ServerLink::OnClockReply(const v1::ClockReply& reply) {
-  const int64_t received = UnixNanos();
+  const int64_t received = clock_.Now();
   const int64_t sent = reply.agent_sent_ns();
   if (sent <= 0 || received < sent) return;  // not ours, or the wall clock stepped back
   // NTP's estimate: the server answered halfway through the round trip, give or take half of it.
@@ -89,27 +94,69 @@ std::optional<ClockSync> ServerLink::clock_sync() const {
   return best;
 }
 
+bool ServerLink::WaitForStopOrBreak(int64_t wait_ns) {
+  absl::MutexLock lock(&mu_);
+  const auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || stream_broken_; };
+  return clock_.WaitUntil(&mu_, absl::Condition(&done), clock_.MonotonicNanos() + wait_ns);
+}
+
 void ServerLink::Loop() {
-  auto backoff = std::chrono::milliseconds(250);
+  int64_t backoff_ns = kFirstBackoffNs;
   while (true) {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
       stream_broken_ = false;
     }
-    const auto started = std::chrono::steady_clock::now();
+    const int64_t started = clock_.MonotonicNanos();
     RunSession();
     connected_ = false;
     // A session that lived a while was healthy: start backing off from scratch.
-    if (std::chrono::steady_clock::now() - started > std::chrono::seconds(10)) {
-      backoff = std::chrono::milliseconds(250);
-    }
+    if (clock_.MonotonicNanos() - started > kHealthySessionNs) backoff_ns = kFirstBackoffNs;
     {
       absl::MutexLock lock(&mu_);
       const auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
-      if (mu_.AwaitWithTimeout(absl::Condition(&stop), absl::FromChrono(backoff))) return;
+      if (clock_.WaitUntil(&mu_, absl::Condition(&stop), clock_.MonotonicNanos() + backoff_ns)) return;
     }
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(10000));
+    backoff_ns = std::min(backoff_ns * 2, kMaxBackoffNs);
+  }
+}
+
+void ServerLink::GoLive(Stream* stream) {
+  absl::MutexLock write_lock(&write_mu_);
+  std::deque<v1::AgentMessage> queued;
+  {
+    absl::MutexLock lock(&mu_);
+    live_stream_ = stream;
+    queued.swap(outbox_);
+    connected_ = true;
+  }
+  for (const auto& m : queued) stream->Write(m);
+}
+
+void ServerLink::MeasureClock(Stream* stream) {
+  {
+    // A new session may reach another replica, with a clock of its own: measure afresh.
+    absl::MutexLock lock(&clock_mu_);
+    clock_samples_.clear();
+  }
+  for (int i = 0; i < kSessionProbes; ++i) {
+    Probe(stream);
+    if (WaitForStopOrBreak(kProbeSpacingNs)) return;
+  }
+}
+
+void ServerLink::BeatUntilBroken(Stream* stream, int64_t interval_ns) {
+  while (!WaitForStopOrBreak(interval_ns)) {
+    v1::AgentMessage beat;
+    *beat.mutable_heartbeat() = heartbeat_();
+    beat.mutable_heartbeat()->set_sent_at_ns(clock_.Now());
+    if (std::optional<ClockSync> sync = clock_sync()) {
+      beat.mutable_heartbeat()->set_clock_offset_ns(sync->offset_ns);
+      beat.mutable_heartbeat()->set_clock_uncertainty_ns(sync->uncertainty_ns);
+    }
+    if (!Write(stream, beat)) return;
+    Probe(stream);
   }
 }
 
@@ -125,22 +172,11 @@ void ServerLink::RunSession() {
   v1::AgentMessage hello;
   *hello.mutable_hello() = hello_();
   v1::ServerMessage message;
-  std::chrono::milliseconds interval(2000);
   if (Write(stream.get(), hello) && stream->Read(&message) && message.has_welcome()) {
-    if (message.welcome().heartbeat_interval_ms() > 0) {
-      interval = std::chrono::milliseconds(message.welcome().heartbeat_interval_ms());
-    }
-    {
-      absl::MutexLock write_lock(&write_mu_);
-      std::deque<v1::AgentMessage> queued;
-      {
-        absl::MutexLock lock(&mu_);
-        live_stream_ = stream.get();
-        queued.swap(outbox_);
-        connected_ = true;
-      }
-      for (const auto& m : queued) stream->Write(m);
-    }
+    const int64_t interval_ns =
+        message.welcome().heartbeat_interval_ms() > 0 ? message.welcome().heartbeat_interval_ms() * kNanosPerMs
+                                                      : kDefaultHeartbeatNs;
+    GoLive(stream.get());
     spdlog::info("connected to server node={}", hello.hello().node());
     // Server messages arrive on this reader; its end means the stream broke.
     std::thread reader([&] {
@@ -155,33 +191,8 @@ void ServerLink::RunSession() {
       absl::MutexLock lock(&mu_);
       stream_broken_ = true;
     });
-    {
-      // A new session may reach another replica, with a clock of its own: measure afresh.
-      absl::MutexLock lock(&clock_mu_);
-      clock_samples_.clear();
-    }
-    for (int i = 0; i < kSessionProbes; ++i) {
-      Probe(stream.get());
-      absl::MutexLock lock(&mu_);
-      const auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || stream_broken_; };
-      if (mu_.AwaitWithTimeout(absl::Condition(&done), absl::FromChrono(kProbeSpacing))) break;
-    }
-    while (true) {
-      {
-        absl::MutexLock lock(&mu_);
-        const auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || stream_broken_; };
-        if (mu_.AwaitWithTimeout(absl::Condition(&done), absl::FromChrono(interval))) break;
-      }
-      v1::AgentMessage beat;
-      *beat.mutable_heartbeat() = heartbeat_();
-      beat.mutable_heartbeat()->set_sent_at_ns(UnixNanos());
-      if (std::optional<ClockSync> sync = clock_sync()) {
-        beat.mutable_heartbeat()->set_clock_offset_ns(sync->offset_ns);
-        beat.mutable_heartbeat()->set_clock_uncertainty_ns(sync->uncertainty_ns);
-      }
-      if (!Write(stream.get(), beat)) break;
-      Probe(stream.get());
-    }
+    MeasureClock(stream.get());
+    BeatUntilBroken(stream.get(), interval_ns);
     {
       absl::MutexLock write_lock(&write_mu_);
       absl::MutexLock lock(&mu_);
@@ -195,7 +206,12 @@ void ServerLink::RunSession() {
   } else {
     context.TryCancel();
   }
-  grpc::Status status = stream->Finish();
+  LogSessionEnd(stream->Finish());
+  absl::MutexLock lock(&mu_);
+  live_context_ = nullptr;
+}
+
+void ServerLink::LogSessionEnd(const grpc::Status& status) {
   if (!connected_) {
     // Unreachable is routine while the server restarts; a refusal says what to fix.
     if (status.error_code() == grpc::StatusCode::UNAVAILABLE || status.error_code() == grpc::StatusCode::CANCELLED ||
@@ -206,8 +222,6 @@ void ServerLink::RunSession() {
                    status.error_message());
     }
   }
-  absl::MutexLock lock(&mu_);
-  live_context_ = nullptr;
 }
 
 }  // namespace fleetprof

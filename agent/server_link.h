@@ -14,17 +14,12 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "common/clock_sync.h"
 #include "fleetprof/v1/agent.grpc.pb.h"
 #include "grpcpp/channel.h"
 
 namespace fleetprof {
-
-// The agent's clock against the server's (agent_sync): the server's time = the agent's +
-// offset_ns, within ± uncertainty_ns (half the round trip of the probe that measured it).
-struct ClockSync {
-  int64_t offset_ns = 0;
-  int64_t uncertainty_ns = 0;
-};
 
 class ServerLink {
  public:
@@ -32,7 +27,7 @@ class ServerLink {
   // gets each server message (on the link's reader thread: return quickly).
   ServerLink(std::shared_ptr<grpc::Channel> channel, std::function<v1::AgentHello()> hello,
              std::function<v1::AgentHeartbeat()> heartbeat,
-             std::function<void(const v1::ServerMessage&)> on_message);
+             std::function<void(const v1::ServerMessage&)> on_message, const Clock* clock = RealClock());
   ~ServerLink();
 
   void Start();
@@ -49,10 +44,21 @@ class ServerLink {
   void Loop();
   // One connection's life; returns when the stream breaks or Stop is called.
   void RunSession();
+  // The session's stream becomes the live one; what waited in the outbox goes out first.
+  void GoLive(Stream* stream);
+  // A few quick probes of the server's clock, measured afresh for this session.
+  void MeasureClock(Stream* stream);
+  // A heartbeat (and a probe) every interval until the stream breaks or Stop is called.
+  void BeatUntilBroken(Stream* stream, int64_t interval_ns);
+  // True once stopping or the stream broke, else false after `wait_ns` on the clock.
+  bool WaitForStopOrBreak(int64_t wait_ns);
+  void LogSessionEnd(const grpc::Status& status);
+  static constexpr int64_t kDefaultHeartbeatNs = 2'000'000'000;  // until the welcome says otherwise
   bool Write(Stream* stream, const v1::AgentMessage& message);
   void Probe(Stream* stream);
   void OnClockReply(const v1::ClockReply& reply);
 
+  const Clock& clock_;
   std::shared_ptr<grpc::Channel> channel_;
   std::function<v1::AgentHello()> hello_;
   std::function<v1::AgentHeartbeat()> heartbeat_;

@@ -5,15 +5,14 @@
 #include "absl/strings/escaping.h"
 #include "common/runtime.h"
 #include "common/safe_paths.h"
-#include "rpc/upload_client.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
 
-TraceUploader::TraceUploader(TraceUploaderOptions options, std::shared_ptr<grpc::Channel> channel,
-                             prometheus::Registry& registry)
+TraceUploader::TraceUploader(TraceUploaderOptions options, Uploader upload, prometheus::Registry& registry)
     : options_(std::move(options)),
-      channel_(std::move(channel)),
+      clock_(*options_.clock),
+      upload_(std::move(upload)),
       watcher_(options_.dirs, options_.settle_ms),
       results_(prometheus::BuildCounter()
                    .Name("fleetprof_agent_trace_uploads_total")
@@ -47,7 +46,7 @@ void TraceUploader::Loop() {
   while (true) {
     std::vector<TraceFile> files = std::move(retry_);
     retry_.clear();
-    for (auto& file : watcher_.Scan(UnixNanos())) files.push_back(std::move(file));
+    for (auto& file : watcher_.Scan(clock_.Now())) files.push_back(std::move(file));
     for (const auto& file : files) {
       {
         absl::MutexLock lock(&mu_);
@@ -57,7 +56,9 @@ void TraceUploader::Loop() {
     }
     absl::MutexLock lock(&mu_);
     const auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
-    if (mu_.AwaitWithTimeout(absl::Condition(&stop), absl::Milliseconds(options_.scan_interval_ms))) return;
+    if (clock_.WaitUntil(&mu_, absl::Condition(&stop), clock_.MonotonicNanos() + options_.scan_interval_ms * 1'000'000)) {
+      return;
+    }
   }
 }
 
@@ -93,7 +94,7 @@ void TraceUploader::UploadOne(const TraceFile& file) {
     absl::MutexLock lock(&mu_);
     return stopping_;
   };
-  auto response = UploadFile(channel_, upload);
+  auto response = upload_(upload);
   if (response.ok()) {
     const char* result = response->already_existed() ? "duplicate" : "ok";
     results_.Add({{"result", result}}).Increment();

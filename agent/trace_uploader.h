@@ -12,9 +12,10 @@
 #include "collectors/job_owners.h"
 #include "collectors/trace_dir_watcher.h"
 #include "collectors/upload_journal.h"
-#include "grpcpp/channel.h"
+#include "common/clock.h"
 #include "prometheus/counter.h"
 #include "prometheus/registry.h"
+#include "rpc/uploader.h"
 
 namespace fleetprof {
 
@@ -27,12 +28,13 @@ struct TraceUploaderOptions {
   std::string journal_path;
   int64_t scan_interval_ms = 1000;
   int64_t settle_ms = 2000;
+  const Clock* clock = RealClock();  // file ages and the pause between scans
 };
 
 class TraceUploader {
  public:
-  TraceUploader(TraceUploaderOptions options, std::shared_ptr<grpc::Channel> channel,
-                prometheus::Registry& registry);
+  // `upload` sends each file to the server (the daemon's goes over gRPC: rpc/upload_client.h).
+  TraceUploader(TraceUploaderOptions options, Uploader upload, prometheus::Registry& registry);
   ~TraceUploader();
 
   absl::Status Start();
@@ -45,7 +47,8 @@ class TraceUploader {
   void UploadOne(const TraceFile& file);
 
   TraceUploaderOptions options_;
-  std::shared_ptr<grpc::Channel> channel_;
+  const Clock& clock_;
+  Uploader upload_;
   TraceDirWatcher watcher_;
   std::string secret_;  // keys the upload ids (LoadOrCreateUploadSecret)
   UploadJournal journal_;

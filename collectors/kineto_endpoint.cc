@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "collectors/kineto_start.h"
 #include "collectors/process_jobs.h"
+#include "common/clock.h"
 #include "common/runtime.h"
 #include "common/safe_paths.h"
 #include "spdlog/spdlog.h"
@@ -57,12 +58,6 @@ using SteadyClock = std::chrono::steady_clock;
 // Legacy "ctxt" registrations are bounded so a misbehaving client cannot grow them forever.
 constexpr size_t kMaxContextPids = 4096;
 
-int64_t UnixNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // What a new process's own environment says: its FLEETPROF_JOB, and whether its
 // SLURM_JOB_ID is the job id its polls claim.
 struct EnvironJob {
@@ -89,6 +84,87 @@ std::string JobNameFor(const EnvironJob& environ, int64_t job_id) {
   if (environ.job) return *environ.job;
   if (job_id != 0) return absl::StrCat(job_id);
   return std::string(kUnassignedJob);
+}
+
+// The start of the process that sent a poll, when the kernel's credentials back the pid the
+// client claims: a client may only speak for itself. Registrations are keyed by the kernel's
+// pid, never the claimed one: a pod's pid namespace numbers its processes as it likes. Without
+// the kernel's credentials nothing can be checked. Refusals are logged.
+std::optional<uint64_t> SenderStartTicks(const std::string& proc_root, int32_t claimed, int32_t host_pid,
+                                         int64_t uid) {
+  if (host_pid <= 0 || uid < 0) {
+    spdlog::debug("Kineto registration of pid {} refused: the kernel gave no sender credentials", claimed);
+    return std::nullopt;
+  }
+  const int32_t own_pid = OwnPid(proc_root, host_pid);
+  const std::optional<uint64_t> start_ticks = ReadProcessStartTicks(proc_root, host_pid);
+  if (own_pid != claimed || !start_ticks.has_value()) {
+    spdlog::warn("Kineto registration refused: it claims pid {} but was sent by pid {} (which knows itself as {})",
+                 claimed, host_pid, own_pid);
+    return std::nullopt;
+  }
+  return start_ticks;
+}
+
+// The job a process is registered under, and whether its uid holds its job id.
+struct HeldJob {
+  std::string job;
+  bool job_id_held = false;
+};
+
+// A job name on this node belongs to the uid that claimed it first (JobOwners): another uid's
+// process naming it is registered, but as no part of that job. Its job id is the one a dyno
+// request may select it by only when its own environment backs it (`job_id_confirmed`) and its
+// uid holds it like a job name: a poll's job id alone is the client's word.
+HeldJob ClaimJob(JobOwners& owners, const std::string& claimed_job, bool job_id_confirmed, int64_t job_id,
+                 int64_t uid, int32_t host_pid) {
+  HeldJob held;
+  held.job = owners.Claim(claimed_job, uid, host_pid) ? claimed_job : std::string(kUnassignedJob);
+  held.job_id_held = job_id_confirmed && owners.Claim(absl::StrCat(job_id), uid, host_pid);
+  return held;
+}
+
+// What a poll from a process not seen before (or a recycled pid) registers it with.
+struct NewProcess {
+  EnvironJob environ;
+  std::string claimed_job;
+  std::vector<int32_t> ancestry;  // what the kernel confirms of the claimed one
+  HeldJob held;
+};
+
+// Reads the new process's environ and ancestry, and claims its job. Called without the
+// endpoint's lock: reading another process's environ can stall on its memory map lock.
+NewProcess ReadNewProcess(const std::string& proc_root, JobOwners& owners, const KinetoPoll& poll, int32_t host_pid,
+                          int64_t uid) {
+  NewProcess out;
+  const int32_t claimed = poll.pids.front();
+  out.environ = ReadEnvironJob(proc_root, host_pid, poll.job_id);
+  out.claimed_job = JobNameFor(out.environ, poll.job_id);
+  out.ancestry = ConfirmedAncestry(proc_root, host_pid, poll.pids);
+  if (out.ancestry.size() < poll.pids.size()) {
+    spdlog::warn("Kineto pid {} (pid {} here) claims ancestors [{}]; the kernel confirms only [{}] (pids here)",
+                 claimed, host_pid, absl::StrJoin(poll.pids, ","), absl::StrJoin(out.ancestry, ","));
+  }
+  out.held = ClaimJob(owners, out.claimed_job, out.environ.job_id_confirmed, poll.job_id, uid, host_pid);
+  if (poll.job_id != 0 && !out.held.job_id_held) {
+    spdlog::info("Kineto pid {} (uid {}) claims job id {}, which its environment{} does not back: no job-scoped "
+                 "request selects it by that id",
+                 host_pid, uid, poll.job_id, out.environ.job_id_confirmed ? " backs but another uid holds" : "");
+  }
+  return out;
+}
+
+void DescribeNewProcess(const KinetoPoll& poll, int32_t host_pid, int64_t uid, uint64_t start_ticks,
+                        const NewProcess& fresh, KinetoProcess* process) {
+  process->pid = host_pid;
+  process->ns_pid = poll.pids.front();
+  process->start_ticks = start_ticks;
+  process->ancestry = fresh.ancestry;
+  process->job_id = poll.job_id;
+  process->resolved_job_id = fresh.held.job_id_held ? poll.job_id : 0;
+  process->job = fresh.held.job;
+  process->last_poll_ns = RealClock()->Now();
+  process->uid = uid;
 }
 
 }  // namespace
@@ -196,49 +272,30 @@ void KinetoEndpoint::DrainSocket() {
 
 bool KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid, int64_t uid) {
   const int32_t claimed = poll.pids.front();
-  // A client may only speak for itself: the pid it claims must be the one the kernel's
-  // sender knows itself by. Registrations are keyed by the kernel's pid, never the claimed
-  // one: a pod's pid namespace numbers its processes as it likes. Without the kernel's
-  // credentials nothing can be checked.
-  if (host_pid <= 0 || uid < 0) {
-    spdlog::debug("Kineto registration of pid {} refused: the kernel gave no sender credentials", claimed);
-    return false;
-  }
-  const int32_t own_pid = OwnPid(options_.proc_root, host_pid);
-  const std::optional<uint64_t> start_ticks = ReadProcessStartTicks(options_.proc_root, host_pid);
-  if (own_pid != claimed || !start_ticks.has_value()) {
-    spdlog::warn("Kineto registration refused: it claims pid {} but was sent by pid {} (which knows itself as {})",
-                 claimed, host_pid, own_pid);
-    return false;
-  }
+  const std::optional<uint64_t> start_ticks = SenderStartTicks(options_.proc_root, claimed, host_pid, uid);
+  if (!start_ticks.has_value()) return false;
   std::optional<std::string> repeated_job;  // the claimed job of a poll seen before
   bool repeated_job_id_confirmed = false;
   {
     absl::MutexLock lock(&mutex_);
     auto it = processes_.find(host_pid);
-    if (it != processes_.end()) {
-      const KinetoProcess& known = it->second.process;
-      if (known.start_ticks == *start_ticks && known.uid == uid && it->second.claimed_ancestry == poll.pids &&
-          known.job_id == poll.job_id) {
-        it->second.last_poll = SteadyClock::now();
-        it->second.process.last_poll_ns = UnixNowNs();
-        repeated_job = it->second.claimed_job;
-        repeated_job_id_confirmed = it->second.job_id_confirmed;
-      }
+    if (it != processes_.end() && it->second.process.start_ticks == *start_ticks && it->second.process.uid == uid &&
+        it->second.claimed_ancestry == poll.pids && it->second.process.job_id == poll.job_id) {
+      it->second.last_poll = SteadyClock::now();
+      it->second.process.last_poll_ns = RealClock()->Now();
+      repeated_job = it->second.claimed_job;
+      repeated_job_id_confirmed = it->second.job_id_confirmed;
     }
   }
   if (repeated_job.has_value()) {
     // Each poll claims the job name again, keeping it this uid's while the process lives,
     // or taking it once the uid that held it has gone.
-    const std::string job = job_owners_->Claim(*repeated_job, uid, host_pid) ? *repeated_job
-                                                                               : std::string(kUnassignedJob);
-    const bool job_id_held =
-        repeated_job_id_confirmed && job_owners_->Claim(absl::StrCat(poll.job_id), uid, host_pid);
+    const HeldJob held = ClaimJob(*job_owners_, *repeated_job, repeated_job_id_confirmed, poll.job_id, uid, host_pid);
     absl::MutexLock lock(&mutex_);
     auto it = processes_.find(host_pid);
     if (it != processes_.end()) {
-      it->second.process.job = job;
-      it->second.process.resolved_job_id = job_id_held ? poll.job_id : 0;
+      it->second.process.job = held.job;
+      it->second.process.resolved_job_id = held.job_id_held ? poll.job_id : 0;
     }
     return true;
   }
@@ -247,28 +304,7 @@ bool KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid, int64_t 
     absl::MutexLock lock(&mutex_);
     if (!processes_.contains(host_pid) && !RoomForLocked(host_pid, uid)) return false;
   }
-  // A new process (or a recycled pid): environ and status are read outside the lock, since
-  // reading another process's environ can stall on its memory map lock.
-  const EnvironJob environ = ReadEnvironJob(options_.proc_root, host_pid, poll.job_id);
-  const std::string claimed_job = JobNameFor(environ, poll.job_id);
-  const std::vector<int32_t> ancestry = ConfirmedAncestry(options_.proc_root, host_pid, poll.pids);
-  if (ancestry.size() < poll.pids.size()) {
-    spdlog::warn("Kineto pid {} (pid {} here) claims ancestors [{}]; the kernel confirms only [{}] (pids here)",
-                 claimed, host_pid, absl::StrJoin(poll.pids, ","), absl::StrJoin(ancestry, ","));
-  }
-  // A job name on this node belongs to the uid that claimed it first (JobOwners): another
-  // uid's process naming it is registered, but as no part of that job.
-  const std::string job =
-      job_owners_->Claim(claimed_job, uid, host_pid) ? claimed_job : std::string(kUnassignedJob);
-  // The job id a dyno request may select it by: its own environment's, held by its uid like a
-  // job name. A poll's job id alone is the client's word, which any process can send.
-  const bool job_id_held =
-      environ.job_id_confirmed && job_owners_->Claim(absl::StrCat(poll.job_id), uid, host_pid);
-  if (poll.job_id != 0 && !job_id_held) {
-    spdlog::info("Kineto pid {} (uid {}) claims job id {}, which its environment{} does not back: no job-scoped "
-                 "request selects it by that id",
-                 host_pid, uid, poll.job_id, environ.job_id_confirmed ? " backs but another uid holds" : "");
-  }
+  const NewProcess fresh = ReadNewProcess(options_.proc_root, *job_owners_, poll, host_pid, uid);
   absl::MutexLock lock(&mutex_);
   auto existing = processes_.find(host_pid);
   if (existing == processes_.end()) {
@@ -285,22 +321,13 @@ bool KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid, int64_t 
     spdlog::info("Kineto pid={} now belongs to another process; dropping its pending config", host_pid);
     DropPending(registration, absl::StrCat("pid ", host_pid, " now belongs to another process"));
   }
-  KinetoProcess& process = registration.process;
-  process.pid = host_pid;
-  process.ns_pid = claimed;
-  process.start_ticks = *start_ticks;
-  process.ancestry = ancestry;
-  process.job_id = poll.job_id;
-  process.resolved_job_id = job_id_held ? poll.job_id : 0;
-  process.job = job;
-  process.last_poll_ns = UnixNowNs();
-  process.uid = uid;
+  DescribeNewProcess(poll, host_pid, uid, *start_ticks, fresh, &registration.process);
   registration.claimed_ancestry = poll.pids;
-  registration.claimed_job = claimed_job;
-  registration.job_id_confirmed = environ.job_id_confirmed;
+  registration.claimed_job = fresh.claimed_job;
+  registration.job_id_confirmed = fresh.environ.job_id_confirmed;
   registration.last_poll = SteadyClock::now();
   spdlog::info("Kineto process registered: pid={} (pid {} in its namespace) uid={} job={} ancestry=[{}]", host_pid,
-               claimed, uid, job, absl::StrJoin(ancestry, ","));
+               claimed, uid, fresh.held.job, absl::StrJoin(fresh.ancestry, ","));
   return true;
 }
 
@@ -321,7 +348,7 @@ void KinetoEndpoint::HandlePoll(const KinetoDatagram& datagram, const KinetoPoll
       PendingTrace pending = std::move(*registration.pending);
       registration.pending.reset();
       const KinetoStartDecision decision =
-          DecideKinetoStart(pending.request, UnixNowNs() / 1'000'000, pending.may_move_start);
+          DecideKinetoStart(pending.request, RealClock()->Now() / 1'000'000, pending.may_move_start);
       if (decision.outcome == KinetoStartDecision::Outcome::kRefused) {
         spdlog::warn("Kineto config for pid={} job={} not handed out: {}", pid, registration.process.job,
                      decision.reason);
@@ -470,10 +497,10 @@ void KinetoEndpoint::DropPending(Registration& registration, const std::string& 
   registration.pending.reset();
 }
 
-KinetoHandout::Status KinetoHandout::WaitUntil(absl::Time until) const {
+KinetoHandout::Status KinetoHandout::WaitUntil(const Clock& clock, int64_t deadline_ns) const {
   absl::MutexLock lock(&mu_);
   const auto decided = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return status_.state != State::kPending; };
-  mu_.AwaitWithDeadline(absl::Condition(&decided), until);
+  clock.WaitUntil(&mu_, absl::Condition(&decided), deadline_ns);
   return status_;
 }
 

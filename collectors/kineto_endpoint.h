@@ -20,6 +20,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "absl/time/time.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -64,8 +65,9 @@ class KinetoHandout {
     bool moved = false;              // kHandedOut: later than asked (reason says why)
     std::string reason;
   };
-  // The status once it is no longer kPending, or at `until` (then possibly still pending).
-  Status WaitUntil(absl::Time until) const;
+  // The status once it is no longer kPending, or when clock.MonotonicNanos() reaches
+  // `deadline_ns` (then possibly still pending).
+  Status WaitUntil(const Clock& clock, int64_t deadline_ns) const;
 
  private:
   friend class KinetoEndpoint;

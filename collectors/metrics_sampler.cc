@@ -39,16 +39,18 @@ void MetricsSampler::Run() {
     nvml_.Start().IgnoreError();  // a failure is logged once and exported as up=0
   }
   spdlog::info("metrics sampler: sampling every {} ms", options_.interval.count());
-  auto next = std::chrono::steady_clock::now();
+  const Clock& clock = *options_.clock;
+  const int64_t interval_ns = std::chrono::nanoseconds(options_.interval).count();
+  int64_t next = clock.MonotonicNanos();
   while (true) {
     SampleOnce();
     // Fixed-rate schedule; after a slow round, skip the missed slots rather than bunch up.
-    next += options_.interval;
-    auto now = std::chrono::steady_clock::now();
-    if (next < now) next = now + options_.interval;
+    next += interval_ns;
+    const int64_t now = clock.MonotonicNanos();
+    if (next < now) next = now + interval_ns;
     absl::MutexLock lock(&mutex_);
     const auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return stopping_; };
-    if (mutex_.AwaitWithTimeout(absl::Condition(&stop), absl::FromChrono(next - now))) return;
+    if (clock.WaitUntil(&mutex_, absl::Condition(&stop), next)) return;
   }
 }
 

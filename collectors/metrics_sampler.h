@@ -20,6 +20,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "absl/status/status.h"
 #include "collectors/device_metrics_exporter.h"
 #include "collectors/host_collector.h"
@@ -35,6 +36,7 @@ class MetricsSampler {
     std::string nvml_library = "libnvidia-ml.so.1";  // empty: no device metrics
     std::string proc_root = "/proc";
     std::chrono::milliseconds interval{10000};
+    const Clock* clock = RealClock();  // the rounds' schedule
     size_t max_job_series = 100;  // job label values per family; the rest: job="other"
     std::shared_ptr<JobOwners> job_owners;  // who holds each job name (HostCollector::Options)
   };

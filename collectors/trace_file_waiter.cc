@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -11,7 +10,7 @@
 namespace fleetprof {
 namespace {
 
-constexpr std::chrono::milliseconds kPollInterval{50};
+constexpr int64_t kPollIntervalNs = 50'000'000;
 
 bool IsRegularFile(const std::string& path) {
   struct stat st;
@@ -20,21 +19,19 @@ bool IsRegularFile(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<std::string> WaitForTraceFile(const std::string& path,
-                                             std::chrono::steady_clock::time_point deadline,
+absl::StatusOr<std::string> WaitForTraceFile(const std::string& path, int64_t deadline_ns, const Clock& clock,
                                              const std::function<bool()>& cancelled) {
   while (true) {
     if (IsRegularFile(path)) return path;
     if (cancelled && cancelled()) {
       return absl::CancelledError(absl::StrCat("stopped waiting for trace ", path));
     }
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) {
+    const int64_t now = clock.MonotonicNanos();
+    if (now >= deadline_ns) {
       return absl::DeadlineExceededError(
           absl::StrCat("job wrote no trace within the deadline (expected ", path, ")"));
     }
-    std::this_thread::sleep_for(
-        std::min<std::chrono::steady_clock::duration>(kPollInterval, deadline - now));
+    SleepUntil(clock, std::min(now + kPollIntervalNs, deadline_ns));
   }
 }
 

@@ -25,7 +25,6 @@ namespace fleetprof {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 // How often a blocking call looks at `cancelled()`.
 constexpr auto kCancelPollInterval = std::chrono::milliseconds(50);
@@ -40,22 +39,18 @@ constexpr auto kTerminateDeadline = std::chrono::seconds(2);
 constexpr char kXplaneTool[] = "xplane.pb";
 constexpr char kXplaneSuffix[] = ".xplane.pb";
 
-int64_t UnixNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 absl::Status FromGrpc(const grpc::Status& status, std::string message) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), message);
 }
 
-// Sleeps `duration` in slices; returns false (early) when `cancelled()` turns true.
-bool SleepUnlessCancelled(Clock::duration duration, const std::function<bool()>& cancelled) {
-  const auto until = Clock::now() + duration;
-  while (Clock::now() < until) {
+// Sleeps `duration` on `clock` in slices; returns false (early) when `cancelled()` turns true.
+bool SleepUnlessCancelled(const Clock& clock, std::chrono::nanoseconds duration,
+                          const std::function<bool()>& cancelled) {
+  const int64_t until = clock.MonotonicNanos() + duration.count();
+  while (clock.MonotonicNanos() < until) {
     if (cancelled && cancelled()) return false;
-    std::this_thread::sleep_for(std::min<Clock::duration>(kCancelPollInterval, until - Clock::now()));
+    SleepUntil(clock, std::min<int64_t>(clock.MonotonicNanos() + std::chrono::nanoseconds(kCancelPollInterval).count(),
+                                        until));
   }
   return !(cancelled && cancelled());
 }
@@ -180,16 +175,16 @@ tensorflow::ProfileRequest XprofCapture::BuildRequest() const {
 
 // max(60 s, 2 x duration) + the time until the shared start, as the reference client does.
 std::chrono::milliseconds XprofCapture::Deadline() const {
-  const int64_t until_start_ms = std::max<int64_t>(0, options_.start_timestamp_ns - UnixNowNs()) / 1'000'000;
+  const int64_t until_start_ms = std::max<int64_t>(0, options_.start_timestamp_ns - options_.clock->Now()) / 1'000'000;
   return std::chrono::milliseconds(std::max(kMinDeadlineMs, 2 * options_.duration_ms) + until_start_ms);
 }
 
 absl::StatusOr<std::string> XprofCapture::Run() {
   if (absl::Status valid = Validate(); !valid.ok()) return valid;
-  if (options_.session_id.empty()) options_.session_id = absl::StrCat("fleetprof_", UnixNowNs() / 1'000'000);
+  if (options_.session_id.empty()) options_.session_id = absl::StrCat("fleetprof_", options_.clock->Now() / 1'000'000);
   if (options_.host_name.empty()) options_.host_name = options_.address;
   if (options_.start_timestamp_ns == 0) {
-    options_.start_timestamp_ns = UnixNowNs() + options_.delay_ms * 1'000'000;
+    options_.start_timestamp_ns = options_.clock->Now() + options_.delay_ms * 1'000'000;
   }
   const std::string file = XprofTraceFileName(options_.host_name);
   trace_path_ = (fs::path(options_.save_root.empty() ? options_.repository_root : options_.save_root) /
@@ -217,11 +212,11 @@ absl::StatusOr<std::string> XprofCapture::Run() {
     const bool retryable = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
                            status.error_code() == grpc::StatusCode::ALREADY_EXISTS;
     if (!retryable || attempt >= max_attempts) return DescribeFailure(status, attempt);
-    const auto backoff = std::min<Clock::duration>(kFirstBackoff * (1 << std::min(attempt - 1, 10)), kMaxBackoff);
+    const auto backoff = std::min<std::chrono::nanoseconds>(kFirstBackoff * (1 << std::min(attempt - 1, 10)), kMaxBackoff);
     spdlog::warn("xprof: attempt {}/{} at {} failed ({}); retrying in {} ms", attempt, max_attempts,
                  options_.address, status.error_message(),
                  std::chrono::duration_cast<std::chrono::milliseconds>(backoff).count());
-    if (!SleepUnlessCancelled(backoff, cancelled_)) {
+    if (!SleepUnlessCancelled(*options_.clock, backoff, cancelled_)) {
       return absl::CancelledError(
           absl::StrCat("xprof capture from ", options_.address, " cancelled while retrying"));
     }

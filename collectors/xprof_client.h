@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/clock.h"
 
 namespace fleetprof {
 
@@ -42,6 +43,9 @@ struct XprofCaptureOptions {
   // job gave, from inside the job's network namespace: collectors/job_network.h) that the
   // call's channel is made from. Unset: gRPC dials `address` itself.
   std::function<absl::StatusOr<int>()> connect;
+  // The start, the session's name and the pauses between attempts (gRPC's own deadlines run
+  // on real time).
+  const Clock* clock = RealClock();
 };
 
 // Runs one capture and returns the local path of the written `.xplane.pb` (in save_root when

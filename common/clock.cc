@@ -34,6 +34,13 @@ Clock* RealClock() {
   return clock;
 }
 
+void SleepUntil(const Clock& clock, int64_t deadline_ns) {
+  absl::Mutex mu;
+  static constexpr bool kNever = false;
+  absl::MutexLock lock(&mu);
+  clock.WaitUntil(&mu, absl::Condition(&kNever), deadline_ns);
+}
+
 bool SimulatedClock::WaitUntil(absl::Mutex* mu, const absl::Condition& done, int64_t deadline_ns) const {
   waiters_.fetch_add(1);
   while (!done.Eval() && MonotonicNanos() < deadline_ns) {

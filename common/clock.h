@@ -35,6 +35,9 @@ class Clock {
 // The system's wall clock, and the steady clock for waits.
 Clock* RealClock();
 
+// Sleeps on `clock` until its MonotonicNanos() reaches `deadline_ns` (a poll's pause).
+void SleepUntil(const Clock& clock, int64_t deadline_ns);
+
 // A clock that moves only when told. A wait in WaitUntil() ends once Advance() or Set() has
 // reached its deadline: waiters look at the simulated time every millisecond of real time,
 // which needs no registry of waiters (and so no lock order between them and the clock).

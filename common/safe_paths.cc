@@ -14,6 +14,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/runtime.h"
 
@@ -61,6 +62,26 @@ absl::StatusOr<std::string> FileDirectlyIn(const std::string& dir, std::string_v
                                                    "' is not a plain file name (A-Z a-z 0-9 . _ -)"));
   }
   return path.string();
+}
+
+absl::Status EnsureOwnStateFolder(const std::string& dir, std::string* warning) {
+  const std::filesystem::path path = std::filesystem::absolute(dir).lexically_normal();
+  std::error_code ec;
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+  const bool created = ::mkdir(path.c_str(), 0700) == 0;
+  if (!created && errno != EEXIST) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot create ", path.string(), ": ", std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(path.string(), " is not a folder"));
+  }
+  if (!created && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0 && warning != nullptr) {
+    *warning = absl::StrFormat(
+        "%s has mode %04o: other local users can read what is stored in it; chmod 700 it unless that is meant",
+        path.string(), st.st_mode & 07777);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status EnsureSharedDropFolder(const std::string& dir) {

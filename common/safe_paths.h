@@ -32,6 +32,12 @@ absl::StatusOr<std::string> FileDirectlyIn(const std::string& dir, std::string_v
 // symlink is refused, since its owner could swap files under us.
 absl::Status EnsureSharedDropFolder(const std::string& dir);
 
+// Creates `dir` (and missing parents) as a daemon's own state folder: mode 0700, so stored
+// profiles, journals and secrets are not readable by other local users. An existing folder
+// is left as the operator made it (a group may be meant to read it); when other users can
+// enter it, `warning` says so and how to close it. A symlink or a non-folder is refused.
+absl::Status EnsureOwnStateFolder(const std::string& dir, std::string* warning);
+
 // Creates a folder directly inside `shared_dir` (normally an EnsureSharedDropFolder) that
 // only `uid` may enter: mode 0700, owned by `uid`, named `prefix` + "-" + random hex, so no
 // other user can have created or guessed it first. Returns its name (one path component).

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "collectors/process_jobs.h"
+#include "collectors/xprof_client.h"
 #include "common/runtime.h"
 #include "common/threads.h"
 #include "gtest/gtest.h"
@@ -86,6 +87,14 @@ Uploader NoServer() {
   };
 }
 
+// The XLA profiler service's real client; no Kineto endpoint.
+CaptureBackendDeps XlaDeps() {
+  return CaptureBackendDeps{.kineto = nullptr, .xprof = [](const XprofCaptureOptions& options,
+                                                           const std::function<bool()>& cancelled) {
+                              return CaptureXprof(options, cancelled);
+                            }};
+}
+
 CaptureRunner::Options RunnerOptions() {
   CaptureRunner::Options options;
   options.node = "n1";
@@ -102,7 +111,7 @@ TEST(CaptureRunnerTest, AtMost32CapturesRunAtOnce) {
   const auto started = std::chrono::steady_clock::now();
   {
     CaptureRunner runner(RunnerOptions(), NoServer(),
-                         nullptr, [&](const v1::AgentMessage& m) { reports.Add(m); });
+                         XlaDeps(), [&](const v1::AgentMessage& m) { reports.Add(m); });
     for (int i = 0; i < 40; ++i) runner.Run(HangingCapture(silent.port(), i));
     ASSERT_TRUE(reports.WaitFor(v1::CaptureTarget::RUNNING, 32));
     ASSERT_TRUE(reports.WaitFor(v1::CaptureTarget::FAILED, 8));
@@ -125,7 +134,7 @@ TEST(CaptureRunnerTest, CapturesBeyondTheMemoryBudgetFailClearly) {
   CaptureRunner::Options options = RunnerOptions();
   options.max_trace_bytes = int64_t{100} << 20;
   options.max_capture_memory_bytes = int64_t{250} << 20;  // two full answers and a half
-  CaptureRunner runner(options, NoServer(), nullptr,
+  CaptureRunner runner(options, NoServer(), XlaDeps(),
                        [&](const v1::AgentMessage& m) { reports.Add(m); });
   for (int i = 0; i < 4; ++i) runner.Run(HangingCapture(silent.port(), i));
   ASSERT_TRUE(reports.WaitFor(v1::CaptureTarget::FAILED, 1));
@@ -147,7 +156,7 @@ TEST(CaptureRunnerTest, AServersClockFarOffIsMovedOntoThisNodesClock) {
   std::optional<ClockSync> sync;
   CaptureRunner::Options options = RunnerOptions();
   options.clock_sync = [&] { return sync; };
-  CaptureRunner runner(options, NoServer(), nullptr,
+  CaptureRunner runner(options, NoServer(), XlaDeps(),
                        [](const v1::AgentMessage&) {});
   v1::CaptureCommand sent;
   sent.set_start_time_unix_ns(int64_t{1'700'000'000} * 1'000'000'000);
@@ -166,7 +175,7 @@ TEST(CaptureRunnerTest, ACaptureWithoutAThreadIsReportedFailed) {
   ASSERT_GT(silent.port(), 0);
   Reports reports;
   CaptureRunner runner(RunnerOptions(), NoServer(),
-                       nullptr, [&](const v1::AgentMessage& m) { reports.Add(m); });
+                       XlaDeps(), [&](const v1::AgentMessage& m) { reports.Add(m); });
   FailThreadStartsForTesting(1);
   runner.Run(HangingCapture(silent.port(), 0));
   FailThreadStartsForTesting(0);
@@ -198,7 +207,7 @@ TEST(CaptureRunnerTest, AnXlaTargetWhosePidIsAnotherProcessNowIsNotContacted) {
   Reports reports;
   {
     CaptureRunner runner(RunnerOptions(), NoServer(),
-                         nullptr, [&](const v1::AgentMessage& m) { reports.Add(m); });
+                         XlaDeps(), [&](const v1::AgentMessage& m) { reports.Add(m); });
     v1::CaptureCommand reused = HangingCapture(port, 0);
     reused.mutable_target()->set_pid(::getpid());
     reused.mutable_target()->set_start_ticks(*started + 1);  // the process discovered under this pid has gone

@@ -183,7 +183,7 @@ TEST_F(DynologApiTest, GputraceMatchesByAncestorPidAndTheTraceArrives) {
   // What the agent does with the callback: wait for the job's trace file.
   const std::string expected = KinetoTracePath(log_file, job->ns_pid);
   absl::StatusOr<std::string> trace =
-      WaitForTraceFile(expected, std::chrono::steady_clock::now() + 20s, {});
+      WaitForTraceFile(expected, RealClock()->MonotonicNanos() + 20'000'000'000, *RealClock(), {});
   ASSERT_TRUE(trace.ok()) << trace.status() << "\n" << wrapped->Output();
   EXPECT_EQ(::fleetprof::testing::ReadSmallFile(*trace),
             ::fleetprof::testing::GunzipFile(corpus));

@@ -70,11 +70,11 @@ int Run(int argc, char** argv) {
     endpoint.set_on_triggered([&](const KinetoProcess& process, const KinetoTraceRequest& request, const std::string&) {
       if (request.log_file.empty() || request.memory_snapshot) return;
       const std::string path = KinetoTracePath(request.log_file, process.ns_pid);
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait_traces_s);
+      const int64_t deadline = RealClock()->MonotonicNanos() + wait_traces_s * 1'000'000'000;
       std::lock_guard<std::mutex> lock(waiters_mutex);
       waiters.emplace_back([path, deadline, &stopping] {
         absl::StatusOr<std::string> trace =
-            WaitForTraceFile(path, deadline, [&stopping] { return stopping.load(); });
+            WaitForTraceFile(path, deadline, *RealClock(), [&stopping] { return stopping.load(); });
         if (trace.ok()) {
           spdlog::info("trace ready: {}", *trace);
         } else {

@@ -230,7 +230,7 @@ TEST_F(KinetoEndpointTest, ClientThatNeverWritesTimesOutWithClearMessage) {
 
   const std::string expected = KinetoTracePath(log_file, process->ns_pid);
   absl::StatusOr<std::string> trace =
-      WaitForTraceFile(expected, std::chrono::steady_clock::now() + 1s, {});
+      WaitForTraceFile(expected, RealClock()->MonotonicNanos() + 1'000'000'000, *RealClock(), {});
   ASSERT_FALSE(trace.ok());
   EXPECT_TRUE(absl::IsDeadlineExceeded(trace.status()));
   EXPECT_EQ(std::string(trace.status().message()),
@@ -303,7 +303,7 @@ TEST_F(KinetoHandoutTest, AFixedStartTheJobWouldRefuseIsNotHandedOutAndTheCaptur
   const KinetoTraceRequest request = StartingIn("fixed", 2000);  // inside the 5 s warm-up
   absl::StatusOr<KinetoTrigger> trigger = endpoint->TriggerProcess(process->pid, process->start_ticks, request, false);
   ASSERT_TRUE(trigger.ok()) << trigger.status();
-  const KinetoHandout::Status status = trigger->handout->WaitUntil(absl::Now() + absl::Seconds(10));
+  const KinetoHandout::Status status = trigger->handout->WaitUntil(*RealClock(), RealClock()->MonotonicNanos() + 10'000'000'000);
   EXPECT_EQ(status.state, KinetoHandout::State::kRefused);
   EXPECT_NE(status.reason.find("insufficient time for warmup"), std::string::npos) << status.reason;
   std::this_thread::sleep_for(300ms);
@@ -322,7 +322,7 @@ TEST_F(KinetoHandoutTest, AMovableStartHandedOutLateMovesToWarmUpAndMarginAfterT
   const KinetoTraceRequest request = StartingIn("movable", 1000);
   absl::StatusOr<KinetoTrigger> trigger = endpoint->TriggerProcess(process->pid, process->start_ticks, request, true);
   ASSERT_TRUE(trigger.ok()) << trigger.status();
-  const KinetoHandout::Status status = trigger->handout->WaitUntil(absl::Now() + absl::Seconds(10));
+  const KinetoHandout::Status status = trigger->handout->WaitUntil(*RealClock(), RealClock()->MonotonicNanos() + 10'000'000'000);
   ASSERT_EQ(status.state, KinetoHandout::State::kHandedOut) << status.reason;
   EXPECT_TRUE(status.moved);
   EXPECT_GE(status.start_time_unix_ms, queued_ms + 6000);
@@ -343,11 +343,11 @@ TEST_F(KinetoHandoutTest, ABusyJobsPendingConfigCanBeWithdrawnAndSaysItIsBusy) {
   const KinetoTraceRequest request = StartingIn("busy", 11000);
   absl::StatusOr<KinetoTrigger> trigger = endpoint->TriggerProcess(process->pid, process->start_ticks, request, false);
   ASSERT_TRUE(trigger.ok()) << trigger.status();
-  EXPECT_EQ(trigger->handout->WaitUntil(absl::Now() + absl::Milliseconds(400)).state,
+  EXPECT_EQ(trigger->handout->WaitUntil(*RealClock(), RealClock()->MonotonicNanos() + 400'000'000).state,
             KinetoHandout::State::kPending);
   EXPECT_NE(endpoint->WhyPending(process->pid).find("busy"), std::string::npos) << endpoint->WhyPending(process->pid);
   EXPECT_TRUE(endpoint->Withdraw(process->pid, trigger->handout));
-  EXPECT_EQ(trigger->handout->WaitUntil(absl::Now()).state, KinetoHandout::State::kWithdrawn);
+  EXPECT_EQ(trigger->handout->WaitUntil(*RealClock(), RealClock()->MonotonicNanos()).state, KinetoHandout::State::kWithdrawn);
   EXPECT_FALSE(endpoint->Withdraw(process->pid, trigger->handout)) << "withdrawn once";
   EXPECT_EQ(CountOccurrences(standin->Output(), "\"event\": \"config\""), 0) << standin->Output();
 }

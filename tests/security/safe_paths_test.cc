@@ -65,6 +65,29 @@ TEST_F(SafePathsTest, SharedDropFolderIsOwnedAndSticky) {
   }
 }
 
+TEST_F(SafePathsTest, OwnStateFolderIsClosedToOtherUsersAndAnOpenOneIsNamed) {
+  // A new folder (and its missing parent) whatever the umask: 0700.
+  const mode_t old_umask = ::umask(0);
+  const std::string folder = dir_ + "/var/data";
+  std::string warning;
+  ASSERT_TRUE(EnsureOwnStateFolder(folder, &warning).ok());
+  ::umask(old_umask);
+  struct stat st {};
+  ASSERT_EQ(::lstat(folder.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  EXPECT_EQ(warning, "");
+  // One the operator opened is kept as it is, and the warning names its mode.
+  ASSERT_EQ(::chmod(folder.c_str(), 0755), 0);
+  ASSERT_TRUE(EnsureOwnStateFolder(folder, &warning).ok());
+  EXPECT_NE(warning.find("mode 0755"), std::string::npos) << warning;
+  ASSERT_EQ(::lstat(folder.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  // A symlink is not a state folder.
+  const std::string link = dir_ + "/link";
+  ASSERT_EQ(::symlink(folder.c_str(), link.c_str()), 0);
+  EXPECT_FALSE(EnsureOwnStateFolder(link, &warning).ok());
+}
+
 TEST_F(SafePathsTest, TraceFilesMustBePlainAndOwnedByTheTracedUser) {
   const std::string file = dir_ + "/t.json";
   std::ofstream(file) << "{}";
