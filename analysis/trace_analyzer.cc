@@ -97,7 +97,8 @@ absl::StatusOr<TraceSummary> AnalyzeTrace(ByteSource& source, TraceFormat format
   if (spec == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         source.name(),
-        ": unknown trace format (expected Chrome-trace JSON or an XSpace .xplane.pb)"));
+        ": unknown trace format (expected Chrome-trace JSON, an XSpace .xplane.pb or an Nsight "
+        "Systems SQLite export)"));
   }
   TraceEvents events;
   events.limits = limits;

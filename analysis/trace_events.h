@@ -131,6 +131,12 @@ struct TraceEvents {
   // `times` says which, e.g. "ts 9223372036854775 us".
   absl::Status TimeRangeError(const std::string& source, uint64_t offset,
                               const std::string& times) const;
+  // The same two errors for a reader whose events have no byte offset: `where` says where
+  // the event is instead ("row 12 of CUPTI_ACTIVITY_KIND_KERNEL").
+  absl::Status LimitErrorAt(const std::string& source, const std::string& where,
+                            const NameTable* extra = nullptr) const;
+  absl::Status TimeRangeErrorAt(const std::string& source, const std::string& where,
+                                const std::string& times) const;
 
   // Floor division: a duration or sum of durations in ticks, reported in ns.
   Nanos DurationNs(Ticks t) const {

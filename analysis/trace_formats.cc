@@ -3,6 +3,7 @@
 #include <array>
 
 #include "analysis/kineto_json_reader.h"
+#include "analysis/nsys_sqlite_reader.h"
 #include "analysis/xspace_reader.h"
 
 namespace fleetprof::analysis {
@@ -23,10 +24,14 @@ bool LooksLikeXSpace(std::string_view bytes) { return !bytes.empty() && bytes[0]
 
 constexpr std::array<std::string_view, 1> kJsonSuffixes = {".json"};
 constexpr std::array<std::string_view, 1> kXSpaceSuffixes = {".pb"};  // *.xplane.pb
+constexpr std::array<std::string_view, 1> kNsysSuffixes = {".sqlite"};  // nsys export --type sqlite
 
-constexpr std::array<TraceFormatSpec, 2> kFormats = {{
+// A SQLite file starts with "SQLite format 3\0", which no JSON or XSpace does.
+constexpr std::array<TraceFormatSpec, 3> kFormats = {{
     {TraceFormat::kKinetoJson, "kineto_json", "a Kineto", kJsonSuffixes, LooksLikeJson, ReadKinetoJson, true},
     {TraceFormat::kXSpace, "xspace", "an XSpace", kXSpaceSuffixes, LooksLikeXSpace, ReadXSpace, false},
+    {TraceFormat::kNsysSqlite, "nsys_sqlite", "an Nsight Systems SQLite", kNsysSuffixes, LooksLikeSqlite,
+     ReadNsysSqlite, true},
 }};
 
 }  // namespace

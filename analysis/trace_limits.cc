@@ -51,30 +51,45 @@ absl::Status TraceLimits::Validate() const {
 
 absl::Status TraceLimitError(const std::string& source, const char* what, int64_t limit,
                              const char* flag, uint64_t offset) {
+  return TraceLimitErrorAt(source, what, limit, flag, absl::StrCat("byte ", offset));
+}
+
+absl::Status TraceLimitErrorAt(const std::string& source, const char* what, int64_t limit,
+                               const char* flag, const std::string& where) {
   return absl::ResourceExhaustedError(absl::StrCat(source, ": the trace has more than ", limit, " ",
-                                                   what, " (at byte ", offset, "); raise --", flag,
+                                                   what, " (at ", where, "); raise --", flag,
                                                    " to read it"));
 }
 
 absl::Status TraceEvents::LimitError(const std::string& source, uint64_t offset,
                                      const NameTable* extra) const {
+  return LimitErrorAt(source, absl::StrCat("byte ", offset), extra);
+}
+
+absl::Status TraceEvents::LimitErrorAt(const std::string& source, const std::string& where,
+                                       const NameTable* extra) const {
   if (events > limits.max_trace_events) {
-    return TraceLimitError(source, "events", limits.max_trace_events, "max_trace_events", offset);
+    return TraceLimitErrorAt(source, "events", limits.max_trace_events, "max_trace_events", where);
   }
   const size_t n = names.size() + (extra != nullptr ? extra->size() : 0);
   if (n > static_cast<uint64_t>(limits.max_trace_names)) {
-    return TraceLimitError(source, "distinct names", limits.max_trace_names, "max_trace_names",
-                           offset);
+    return TraceLimitErrorAt(source, "distinct names", limits.max_trace_names, "max_trace_names",
+                             where);
   }
-  return TraceLimitError(source, "MiB of distinct names", limits.max_trace_name_mb,
-                         "max_trace_name_mb", offset);
+  return TraceLimitErrorAt(source, "MiB of distinct names", limits.max_trace_name_mb,
+                           "max_trace_name_mb", where);
 }
 
 absl::Status TraceEvents::TimeRangeError(const std::string& source, uint64_t offset,
                                          const std::string& times) const {
+  return TimeRangeErrorAt(source, absl::StrCat("byte ", offset), times);
+}
+
+absl::Status TraceEvents::TimeRangeErrorAt(const std::string& source, const std::string& where,
+                                           const std::string& times) const {
   const char* range = ticks_per_ns == 1 ? "2^62 ns (146 years) of the trace's clock zero"
                                         : "2^62 ps (53 days) of the trace's first line";
-  return absl::InvalidArgumentError(absl::StrCat(source, ": the event at byte ", offset, " (",
+  return absl::InvalidArgumentError(absl::StrCat(source, ": the event at ", where, " (",
                                                  times, ") lies outside the times fleetprof accepts, "
                                                  "within ", range, "; the trace is rejected"));
 }

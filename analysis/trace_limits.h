@@ -39,5 +39,8 @@ struct TraceLimits {
 // 4000000 events (at byte 123); raise --max_trace_events to read it".
 absl::Status TraceLimitError(const std::string& source, const char* what, int64_t limit,
                              const char* flag, uint64_t offset);
+// The same, where the input has no byte offset: `where` is e.g. "row 12 of NVTX_EVENTS".
+absl::Status TraceLimitErrorAt(const std::string& source, const char* what, int64_t limit,
+                               const char* flag, const std::string& where);
 
 }  // namespace fleetprof::analysis

@@ -13,8 +13,8 @@ namespace fleetprof::analysis {
 
 using Nanos = int64_t;
 
-enum class TraceFormat { kUnknown, kKinetoJson, kXSpace };
-// "kineto_json" / "xspace" / "unknown": the names the API and CLI use.
+enum class TraceFormat { kUnknown, kKinetoJson, kXSpace, kNsysSqlite };
+// "kineto_json" / "xspace" / "nsys_sqlite" / "unknown": the names the API and CLI use.
 const char* TraceFormatName(TraceFormat format);
 TraceFormat TraceFormatFromName(const std::string& name);
 

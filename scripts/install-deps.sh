@@ -7,7 +7,7 @@ BUILD_PKGS=(
   build-essential cmake ninja-build pkg-config ccache git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev librocksdb-dev prometheus-cpp-dev libspdlog-dev libsimdjson-dev libcpp-httplib-dev
-  zlib1g-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev libisal-dev libssl-dev libboost1.74-dev
+  zlib1g-dev libzstd-dev libsqlite3-dev libgtest-dev libgmock-dev libbenchmark-dev libisal-dev libssl-dev libboost1.74-dev
 )
 # Only the tests need these: real PyTorch traces, a Python gRPC peer, a real Prometheus,
 # a real headless browser for the web app, openssl for the TLS tests' certificates, clang for
