@@ -97,7 +97,7 @@ void KinetoRawEvent::Reset() {
   ts_ns = dur_ns = 0;
   out_of_range.clear();
   has_device = has_correlation = has_memory_device_id = false;
-  has_total_allocated = has_bytes = has_msg_nelems = has_dtype = false;
+  has_total_allocated = has_bytes = has_copy_bytes = has_msg_nelems = has_dtype = false;
 }
 
 bool KinetoEventSink::Add(const KinetoRawEvent& e) {
@@ -135,6 +135,10 @@ bool KinetoEventSink::AddComplete(const KinetoRawEvent& e) {
     a.category = out_->names.Intern(e.has_cat ? e.cat : std::string_view());
     if (category == Category::kMemory) {
       a.kind = ActivityKind::kMemory;
+      // A size past 2^50 bytes is no copy: a damaged value, counted as none.
+      if (e.has_copy_bytes && e.copy_bytes > 0 && e.copy_bytes <= (int64_t{1} << 50)) {
+        out_->copy_bytes.emplace_back(static_cast<uint32_t>(out_->activity.size()), e.copy_bytes);
+      }
     } else {
       // Kernel names run to hundreds of bytes; decide once per distinct name.
       if (a.name >= collective_by_name_.size()) collective_by_name_.resize(a.name + 1, -1);

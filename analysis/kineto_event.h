@@ -36,6 +36,8 @@ struct KinetoRawEvent {
   bool has_total_allocated = false;
   int64_t bytes = 0;  // "Bytes"
   bool has_bytes = false;
+  int64_t copy_bytes = 0;  // "bytes" of a gpu_memcpy / gpu_memset
+  bool has_copy_bytes = false;
   int64_t msg_nelems = 0;  // collective kernels: "In msg nelems"
   bool has_msg_nelems = false;
   std::string dtype;       // collective kernels: "dtype" (c10 ScalarType name: "Float", "BFloat16", …)

@@ -210,6 +210,8 @@ bool KinetoJsonReader::ReadArgs() {
       ok = ReadIntField(&event_.total_allocated, &event_.has_total_allocated);
     } else if (key == "Bytes") {
       ok = ReadIntField(&event_.bytes, &event_.has_bytes);
+    } else if (key == "bytes") {  // a copy's or memset's size
+      ok = ReadIntField(&event_.copy_bytes, &event_.has_copy_bytes);
     } else if (key == "In msg nelems") {
       ok = ReadIntField(&event_.msg_nelems, &event_.has_msg_nelems);
     } else if (key == "dtype") {

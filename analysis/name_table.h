@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -24,6 +25,11 @@ class NameTable {
 
   // Returns the id of `s`, adding it on first sight. Ids are dense, starting at 0.
   NameId Intern(std::string_view s);
+  // The id of `s` when it was interned; nullopt otherwise (adds nothing).
+  std::optional<NameId> Find(std::string_view s) const {
+    auto it = ids_.find(s);
+    return it == ids_.end() ? std::nullopt : std::optional<NameId>(it->second);
+  }
   // REQUIRES: id was returned by Intern. The view lives as long as the table.
   std::string_view Get(NameId id) const { return names_[id]; }
   size_t size() const { return names_.size(); }

@@ -9,9 +9,12 @@
 namespace fleetprof::analysis {
 namespace {
 
-// NVTX_EVENTS.eventType: push/pop ranges (59, and 70 in a domain) and a domain's creation (75).
+// NVTX_EVENTS.eventType: push/pop ranges (59, and 70 in a domain), start/end ranges (60, 71)
+// and a domain's creation (75).
 constexpr int64_t kNvtxPushPop = 59;
 constexpr int64_t kNvtxPushPopInDomain = 70;
+constexpr int64_t kNvtxStartEnd = 60;
+constexpr int64_t kNvtxStartEndInDomain = 71;
 constexpr std::string_view kNvtxDomainCreate = "eventType = 75";
 // CUPTI_ACTIVITY_KIND_RUNTIME.eventClass of calls; others (67: a CUDA backtrace) are not calls.
 constexpr int64_t kCudaRuntimeClass = 0;
@@ -25,9 +28,10 @@ constexpr NsysColumn kKernelColumns[] = {{"start", true},         {"end", true},
                                          {"demangledName", true}};
 constexpr NsysColumn kMemcpyColumns[] = {{"start", true},         {"end", true},        {"deviceId", true},
                                          {"streamId", false},     {"correlationId", false}, {"globalPid", false},
-                                         {"copyKind", true}};
+                                         {"copyKind", true},      {"bytes", false}};
 constexpr NsysColumn kMemsetColumns[] = {{"start", true},     {"end", true},            {"deviceId", true},
-                                         {"streamId", false}, {"correlationId", false}, {"globalPid", false}};
+                                         {"streamId", false}, {"correlationId", false}, {"globalPid", false},
+                                         {"bytes", false}};
 constexpr NsysColumn kNvtxDomainColumns[] = {{"domainId", false}, {"text", false}, {"textId", false}, {"eventType", true}};
 constexpr NsysColumn kNvtxColumns[] = {{"start", true},    {"end", true},     {"eventType", true}, {"globalTid", false},
                                        {"text", false},    {"textId", false}, {"domainId", false}};
@@ -54,6 +58,13 @@ void NsysTableReader::AddActivity(const SqliteStatement& row, Ticks start, Ticks
     a.has_correlation = true;
   }
   out_->activity.push_back(a);
+}
+
+void NsysTableReader::AddCopyBytes(std::optional<int64_t> bytes) {
+  // A size past 2^50 bytes is no copy: a damaged value, counted as none.
+  if (bytes && *bytes > 0 && *bytes <= (int64_t{1} << 50)) {
+    out_->copy_bytes.emplace_back(static_cast<uint32_t>(out_->activity.size()), *bytes);
+  }
 }
 
 absl::Status NsysTableReader::ReadKernels() {
@@ -113,6 +124,7 @@ absl::Status NsysTableReader::ReadMemcpys() {
                         }
                         it = memcpy_names_.emplace(key, Intern(MemcpyName(label))).first;
                       }
+                      AddCopyBytes(row.Int(7));
                       AddActivity(row, start, dur, it->second, category, ActivityKind::kMemory);
                       return absl::OkStatus();
                     });
@@ -130,6 +142,7 @@ absl::Status NsysTableReader::ReadMemsets() {
                         ++out_->skipped_events;
                         return absl::OkStatus();
                       }
+                      AddCopyBytes(row.Int(6));
                       AddActivity(row, start, dur, name, category, ActivityKind::kMemory);
                       return absl::OkStatus();
                     });
@@ -154,7 +167,7 @@ absl::Status NsysTableReader::ReadNvtxDomains() {
       kNvtxDomainCreate);
 }
 
-absl::StatusOr<NameId> NsysTableReader::NvtxName(const SqliteStatement& row) {
+absl::StatusOr<NsysTableReader::NvtxNames> NsysTableReader::NvtxName(const SqliteStatement& row) {
   const std::optional<int64_t> domain = row.Int(6);
   std::optional<NameId> prefix;
   if (domain && *domain != 0) {
@@ -166,9 +179,13 @@ absl::StatusOr<NameId> NsysTableReader::NvtxName(const SqliteStatement& row) {
     scratch_.append(out_->names.Get(*prefix));
     scratch_.push_back(':');
   }
+  // The full name for nvtx_sum; for ops[] an emit_nvtx name is cut before its ", seq = …".
+  const auto both = [this]() -> NvtxNames {
+    return {Intern(scratch_), Intern(std::string_view(scratch_).substr(0, EmitNvtxOpNameLength(scratch_)))};
+  };
   if (std::optional<std::string_view> text = row.Text(4)) {
     scratch_.append(*text);
-    return Intern(std::string_view(scratch_).substr(0, EmitNvtxOpNameLength(scratch_)));
+    return both();
   }
   // A registered string: the same (domain, textId) always makes the same name.
   const std::optional<int64_t> text_id = row.Int(5);
@@ -180,31 +197,38 @@ absl::StatusOr<NameId> NsysTableReader::NvtxName(const SqliteStatement& row) {
     if (!text.ok()) return text.status();
     if (*text) scratch_.append(**text);
   }
-  const NameId name = Intern(std::string_view(scratch_).substr(0, EmitNvtxOpNameLength(scratch_)));
-  nvtx_names_.emplace(key, name);
-  return name;
+  const NvtxNames names = both();
+  nvtx_names_.emplace(key, names);
+  return names;
 }
 
 absl::Status NsysTableReader::ReadNvtxRanges() {
   const NameId category = out_->names.Intern("user_annotation");
+  out_->has_nvtx_ranges = true;
   return ForEachRow(kNsysNvtxTable, kNvtxColumns, true, [&](const SqliteStatement& row, int64_t index) -> absl::Status {
-                      const std::optional<int64_t> type = row.Int(2);
-                      if (!type || (*type != kNvtxPushPop && *type != kNvtxPushPopInDomain)) return absl::OkStatus();
-                      if (row.IsNull(1)) return absl::OkStatus();  // still open: not in ops[]
-                      Ticks start, dur;
-                      absl::StatusOr<bool> span = RowSpan(row, kNsysNvtxTable, index, &start, &dur);
-                      if (!span.ok() || !*span) return span.status();
-                      absl::StatusOr<NameId> name = NvtxName(row);
-                      if (!name.ok()) return name.status();
-                      HostEvent h;
-                      h.start = start;
-                      h.dur = dur;
-                      h.name = *name;
-                      h.thread = Thread(row.Int(3));
-                      h.category = category;
-                      out_->host.push_back(h);
-                      return absl::OkStatus();
-                    });
+    const std::optional<int64_t> type = row.Int(2);
+    const bool push_pop = type == kNvtxPushPop || type == kNvtxPushPopInDomain;
+    if (!push_pop && type != kNvtxStartEnd && type != kNvtxStartEndInDomain) return absl::OkStatus();
+    if (row.IsNull(1)) {  // still open: counted apart, in no report or ops[]
+      ++out_->nvtx_open_ranges;
+      return absl::OkStatus();
+    }
+    Ticks start, dur;
+    absl::StatusOr<bool> span = RowSpan(row, kNsysNvtxTable, index, &start, &dur);
+    if (!span.ok() || !*span) return span.status();
+    absl::StatusOr<NvtxNames> names = NvtxName(row);
+    if (!names.ok()) return names.status();
+    out_->nvtx_ranges.push_back({dur, names->full, !push_pop});
+    if (!push_pop) return absl::OkStatus();  // ops[] nests the push/pop ranges only
+    HostEvent h;
+    h.start = start;
+    h.dur = dur;
+    h.name = names->op;
+    h.thread = Thread(row.Int(3));
+    h.category = category;
+    out_->host.push_back(h);
+    return absl::OkStatus();
+  });
 }
 
 absl::Status NsysTableReader::ReadCudaCalls() {

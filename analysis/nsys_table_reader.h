@@ -86,7 +86,14 @@ class NsysTableReader {
   absl::Status ReadNvtxDomains();
   absl::Status ReadNvtxRanges();
   absl::Status ReadCudaCalls();
-  absl::StatusOr<NameId> NvtxName(const SqliteStatement& row);
+  // A range's name in full (nvtx_sum) and as ops[] counts it (an emit_nvtx name cut).
+  struct NvtxNames {
+    NameId full = 0;
+    NameId op = 0;
+  };
+  absl::StatusOr<NvtxNames> NvtxName(const SqliteStatement& row);
+  // Records a copy's or memset's bytes for the activity about to be added.
+  void AddCopyBytes(std::optional<int64_t> bytes);
 
   UntrustedSqlite& db_;
   TraceEvents* out_;
@@ -100,7 +107,7 @@ class NsysTableReader {
   absl::flat_hash_map<int64_t, std::string> memcpy_kinds_;  // ENUM_CUDA_MEMCPY_OPER labels
   absl::flat_hash_map<int64_t, NameId> memcpy_names_;
   absl::flat_hash_map<int64_t, NameId> nvtx_domains_;
-  absl::flat_hash_map<std::pair<int64_t, int64_t>, NameId> nvtx_names_;  // (domainId, textId)
+  absl::flat_hash_map<std::pair<int64_t, int64_t>, NvtxNames> nvtx_names_;  // (domainId, textId)
 };
 
 }  // namespace fleetprof::analysis

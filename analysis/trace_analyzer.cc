@@ -11,6 +11,7 @@
 #include "analysis/device_breakdown.h"
 #include "analysis/memory_timeline.h"
 #include "analysis/op_breakdown.h"
+#include "analysis/stats_reports.h"
 #include "analysis/step_breakdown.h"
 #include "analysis/trace_events.h"
 #include "analysis/trace_formats.h"
@@ -70,6 +71,7 @@ TraceSummary Summarize(const TraceEvents& events) {
   summary.memory = MemoryBreakdown(events);
   summary.xla_ops = events.xla_ops;
   summary.call_tree = BuildCallTree(events);
+  summary.stats = ComputeStatsReports(events);
   MakeStringsValidUtf8(&summary);
   return summary;
 }

@@ -114,6 +114,19 @@ struct TraceEvents {
   // Kineto collective kernels: the message size ("In msg nelems" x the size of "dtype"), as
   // (index into `activity`, bytes), indices ascending. Sparse: most activity has none.
   std::vector<std::pair<uint32_t, int64_t>> message_bytes;
+  // Bytes each copy or memset moved (nsys `bytes`, Kineto args.bytes), as (index into
+  // `activity`, bytes), indices ascending; one without a size counts 0 (stats reports).
+  std::vector<std::pair<uint32_t, int64_t>> copy_bytes;
+  // NVTX ranges of a reader that has them apart from its host events (nsys), for nvtx_sum:
+  // every closed range of the four types under its full name (the domain prefix kept).
+  struct NvtxRange {
+    Ticks dur = 0;
+    NameId name = 0;
+    bool start_end = false;  // a start/end range; else push/pop
+  };
+  std::vector<NvtxRange> nvtx_ranges;
+  bool has_nvtx_ranges = false;  // false: the user annotations among `host` stand in
+  int64_t nvtx_open_ranges = 0;  // ranges without an end
 
   // True while events and names stay within `limits`; `extra` is a reader's own table of
   // names (XSpace stat texts), counted with `names`. Cheap: readers ask after every event.

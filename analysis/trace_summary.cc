@@ -54,6 +54,10 @@ void MakeStringsValidUtf8(TraceSummary* summary) {
   }
   // The tree's names repeat the op and kernel names, replaced alike; not counted twice.
   for (std::string& name : summary->call_tree.names) MakeValidUtf8(&name);
+  // The reports' names repeat kernel, op and annotation names too: not counted again.
+  for (std::vector<StatsRow>& report : summary->stats.reports) {
+    for (StatsRow& row : report) MakeValidUtf8(&row.name);
+  }
   std::map<std::string, std::string> metadata;
   for (const auto& [k, v] : summary->metadata) {
     std::string key = k, value = v;

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/stats_rows.h"
+
 namespace fleetprof::analysis {
 
 using Nanos = int64_t;
@@ -141,6 +143,7 @@ struct TraceSummary {
   std::vector<MemorySummary> memory;   // by device
   std::vector<XlaOpSummary> xla_ops;   // XSpace only; total_ns desc, then name, module
   CallTree call_tree;
+  StatsReports stats;  // the `nsys stats` reports (analysis/stats_reports.h)
   // Facts found in the trace, e.g. "rank", "world_size" (Kineto distributedInfo), "hostname".
   std::map<std::string, std::string> metadata;
 };

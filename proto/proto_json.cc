@@ -147,8 +147,10 @@ void WriteMap(JsonBuffer& out, const FieldPlan& f, const Reflection* r, const Me
   out.Put('}');
 }
 
-// A json_unwrap message: the value of its one set singular field, or null.
+// A json_unwrap message: the value of its one set singular field, or null; a message whose
+// one field is a list prints as that list (empty: []).
 void WriteUnwrapped(JsonBuffer& out, const MessagePlan& plan, const Reflection* r, const Message& m) {
+  if (plan.fields.size() == 1 && plan.fields[0].shape == Shape::kList) return WriteList(out, plan.fields[0], r, m);
   for (const FieldPlan& f : plan.fields) {
     if (f.shape == Shape::kList || f.shape == Shape::kMap || !r->HasField(m, f.field) || !Printable(f, r, m, -1)) {
       continue;

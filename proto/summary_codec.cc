@@ -70,6 +70,52 @@ void XlaOpToProto(const analysis::XlaOpSummary& in, v1::XlaOpStat* out) {
   if (in.bytes_accessed_per_second) out->set_bytes_accessed_per_second(*in.bytes_accessed_per_second);
 }
 
+// The numbers every report's row has; the first key is the row type's own.
+template <typename Row>
+void StatsNumbersToProto(const analysis::StatsRow& in, Row* out) {
+  out->set_time_pct(in.time_pct);
+  out->set_total(in.total);
+  out->set_instances(in.instances);
+  out->set_avg(in.avg);
+  out->set_med(in.med);
+  out->set_min(in.min);
+  out->set_max(in.max);
+  out->set_stddev(in.stddev);
+}
+
+void StatsToProto(const analysis::StatsReports& in, v1::StatsReports* out) {
+  using analysis::StatsReport;
+  const auto& report = [&in](StatsReport r) -> const std::vector<analysis::StatsRow>& {
+    return in.reports[static_cast<size_t>(r)];
+  };
+  // Each report is set even when it has no rows, so it prints as [].
+  const auto names = [](const std::vector<analysis::StatsRow>& rows, v1::StatsNameReport* to) {
+    for (const analysis::StatsRow& row : rows) {
+      v1::StatsNameRow* r = to->add_rows();
+      r->set_name(row.name);
+      StatsNumbersToProto(row, r);
+    }
+  };
+  const auto operations = [](const std::vector<analysis::StatsRow>& rows, v1::StatsOperationReport* to) {
+    for (const analysis::StatsRow& row : rows) {
+      v1::StatsOperationRow* r = to->add_rows();
+      r->set_operation(row.name);
+      StatsNumbersToProto(row, r);
+    }
+  };
+  names(report(StatsReport::kKernSum), out->mutable_cuda_gpu_kern_sum());
+  operations(report(StatsReport::kMemTimeSum), out->mutable_cuda_gpu_mem_time_sum());
+  operations(report(StatsReport::kMemSizeSum), out->mutable_cuda_gpu_mem_size_sum());
+  names(report(StatsReport::kApiSum), out->mutable_cuda_api_sum());
+  v1::StatsRangeReport* ranges = out->mutable_nvtx_sum();  // set even when empty: printed as []
+  for (const analysis::StatsRow& row : report(StatsReport::kNvtxSum)) {
+    v1::StatsRangeRow* r = ranges->add_rows();
+    r->set_range(row.name);
+    r->set_style(row.style);
+    StatsNumbersToProto(row, r);
+  }
+}
+
 }  // namespace
 
 v1::ProfileSummary SummaryToProto(const analysis::TraceSummary& summary) {
@@ -90,6 +136,8 @@ v1::ProfileSummary SummaryToProto(const analysis::TraceSummary& summary) {
   for (const auto& op : summary.xla_ops) XlaOpToProto(op, out.add_xla_ops());
   for (const auto& [key, value] : summary.metadata) (*out.mutable_metadata())[key] = value;
   CallTreeToProto(summary.call_tree, &out);  // refers to the ops and kernels above
+  StatsToProto(summary.stats, out.mutable_stats());
+  out.set_nvtx_open_ranges(summary.stats.nvtx_open_ranges);
   return out;
 }
 

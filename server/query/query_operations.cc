@@ -48,6 +48,7 @@ void AddQueryOperations(QueryApi* api, Operations* ops) {
                                                            [api](const auto& r) { return api->Memory(r); });
   ops->AddUnary<BreakdownRequest, XlaOpBreakdownResponse>(Method("XlaOpBreakdown"),
                                                           [api](const auto& r) { return api->XlaOps(r); });
+  ops->AddUnary<StatsRequest, StatsResponse>(Method("GetStats"), [api](const auto& r) { return api->Stats(r); });
   ops->AddUnary<FlameGraphRequest, FlameGraph>(Method("GetFlameGraph"),
                                                [api](const auto& r) { return api->FlameGraph(r); });
   ops->AddUnary<TraceWindowRequest, TraceWindow>(Method("GetTraceWindow"),

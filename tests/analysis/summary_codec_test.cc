@@ -50,6 +50,8 @@ analysis::TraceSummary EverythingSet() {
   op.bytes_accessed_per_second = 0.5;
   s.xla_ops.push_back(op);
   s.metadata["rank"] = "0";
+  for (auto& report : s.stats.reports) report.push_back({"k", "PushPop", 1, 2, 3, 4, 5.0, 6.0, 7.0, 8.0});
+  s.stats.nvtx_open_ranges = 1;
   // A call tree: the root and a step frame (names of its own), an op and a kernel (by reference).
   s.call_tree.names = {"total", "ProfilerStep#*", "aten::mm", "k"};
   s.call_tree.nodes = {{0, 0, analysis::FrameKind::kFixed, 0, 0, 0},
