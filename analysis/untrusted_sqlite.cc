@@ -2,7 +2,9 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -31,10 +33,50 @@ struct Image {
   unsigned char* Release() { return std::exchange(bytes, nullptr); }
 };
 
+uint32_t BigEndian32(const unsigned char* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+}
+
+// The size the header declares (page count x page size), when it is valid: the change
+// counter at byte 24 equals "version-valid-for" at 92, as every writer since SQLite 3.7.0 leaves
+// it. REQUIRES: 100 header bytes.
+std::optional<uint64_t> DeclaredSize(const unsigned char* header) {
+  uint32_t page_size = (uint32_t{header[16]} << 8) | header[17];
+  if (page_size == 1) page_size = 65536;
+  const uint32_t pages = BigEndian32(header + 28);
+  if (page_size < 512 || (page_size & (page_size - 1)) != 0 || pages == 0 ||
+      BigEndian32(header + 24) != BigEndian32(header + 92)) {
+    return std::nullopt;
+  }
+  return uint64_t{pages} * page_size;
+}
+
+// Copies `source` into `image`. A header that declares its size bounds the copy: more bytes
+// than declared are refused, and so is a declared size past `max_bytes`, before it is read.
 absl::Status ReadImage(ByteSource& source, uint64_t max_bytes, Image* image) {
+  bool header_read = false;
+  std::optional<uint64_t> declared;
   for (;;) {
+    if (!header_read && image->size >= 100) {
+      header_read = true;
+      declared = DeclaredSize(image->bytes);
+      if (declared && *declared > max_bytes) {
+        return absl::ResourceExhaustedError(absl::StrCat(source.name(), ": the SQLite database's header declares ",
+                                                         *declared, " bytes, more than --max_trace_mb allows"));
+      }
+    }
+    const uint64_t end = declared.value_or(std::numeric_limits<uint64_t>::max());
+    if (image->size >= end) {
+      char extra = 0;
+      absl::StatusOr<size_t> more = image->size == end ? source.Read(&extra, 1) : absl::StatusOr<size_t>(1);
+      if (!more.ok()) return more.status();
+      if (*more == 0) return absl::OkStatus();
+      return absl::InvalidArgumentError(absl::StrCat(source.name(), ": refused: the file goes on past the ", end,
+                                                     " bytes its SQLite header declares"));
+    }
     if (image->size == image->capacity) {
-      const uint64_t grown = image->capacity == 0 ? (uint64_t{1} << 20) : image->capacity * 2;
+      const uint64_t doubled = image->capacity == 0 ? (uint64_t{1} << 20) : image->capacity * 2;
+      const uint64_t grown = declared ? *declared : doubled;
       void* bigger = sqlite3_realloc64(image->bytes, grown);
       if (bigger == nullptr) {
         return absl::ResourceExhaustedError(
@@ -43,8 +85,8 @@ absl::Status ReadImage(ByteSource& source, uint64_t max_bytes, Image* image) {
       image->bytes = static_cast<unsigned char*>(bigger);
       image->capacity = grown;
     }
-    absl::StatusOr<size_t> got =
-        source.Read(reinterpret_cast<char*>(image->bytes) + image->size, image->capacity - image->size);
+    const uint64_t room = std::min(image->capacity, end) - image->size;
+    absl::StatusOr<size_t> got = source.Read(reinterpret_cast<char*>(image->bytes) + image->size, room);
     if (!got.ok()) return got.status();
     if (*got == 0) return absl::OkStatus();
     image->size += *got;
@@ -53,10 +95,6 @@ absl::Status ReadImage(ByteSource& source, uint64_t max_bytes, Image* image) {
           absl::StrCat(source.name(), ": the SQLite database is larger than ", max_bytes, " bytes"));
     }
   }
-}
-
-uint32_t BigEndian32(const unsigned char* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
 }
 
 // SQLite reads a file cut inside its last page as if the rest were zeros: a cut that the
@@ -69,11 +107,9 @@ absl::Status CheckWholePages(const std::string& name, const unsigned char* heade
     return absl::InvalidArgumentError(absl::StrCat(name, ": truncated SQLite database (", size,
                                                    " bytes are not a whole number of its ", page_size, "-byte pages)"));
   }
-  // The page count at byte 28 holds when the change counter (24) equals "version-valid-for" (92).
-  const uint32_t pages = BigEndian32(header + 28);
-  if (BigEndian32(header + 24) == BigEndian32(header + 92) && pages > size / page_size) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ": truncated SQLite database (its header says ", pages,
-                                                   " pages, the file holds ", size / page_size, ")"));
+  if (std::optional<uint64_t> declared = DeclaredSize(header); declared && *declared > size) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": truncated SQLite database (its header declares ",
+                                                   *declared, " bytes, the file holds ", size, ")"));
   }
   return absl::OkStatus();
 }

@@ -103,6 +103,20 @@ TEST(NsysSqliteUntrusted, RefusesTruncatedFiles) {
   }
 }
 
+// The header's page count bounds the copy: a file that goes on, or declares more than the
+// limit, is refused before its bytes are held (a gzip bomb behind a SQLite header).
+TEST(NsysSqliteUntrusted, RefusesBytesPastOrBeyondWhatTheHeaderDeclares) {
+  const std::string bytes = PagedExport();
+  ExpectRefused(bytes + std::string(4096, '\0'), "goes on past the " + std::to_string(bytes.size()) + " bytes");
+  std::string huge = bytes;
+  huge[28] = '\x01';  // 2^24 pages of 1 KiB: 16 GiB
+  huge[29] = huge[30] = huge[31] = '\0';
+  TraceLimits limits;
+  limits.max_trace_mb = 64;
+  ExpectRefused(huge + std::string(size_t{80} << 20, '\0'), "header declares 17179869184 bytes, more than --max_trace_mb",
+                limits);
+}
+
 // Every page in turn overwritten with noise: quick_check (or the header test) refuses each.
 TEST(NsysSqliteUntrusted, RefusesACorruptPageAnywhere) {
   const std::string bytes = PagedExport();
