@@ -16,7 +16,10 @@ int RunAnalyze(const CliOptions& options) {
   auto analysed = analysis::AnalyzeTraceFile(options.args[0], nullptr, options.trace_limits);
   if (!analysed.ok()) return Fail(std::string(analysed.status().message()));
   v1::ProfileSummary summary = SummaryToProto(*analysed);
-  summary.clear_call_tree();  // as the server's profile answer: the tree is the flame graph's
+  // As the server's profile answer: the tree is the flame graph's, the reports `stats`'s.
+  summary.clear_call_tree();
+  summary.clear_stats();
+  summary.clear_nvtx_open_ranges();
   if (options.json) {
     std::cout << ProtoToJson(summary) << "\n";
     return 0;

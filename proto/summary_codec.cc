@@ -1,5 +1,10 @@
 #include "proto/summary_codec.h"
 
+#include <array>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "analysis/stats_rows.h"
 #include "proto/call_tree_codec.h"
 
 namespace fleetprof {
@@ -116,6 +121,31 @@ void StatsToProto(const analysis::StatsReports& in, v1::StatsReports* out) {
   }
 }
 
+std::string KnownReports() {
+  std::string names;
+  for (std::string_view name : analysis::kStatsReportNames) absl::StrAppend(&names, names.empty() ? "" : ", ", std::string(name));
+  return names;
+}
+
+// Which reports `spec` ("a,b"; empty: all) names, in StatsReport order.
+absl::StatusOr<std::array<bool, analysis::kStatsReportCount>> WantedReports(const std::string& spec) {
+  std::array<bool, analysis::kStatsReportCount> wanted{};
+  if (spec.empty()) {
+    wanted.fill(true);
+    return wanted;
+  }
+  for (absl::string_view name : absl::StrSplit(spec, ',', absl::SkipWhitespace())) {
+    analysis::StatsReport report;
+    if (!analysis::ParseStatsReport(std::string_view(name.data(), name.size()), &report)) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown report '", std::string(name.substr(0, 64)),
+                                                     "': want one of ",
+                                                     KnownReports()));
+    }
+    wanted[static_cast<size_t>(report)] = true;
+  }
+  return wanted;
+}
+
 }  // namespace
 
 v1::ProfileSummary SummaryToProto(const analysis::TraceSummary& summary) {
@@ -139,6 +169,27 @@ v1::ProfileSummary SummaryToProto(const analysis::TraceSummary& summary) {
   StatsToProto(summary.stats, out.mutable_stats());
   out.set_nvtx_open_ranges(summary.stats.nvtx_open_ranges);
   return out;
+}
+
+absl::StatusOr<v1::StatsResponse> StatsAnswer(const v1::ProfileSummary& summary, const std::string& report) {
+  absl::StatusOr<std::array<bool, analysis::kStatsReportCount>> wanted = WantedReports(report);
+  if (!wanted.ok()) return wanted.status();
+  if (!summary.has_stats()) {
+    return absl::FailedPreconditionError(
+        "this profile was stored before fleetprof computed nsys stats reports; upload its file again to get them");
+  }
+  const v1::StatsReports& all = summary.stats();
+  v1::StatsResponse response;
+  v1::StatsReports* out = response.mutable_reports();
+  using analysis::StatsReport;
+  const auto want = [&](StatsReport r) { return (*wanted)[static_cast<size_t>(r)]; };
+  if (want(StatsReport::kKernSum)) *out->mutable_cuda_gpu_kern_sum() = all.cuda_gpu_kern_sum();
+  if (want(StatsReport::kMemTimeSum)) *out->mutable_cuda_gpu_mem_time_sum() = all.cuda_gpu_mem_time_sum();
+  if (want(StatsReport::kMemSizeSum)) *out->mutable_cuda_gpu_mem_size_sum() = all.cuda_gpu_mem_size_sum();
+  if (want(StatsReport::kApiSum)) *out->mutable_cuda_api_sum() = all.cuda_api_sum();
+  if (want(StatsReport::kNvtxSum)) *out->mutable_nvtx_sum() = all.nvtx_sum();
+  response.set_nvtx_open_ranges(summary.nvtx_open_ranges());
+  return response;
 }
 
 }  // namespace fleetprof

@@ -5,10 +5,17 @@
 // tests/analysis/summary_codec_test.cc fails when a summary field is not carried over.
 
 #include "analysis/trace_summary.h"
+#include "absl/status/statusor.h"
 #include "fleetprof/v1/profile.pb.h"
+#include "fleetprof/v1/query.pb.h"
 
 namespace fleetprof {
 
 v1::ProfileSummary SummaryToProto(const analysis::TraceSummary& summary);
+
+// The `stats` answer of a summary: the reports `report` names ("a,b"; empty: every one), as
+// the server's GetStats and the CLI's local `fleetprof stats FILE` print it. INVALID_ARGUMENT
+// names an unknown report; FAILED_PRECONDITION a summary stored before reports existed.
+absl::StatusOr<v1::StatsResponse> StatsAnswer(const v1::ProfileSummary& summary, const std::string& report);
 
 }  // namespace fleetprof

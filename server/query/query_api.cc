@@ -95,7 +95,10 @@ absl::StatusOr<v1::GetProfileResponse> QueryApi::GetProfile(const std::string& p
   *response.mutable_summary() = **summary;
   // The call tree is read through the flame graph and pprof export; here it would only be a
   // large block of numbers by reference.
+  // The tree is the flame graph's answer and the reports GetStats's: not repeated here.
   response.mutable_summary()->clear_call_tree();
+  response.mutable_summary()->clear_stats();
+  response.mutable_summary()->clear_nvtx_open_ranges();
   return response;
 }
 

@@ -13,6 +13,7 @@ export const ROUTES = {
   GetFlameGraph: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}/flamegraph'}, {verb: 'GET', path: '/api/v1/jobs/{job}/flamegraph'}],
   GetProfile: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}'}],
   GetRangeBreakdown: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}/range'}],
+  GetStats: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}/stats'}],
   GetTraceWindow: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}/trace'}],
   JobCollectives: [{verb: 'GET', path: '/api/v1/jobs/{job}/collectives'}],
   JobOps: [{verb: 'GET', path: '/api/v1/jobs/{job}/ops'}],

@@ -5,6 +5,7 @@ import {api, ApiError, apiPath, appendChildren, bytesSpan, clear, durationSpan, 
 import {profileFindingsSection} from './findings.js';
 import {createFlameGraph} from './flame.js';
 import {navigate} from './router.js';
+import {statsSection} from './stats.js';
 import {createDataTable, durationColumn, numberColumn, tableStateFromQuery, tableStateToQuery, textColumn} from './table.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -356,6 +357,7 @@ export async function renderProfilePage(page, profileId) {
       explain: 'Where the time goes by call stack: host frames from event nesting per thread (steps folded into one ' +
                'ProfilerStep#N), kernels under the call that launched them. Click a frame to zoom in.',
       urlFor: (value) => apiPath('GetFlameGraph', {profile_id: profileId, value})}),
+    statsSection(page, profileId),
     stepsSection(summary.steps || []),
     memorySection(summary.memory || [], originNs),
     samplesSection(summary.device_samples || [])]);
