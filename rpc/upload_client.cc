@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/runtime.h"
 #include "common/server_busy.h"
+#include "common/system_time.h"
 #include "grpcpp/grpcpp.h"
 #include "rpc/chunk_producer.h"
 
@@ -34,7 +34,7 @@ std::string BaseName(const std::string& path) {
 }
 
 // One attempt: sends the producer's chunks, from its offset on, on one stream.
-grpc::Status SendOnce(v1::IngestService::Stub& stub, const UploadOptions& options,
+grpc::Status SendOnce(v1::IngestService::Stub& stub, const UploadOptions& options, const Clock& clock,
                       const std::string& upload_id, ChunkProducer& producer, int64_t size,
                       v1::UploadResponse* response) {
   if (!producer.status().ok()) return grpc::Status(grpc::StatusCode::NOT_FOUND, std::string(producer.status().message()));
@@ -42,8 +42,7 @@ grpc::Status SendOnce(v1::IngestService::Stub& stub, const UploadOptions& option
   grpc::ClientContext context;
   // Every call has a deadline: 5 minutes plus a second per MiB to send (a 1 GiB trace: 22
   // minutes), so a server that stopped reading cannot hold an agent's uploader for good.
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(5) +
-                       std::chrono::seconds((size - offset) >> 20));
+  context.set_deadline(DeadlineAfter(clock, std::chrono::minutes(5) + std::chrono::seconds((size - offset) >> 20)));
   auto writer = stub.Upload(&context, response);
   v1::UploadRequest request;
   v1::UploadMetadata* metadata = request.mutable_metadata();
@@ -88,6 +87,7 @@ absl::StatusOr<v1::UploadResponse> UploadFile(const std::shared_ptr<grpc::Channe
   if (options.max_bytes >= 0) size = std::min<decltype(size)>(size, static_cast<decltype(size)>(options.max_bytes));
   const std::string upload_id =
       options.upload_id.empty() ? absl::StrCat("cli-", RandomHex(12)) : options.upload_id;
+  const Clock& clock = options.clock != nullptr ? *options.clock : *RealClock();
   auto stub = v1::IngestService::NewStub(channel);
   // A new random id starts at byte 0: its first chunks are read and compressed while the channel
   // connects and the server is asked about the upload. A given id (an agent's) may be committed
@@ -104,12 +104,12 @@ absl::StatusOr<v1::UploadResponse> UploadFile(const std::shared_ptr<grpc::Channe
       return absl::CancelledError(absl::StrCat("upload of ", options.path, " cancelled"));
     }
     if (attempt > 1) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200 << std::min(attempt, 6)));
+      SleepUntil(clock, clock.MonotonicNanos() + int64_t{1'000'000} * (200 << std::min(attempt, 6)));
     }
     // Ask where the server stands: committed already, or how many bytes it holds. (Also for a
     // new random id: the short deadline finds a server that accepts and never answers.)
     grpc::ClientContext state_context;
-    state_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    state_context.set_deadline(DeadlineAfter(clock, std::chrono::seconds(10)));
     v1::GetUploadStateRequest state_request;
     state_request.set_upload_id(upload_id);
     v1::UploadState state;
@@ -128,7 +128,7 @@ absl::StatusOr<v1::UploadResponse> UploadFile(const std::shared_ptr<grpc::Channe
     if (producer == nullptr || producer->offset() != offset) {
       producer = std::make_unique<ChunkProducer>(options.path, offset, static_cast<int64_t>(size), chunk_bytes);
     }
-    last = SendOnce(*stub, options, upload_id, *producer, static_cast<int64_t>(size), &response);
+    last = SendOnce(*stub, options, clock, upload_id, *producer, static_cast<int64_t>(size), &response);
     producer.reset();  // another attempt starts where the server says it stands
     if (last.ok()) return response;
     if (!Retryable(last.error_code())) return FromGrpc(last, "");

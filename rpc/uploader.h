@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/clock.h"
 #include "fleetprof/v1/ingest.pb.h"
 
 namespace fleetprof {
@@ -31,6 +32,8 @@ struct UploadOptions {
   // Polled between chunks and attempts; true abandons the upload (the server keeps what it
   // received, so the same upload_id resumes later). Lets daemons stop promptly.
   std::function<bool()> cancelled;
+  // The time the calls' deadlines and the pauses between attempts run on (null: RealClock()).
+  const Clock* clock = nullptr;
 };
 
 // Uploads one file as `options` says and returns the server's answer.

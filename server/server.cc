@@ -8,6 +8,8 @@
 #include "absl/strings/str_join.h"
 #include "api/api_catalog.h"
 #include "common/runtime.h"
+#include "common/stopwatch.h"
+#include "common/system_time.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "prometheus/text_serializer.h"
@@ -53,12 +55,12 @@ std::string MetricsText(const std::vector<std::shared_ptr<prometheus::Collectabl
 
 }  // namespace
 
-Server::Server(const ServerFlags& flags, std::unique_ptr<AccessGuard> guard)
-    : flags_(flags), guard_(std::move(guard)), grpc_access_(guard_.get()) {}
+Server::Server(const ServerFlags& flags, std::unique_ptr<AccessGuard> guard, Clock* clock)
+    : flags_(flags), clock_(clock), guard_(std::move(guard)), grpc_access_(guard_.get()) {}
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerFlags& flags, const TlsPem& pem,
-                                                      std::unique_ptr<AccessGuard> guard) {
-  std::unique_ptr<Server> server(new Server(flags, std::move(guard)));
+                                                      std::unique_ptr<AccessGuard> guard, Clock* clock) {
+  std::unique_ptr<Server> server(new Server(flags, std::move(guard), clock));
   if (absl::Status s = server->OpenStorage(); !s.ok()) return s;
   if (absl::Status s = server->BuildLayers(); !s.ok()) return s;
   if (absl::Status s = server->StartGrpc(pem); !s.ok()) return s;
@@ -69,14 +71,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerFlags& flags, 
                server->grpc_addr_, server->http_addr_, server->http_addr_, server->http_addr_, flags.data_dir);
   if (absl::Status s = server->JoinCluster(); !s.ok()) return s;
   server->WriteReadyFile();
-  auto loop = PeriodicLoop::Start("the storage health loop", RealClock(),
+  auto loop = PeriodicLoop::Start("the storage health loop", clock,
                                   [raw = server.get()](int64_t now) { return raw->HealthTick(now); });
   if (!loop.ok()) return loop.status();  // ~Server drains what started
   server->health_loop_ = *std::move(loop);
   if (flags.cluster.replica()) {
     const int64_t period_ns = flags.cluster.orphan_pass_s * 1'000'000'000;
     server->orphan_loop_ = PeriodicLoop::StartOrLog(
-        "the orphan collector", RealClock(),
+        "the orphan collector", clock,
         [raw = server.get(), period_ns](int64_t now) {
           if (!raw->membership_->IsLeader()) {
             raw->orphans_seen_ = Storage::Orphans();  // a new leader starts its passes afresh
@@ -102,7 +104,7 @@ absl::Status Server::JoinCluster() {
                           : flags_.cluster.replica_id);
   self.set_grpc_addr(grpc_addr_);
   self.set_http_addr(http_addr_);
-  self.set_since_ns(UnixNanos());
+  self.set_since_ns(clock_->Now());
   if (flags_.cluster.replica()) registry_->ShareThroughCatalog(self.replica_id(), membership_.get());
   if (absl::Status s = membership_->Join(self); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("cannot join the cluster: ", s.message()));
@@ -125,7 +127,7 @@ absl::Status Server::OpenStorage() {
   }
   storage_ = *std::move(storage);
   const int64_t stale_ns = flags_.ingest.stale_upload_hours * 3600'000'000'000;
-  if (auto cleaned = storage_->uploads().CleanStale(UnixNanos() - stale_ns); cleaned.ok() && *cleaned > 0) {
+  if (auto cleaned = storage_->uploads().CleanStale(clock_->Now() - stale_ns); cleaned.ok() && *cleaned > 0) {
     spdlog::info("removed {} interrupted uploads older than {} h", *cleaned, flags_.ingest.stale_upload_hours);
   }
   if (auto repaired = storage_->uploads().RepairPartial(); !repaired.ok()) {
@@ -166,6 +168,7 @@ absl::Status Server::OpenClusterStorage() {
   // Half the query workers may wait on the object store; the rest stay for catalog and cached
   // queries however slow it gets.
   options->query_object_reads = std::max(1, static_cast<int>(flags_.query_workers) / 2);
+  options->clock = clock_;
   auto engine = cluster::OpenClusterEngine(*options);
   if (!engine.ok()) {
     return absl::Status(engine.status().code(),
@@ -173,7 +176,7 @@ absl::Status Server::OpenClusterStorage() {
   }
   storage_ = std::make_unique<Storage>(*std::move(engine));
   const int64_t stale_ns = flags_.ingest.stale_upload_hours * 3600'000'000'000;
-  if (auto cleaned = storage_->uploads().CleanStale(UnixNanos() - stale_ns); cleaned.ok() && *cleaned > 0) {
+  if (auto cleaned = storage_->uploads().CleanStale(clock_->Now() - stale_ns); cleaned.ok() && *cleaned > 0) {
     spdlog::info("removed {} interrupted uploads older than {} h", *cleaned, flags_.ingest.stale_upload_hours);
   }
   spdlog::info("cluster replica: catalog in etcd {} under {}, objects in {}", flags_.cluster.etcd_endpoints,
@@ -191,10 +194,10 @@ absl::Status Server::BuildLayers() {
   // Only the cluster's leader runs schedules and retention; an embedded server always leads.
   std::function<bool()> leads;
   if (flags_.cluster.replica()) leads = [m = membership_.get()] { return m->IsLeader(); };
-  registry_ = std::make_unique<AgentRegistry>(&storage_->agents(), &metrics_, agent_limits);
-  captures_ = std::make_unique<CaptureCoordinator>(storage_.get(), registry_.get(), &metrics_, RealClock(),
+  registry_ = std::make_unique<AgentRegistry>(&storage_->agents(), &metrics_, agent_limits, clock_);
+  captures_ = std::make_unique<CaptureCoordinator>(storage_.get(), registry_.get(), &metrics_, clock_,
                                                    flags_.cluster.replica());
-  job_metrics_ = std::make_shared<JobMetrics>(std::chrono::minutes(flags_.ingest.job_idle_minutes),
+  job_metrics_ = std::make_shared<JobMetrics>(clock_, std::chrono::minutes(flags_.ingest.job_idle_minutes),
                                               static_cast<size_t>(flags_.ingest.max_job_series));
   query_api_ = std::make_unique<QueryApi>(storage_.get(), &metrics_);
   // Another replica's delete reaches this one's caches through the catalog's watch.
@@ -214,7 +217,7 @@ absl::Status Server::BuildLayers() {
     auto capture = captures_->Get(label->second);
     if (!capture.ok()) return;
     for (auto& sample :
-         registry_->DeviceHistory(info.node(), capture->start_time_unix_ns() - 1'000'000'000, UnixNanos())) {
+         registry_->DeviceHistory(info.node(), capture->start_time_unix_ns() - 1'000'000'000, clock_->Now())) {
       *summary.add_device_samples() = std::move(sample);
     }
   };
@@ -224,7 +227,8 @@ absl::Status Server::BuildLayers() {
         job_metrics_->Observe(info.job(), summary);
         query_api_->Remember(info.profile_id(), summary);
         if (retention_) retention_->Nudge();
-      });
+      },
+      clock_);
   ingestor_->set_capture_target_check([this](const std::string& capture_id, const std::string& node) {
     return captures_->HasTarget(capture_id, node);
   });
@@ -232,7 +236,7 @@ absl::Status Server::BuildLayers() {
   if (!upload_workers.ok()) return upload_workers.status();
   upload_workers_ = *std::move(upload_workers);
   ingest_service_ = std::make_unique<IngestServiceImpl>(ingestor_.get(), &grpc_access_, upload_workers_.get());
-  scheduler_ = std::make_unique<CaptureScheduler>(&storage_->schedules(), captures_.get(), &metrics_, RealClock(), leads);
+  scheduler_ = std::make_unique<CaptureScheduler>(&storage_->schedules(), captures_.get(), &metrics_, clock_, leads);
   AddQueryOperations(query_api_.get(), &operations_);
   AddFleetOperations(captures_.get(), scheduler_.get(), registry_.get(), &operations_);
   AddClusterOperations(membership_.get(), &storage_->engine(), &operations_);
@@ -244,7 +248,7 @@ absl::Status Server::BuildLayers() {
         request.set_profile_id(id);
         return query_api_->DeleteProfile(request).status();
       },
-      metrics_.registry().get(), RealClock(), leads, [m = membership_.get()] { return m->ClockOffsetNs(); });
+      metrics_.registry().get(), clock_, leads, [m = membership_.get()] { return m->ClockOffsetNs(); });
   return absl::OkStatus();
 }
 
@@ -264,7 +268,7 @@ absl::Status Server::StartGrpc(const TlsPem& pem) {
   cluster_service_ = std::make_unique<TableServedService<v1::ClusterService::Service>>(
       v1::ClusterService::service_full_name(), operations_);
   agent_service_ = std::make_unique<AgentServiceImpl>(
-      registry_.get(), &grpc_access_, flags_.heartbeat_ms,
+      registry_.get(), &grpc_access_, clock_, flags_.heartbeat_ms,
       [this](const std::string& node, const v1::CaptureUpdate& update, std::function<void()> done) {
         fleet_workers_->Post([this, node, update, done = std::move(done)] {
           captures_->OnUpdate(node, update);
@@ -368,7 +372,7 @@ int64_t Server::HealthTick(int64_t now) {
   metrics_.SetStorageHealth(healthy, storage_->UnreadableRecords());
   membership_->SetAgents(registry_->ConnectedCount());
   // Agent streams that have not said hello in time (server/grpc/agent_service.cc).
-  if (const int late = grpc_access_.CancelExpired(RealClock()->MonotonicNanos()); late > 0) {
+  if (const int late = grpc_access_.CancelExpired(clock_->MonotonicNanos()); late > 0) {
     spdlog::info("closed {} agent streams that sent no hello in time", late);
   }
   if (health_ticks_++ % 5 == 0) {
@@ -406,18 +410,15 @@ void Server::Drain() {
   if (drained_) return;
   drained_ = true;
   serving_ = false;
-  const auto began = std::chrono::steady_clock::now();
-  auto step = [&](const char* what) {
-    spdlog::info("shutdown: {} ({} ms in)", what,
-                 std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count());
-  };
+  const Stopwatch began;
+  auto step = [&](const char* what) { spdlog::info("shutdown: {} ({} ms in)", what, began.ElapsedMillis()); };
   if (membership_) membership_->Leave();  // another replica leads at once, not after the lease
   step("left the cluster");
   if (grpc_server_) grpc_server_->GetHealthCheckService()->SetServingStatus(false);
   if (registry_) registry_->CloseAll();  // agent streams never end on their own; uploads get the deadline below
   if (grpc_server_) {
     // In-flight uploads get a few seconds to finish; agent streams are cut at the deadline.
-    grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    grpc_server_->Shutdown(DeadlineAfter(*clock_, std::chrono::seconds(5)));
     grpc_server_->Wait();
   }
   if (registry_) registry_->WaitForWrites();  // the streams' last records, before the flush

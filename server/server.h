@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "api/operations.h"
 #include "auth/access_guard.h"
+#include "common/clock.h"
 #include "common/periodic_loop.h"
 #include "common/worker_pool.h"
 #include "fleetprof/v1/cluster.grpc.pb.h"
@@ -44,9 +45,10 @@ namespace fleetprof {
 class Server {
  public:
   // Opens storage, builds every layer and listens on both ports; the reason when any of that fails
-  // (the flags were checked before: ServerFlags::Check).
+  // (the flags were checked before: ServerFlags::Check). Every layer reads the time and waits
+  // on `clock` (the daemon's: RealClock()), which outlives the server.
   static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerFlags& flags, const TlsPem& pem,
-                                                       std::unique_ptr<AccessGuard> guard);
+                                                       std::unique_ptr<AccessGuard> guard, Clock* clock);
   ~Server();  // drains first if Drain() did not run
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -63,7 +65,7 @@ class Server {
   const std::string& http_addr() const { return http_addr_; }
 
  private:
-  Server(const ServerFlags& flags, std::unique_ptr<AccessGuard> guard);
+  Server(const ServerFlags& flags, std::unique_ptr<AccessGuard> guard, Clock* clock);
   absl::Status OpenStorage();
   absl::Status OpenClusterStorage();
   absl::Status BuildLayers();
@@ -77,6 +79,7 @@ class Server {
   void WriteReadyFile() const;
 
   const ServerFlags flags_;
+  Clock* const clock_;
   ServerMetrics metrics_;
   std::unique_ptr<AccessGuard> guard_;
   GrpcAccess grpc_access_;

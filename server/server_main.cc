@@ -7,6 +7,7 @@
 
 #include "analysis/event_array.h"
 #include "auth/access_guard.h"
+#include "common/clock.h"
 #include "common/flags.h"
 #include "common/runtime.h"
 #include "server/server.h"
@@ -41,7 +42,7 @@ int Run(const ServerFlags& flags, const TlsPem& pem) {
     spdlog::error("{}", std::string(guard.status().message()));
     return 2;
   }
-  auto server = Server::Start(flags, pem, *std::move(guard));
+  auto server = Server::Start(flags, pem, *std::move(guard), RealClock());
   if (!server.ok()) {
     spdlog::error("{}", std::string(server.status().message()));
     return 1;

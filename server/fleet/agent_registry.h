@@ -43,8 +43,8 @@ struct AgentLimits {
 
 class AgentRegistry {
  public:
-  AgentRegistry(AgentTable* store, ServerMetrics* metrics, AgentLimits limits = AgentLimits(),
-                Clock* clock = RealClock());
+  // `clock` stamps when each agent was last seen and ages its device history.
+  AgentRegistry(AgentTable* store, ServerMetrics* metrics, AgentLimits limits, Clock* clock);
   // Writes what is queued for the store, then stops the writer.
   ~AgentRegistry();
   AgentRegistry(const AgentRegistry&) = delete;

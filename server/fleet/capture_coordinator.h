@@ -38,7 +38,7 @@ class CaptureCoordinator {
   // watch: StoredCaptureChanged); every write merges with the stored capture (compare-and-set),
   // so replicas that update the same capture never undo each other's progress.
   CaptureCoordinator(Storage* store, AgentRegistry* registry, ServerMetrics* metrics,
-                     Clock* clock = RealClock(), bool shared = false);
+                     Clock* clock, bool shared = false);
   ~CaptureCoordinator();
 
   // Cluster mode, once the replica has joined: its id (stamped on the captures it starts) and

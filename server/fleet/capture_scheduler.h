@@ -47,7 +47,7 @@ class CaptureScheduler {
   // the leader runs schedules, and it reads them from the store at every tick, so a schedule
   // created through another replica runs too.
   CaptureScheduler(ScheduleTable* store, CaptureCoordinator* captures, ServerMetrics* metrics,
-                   Clock* clock = RealClock(), std::function<bool()> leads = nullptr);
+                   Clock* clock, std::function<bool()> leads = nullptr);
   ~CaptureScheduler();
 
   // A schedule created by `caller`, who may delete it later (Delete).

@@ -45,7 +45,7 @@ class Retention {
   // empties the query caches).
   Retention(RetentionPolicy policy, Storage* store, AgentRegistry* agents,
             std::function<absl::Status(const std::string&)> delete_profile, prometheus::Registry* metrics,
-            Clock* clock = RealClock(), std::function<bool()> leads = nullptr,
+            Clock* clock, std::function<bool()> leads = nullptr,
             std::function<int64_t()> cluster_clock_offset = nullptr);
   ~Retention();
 

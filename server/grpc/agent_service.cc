@@ -33,7 +33,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::S
     }
     caller_ = *std::move(caller);
     // A stream that never says hello would hold its slot for as long as the client likes.
-    service_->access()->SetStepDeadline(context, RealClock()->MonotonicNanos() + kHelloTimeoutNs);
+    service_->access()->SetStepDeadline(context, service_->clock()->MonotonicNanos() + kHelloTimeoutNs);
     StartRead(&in_);
   }
 
@@ -64,7 +64,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::S
         // Answered at once, before anything else is handled: the round trip is the measure.
         v1::ServerMessage reply;
         reply.mutable_clock_reply()->set_agent_sent_ns(in_.clock_probe().agent_sent_ns());
-        reply.mutable_clock_reply()->set_server_ns(RealClock()->Now());
+        reply.mutable_clock_reply()->set_server_ns(service_->clock()->Now());
         Send(outbox_, reply);
       }
       if (in_.has_capture_update() && service_->on_update()) {

@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include "common/clock.h"
 #include "fleetprof/v1/agent.grpc.pb.h"
 #include "server/fleet/agent_registry.h"
 #include "server/grpc/grpc_access.h"
@@ -21,10 +22,13 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   using UpdateHandler =
       std::function<void(const std::string& node, const v1::CaptureUpdate&, std::function<void()> done)>;
 
-  AgentServiceImpl(AgentRegistry* registry, const GrpcAccess* access, int64_t heartbeat_interval_ms,
-                   UpdateHandler on_update, const Operations& operations)
+  // `clock` answers the agents' clock probes and times their hello (the server's
+  // HealthTick ends the streams past it on the same clock).
+  AgentServiceImpl(AgentRegistry* registry, const GrpcAccess* access, const Clock* clock,
+                   int64_t heartbeat_interval_ms, UpdateHandler on_update, const Operations& operations)
       : registry_(registry),
         access_(access),
+        clock_(clock),
         heartbeat_interval_ms_(heartbeat_interval_ms),
         on_update_(std::move(on_update)) {
     ServeFromTable(v1::AgentService::service_full_name(), operations, [this](int i) { MarkMethodGeneric(i); });
@@ -35,12 +39,14 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   // What one stream needs of the service (agent_service.cc's reactor).
   AgentRegistry* registry() const { return registry_; }
   const GrpcAccess* access() const { return access_; }
+  const Clock* clock() const { return clock_; }
   int64_t heartbeat_interval_ms() const { return heartbeat_interval_ms_; }
   const UpdateHandler& on_update() const { return on_update_; }
 
  private:
   AgentRegistry* registry_;
   const GrpcAccess* access_;
+  const Clock* clock_;
   int64_t heartbeat_interval_ms_;
   UpdateHandler on_update_;
 };

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/call_bounds.h"
 #include "common/clock.h"
+#include "common/system_time.h"
 #include "google/protobuf/message.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "server/grpc/grpc_status.h"
@@ -81,11 +82,11 @@ class UnaryReactor final : public grpc::ServerGenericBidiReactor {
                           absl::StrCat("the request is not a ", method_->input_type()->full_name()));
     }
     // The client's deadline and its going away bound the slow I/O below (object-store reads).
+    // Both on the real clock: gRPC keeps the deadline in real time, and CallBounds are on it.
     CallBounds bounds;
-    const auto left = context_->deadline() - std::chrono::system_clock::now();
     if (context_->deadline() != std::chrono::system_clock::time_point::max()) {
-      bounds.deadline_ns = RealClock()->MonotonicNanos() +
-                           std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(left).count());
+      bounds.deadline_ns =
+          RealClock()->MonotonicNanos() + std::max<int64_t>(0, NanosUntil(*RealClock(), context_->deadline()));
     }
     bounds.cancelled = [this] { return context_->IsCancelled(); };
     ScopedCallBounds scope(&bounds);

@@ -16,6 +16,7 @@
 #include "boost/beast/http.hpp"
 #include "boost/beast/ssl.hpp"
 #include "api/http_status.h"
+#include "common/clock.h"
 #include "server/http/http_server_impl.h"
 
 namespace fleetprof {
@@ -25,10 +26,8 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 namespace net = boost::asio;
 
-inline int64_t SteadyNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+// When a connection began to wait or a handler to run: real time, as the sockets' deadlines are.
+inline int64_t SteadyNanos() { return RealClock()->MonotonicNanos(); }
 
 // Pieces a streamed body is read and sent in.
 constexpr size_t kChunkBytes = 1 << 20;

@@ -12,6 +12,7 @@
 #include "boost/asio/steady_timer.hpp"
 #include "boost/asio/executor_work_guard.hpp"
 #include "common/net_address.h"
+#include "common/stopwatch.h"
 #include "server/http/http_connection.h"
 #include "server/http/http_server_impl.h"
 #include "spdlog/spdlog.h"
@@ -294,8 +295,9 @@ void HttpServer::Stop() {
       if (auto connection = weak.lock()) connection->CloseIfWaiting();
     }
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(std::min(s.options.timeout_s, 10));
-  while (s.open() > 0 && std::chrono::steady_clock::now() < deadline) {
+  const Stopwatch closing;
+  const int64_t give_up_ms = int64_t{1000} * std::min(s.options.timeout_s, 10);
+  while (s.open() > 0 && closing.ElapsedMillis() < give_up_ms) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   s.accept_loop.stop();

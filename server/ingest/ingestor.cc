@@ -1,6 +1,5 @@
 #include "server/ingest/ingestor.h"
 
-#include <chrono>
 #include <functional>
 
 #include "absl/strings/str_cat.h"
@@ -131,9 +130,8 @@ absl::StatusOr<v1::UploadResponse> Ingestor::Upload(UploadStream& stream, const 
 }
 
 absl::Status Ingestor::Commit(const v1::UploadRecord& record, const std::string& file_name,
-                                       const std::string& profile_id, const analysis::TraceSummary& summary,
-                                       std::chrono::steady_clock::time_point started,
-                                       v1::UploadResponse* response) {
+                              const std::string& profile_id, const analysis::TraceSummary& summary,
+                              const Stopwatch& since_start, v1::UploadResponse* response) {
   v1::ProfileInfo info = ProfileInfoFor(record, file_name, summary, profile_id, clock_->Now());
   v1::ProfileSummary stored = SummaryToProto(summary);
   if (before_commit_) before_commit_(info, stored);
@@ -142,8 +140,7 @@ absl::Status Ingestor::Commit(const v1::UploadRecord& record, const std::string&
     return s;
   }
   if (after_commit_) after_commit_(info, stored);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double seconds = since_start.ElapsedSeconds();
   metrics_->RecordUpload("ok", seconds);
   spdlog::info("profile stored profile_id={} job={} node={} format={} bytes={} events={} seconds={:.3f}",
                info.profile_id(), info.job(), info.node(), info.format(), info.size_bytes(),

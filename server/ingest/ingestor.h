@@ -5,7 +5,6 @@
 // (server/upload_session.h) that the transport feeds message by message: the gRPC
 // IngestService (server/ingest_service.h) from its reactor, tests through UploadStream.
 
-#include <chrono>
 #include <functional>
 #include <set>
 #include <string>
@@ -16,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "analysis/trace_limits.h"
 #include "common/clock.h"
+#include "common/stopwatch.h"
 #include "analysis/trace_summary.h"
 #include "auth/scopes.h"
 #include "fleetprof/v1/ingest.pb.h"
@@ -43,14 +43,16 @@ class Ingestor : private UploadSessionContext {
   // Runs once a profile is committed (per-job metrics).
   using AfterCommit = std::function<void(const v1::ProfileInfo&, const v1::ProfileSummary&)>;
 
-  // `clock` stamps each profile's ingested_at_ns (retention ages it on the same clock).
+  // `clock` stamps each profile's ingested_at_ns and id, and each upload record's updated_at_ns
+  // (retention and the stale-upload cleanup age them on the same clock); the idle timeout of
+  // uploads runs on it too.
   Ingestor(Storage* store, ServerMetrics* metrics, IngestLimits limits, BeforeCommit before_commit,
-           AfterCommit after_commit, const Clock* clock = RealClock())
+           AfterCommit after_commit, Clock* clock = RealClock())
       : store_(store),
         metrics_(metrics),
         clock_(clock),
         limits_(limits),
-        guard_(limits.uploads),
+        guard_(limits.uploads, clock),
         before_commit_(std::move(before_commit)),
         after_commit_(std::move(after_commit)) {}
 
@@ -78,19 +80,20 @@ class Ingestor : private UploadSessionContext {
   Storage* store() override { return store_; }
   ServerMetrics* metrics() override { return metrics_; }
   const IngestLimits& limits() const override { return limits_; }
+  const Clock* clock() const override { return clock_; }
   bool MayUploadForCapture(const std::string& capture_id, const std::string& node) const override {
     return !capture_target_check_ || capture_target_check_(capture_id, node);
   }
   bool ClaimUploadId(const std::string& id) override;
   void ReleaseUploadId(const std::string& id) override;
   absl::Status Commit(const v1::UploadRecord& record, const std::string& file_name, const std::string& profile_id,
-                      const analysis::TraceSummary& summary, std::chrono::steady_clock::time_point started,
+                      const analysis::TraceSummary& summary, const Stopwatch& since_start,
                       v1::UploadResponse* response) override;
   absl::Status Reject(const std::string& upload_id, absl::Status error) override;
 
   Storage* store_;
   ServerMetrics* metrics_;
-  const Clock* clock_;
+  Clock* clock_;
   IngestLimits limits_;
   UploadGuard guard_;
   BeforeCommit before_commit_;

@@ -16,14 +16,14 @@ void JobMetrics::Observe(const std::string& job, const v1::ProfileSummary& summa
   absl::MutexLock lock(&mu_);
   if (!jobs_.contains(job) && jobs_.size() >= max_jobs_ && max_jobs_ > 0) {
     auto oldest = std::min_element(jobs_.begin(), jobs_.end(),
-                                   [](const auto& a, const auto& b) { return a.second.at < b.second.at; });
+                                   [](const auto& a, const auto& b) { return a.second.at_ns < b.second.at_ns; });
     jobs_.erase(oldest);
   }
   Latest& latest = jobs_[job];
   latest.busy_ratio = span > 0 ? static_cast<double>(busy) / static_cast<double>(span) : 0;
   latest.has_memory = summary.memory_size() > 0;
   latest.peak_memory_bytes = static_cast<double>(peak);
-  latest.at = std::chrono::steady_clock::now();
+  latest.at_ns = clock_->MonotonicNanos();
 }
 
 std::vector<prometheus::MetricFamily> JobMetrics::Collect() const {
@@ -35,10 +35,10 @@ std::vector<prometheus::MetricFamily> JobMetrics::Collect() const {
   memory.name = "fleetprof_job_profile_peak_memory_bytes";
   memory.help = "Peak device memory allocated in the job's latest profile";
   memory.type = prometheus::MetricType::Gauge;
-  const auto now = std::chrono::steady_clock::now();
+  const int64_t now = clock_->MonotonicNanos();
   absl::MutexLock lock(&mu_);
   for (auto it = jobs_.begin(); it != jobs_.end();) {
-    if (now - it->second.at > idle_after_) {
+    if (now - it->second.at_ns > idle_after_ns_) {
       it = jobs_.erase(it);
       continue;
     }

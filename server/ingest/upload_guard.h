@@ -26,7 +26,8 @@ class UploadGuard {
     int max_per_peer = 8;                       // --max_uploads_per_peer
     std::chrono::milliseconds idle_timeout{60'000};  // --upload_idle_timeout_s
   };
-  explicit UploadGuard(Limits limits, Clock* clock = RealClock());
+  // The idle timeout runs on `clock`, which outlives the guard.
+  UploadGuard(Limits limits, Clock* clock);
   ~UploadGuard();  // stops the watchdog
   UploadGuard(const UploadGuard&) = delete;
   UploadGuard& operator=(const UploadGuard&) = delete;

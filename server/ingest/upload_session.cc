@@ -1,7 +1,5 @@
 #include "server/ingest/upload_session.h"
 
-#include <chrono>
-
 #include "absl/strings/str_cat.h"
 #include "analysis/event_array.h"
 #include "common/clock_sync_labels.h"
@@ -17,9 +15,9 @@
 namespace fleetprof {
 namespace {
 
-std::string NewProfileId() {
+std::string NewProfileId(const Clock& clock) {
   // Time-ordered prefix so ids sort by ingest time, then randomness against collisions.
-  return absl::StrCat(absl::Hex(UnixNanos(), absl::kZeroPad16), RandomHex(4));
+  return absl::StrCat(absl::Hex(clock.Now(), absl::kZeroPad16), RandomHex(4));
 }
 
 // The event store written while an upload is analysed belongs to a profile id that exists
@@ -83,14 +81,28 @@ absl::Status CheckUploadTexts(const v1::UploadMetadata& metadata) {
   return absl::OkStatus();
 }
 
+// The metadata's own fields, whoever sends them: the upload id, the chunk encoding and the
+// texts (CheckUploadTexts). An upload without a job is of job "unassigned".
+absl::Status CheckUploadMetadata(v1::UploadMetadata& metadata) {
+  if (!IsValidUploadId(metadata.upload_id())) {
+    return absl::InvalidArgumentError("upload_id must be 1-128 characters of [A-Za-z0-9._:-]");
+  }
+  if (!metadata.chunk_encoding().empty() && metadata.chunk_encoding() != UploadTable::kGzipParts) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk_encoding must be \"\" or \"gzip\", not \"", metadata.chunk_encoding().substr(0, 32), "\""));
+  }
+  if (metadata.job().empty()) metadata.set_job("unassigned");
+  return CheckUploadTexts(metadata);
+}
+
 }  // namespace
 
 // Declared in this order so that they are destroyed in the reverse one: the analysis stops
 // before its events' blocks are cleaned up, and those before the writer goes.
 struct UploadSession::Receiving {
-  Receiving(Storage* store, const v1::UploadRecord& record, const analysis::TraceLimits& limits)
+  Receiving(Storage* store, const Clock& clock, const v1::UploadRecord& record, const analysis::TraceLimits& limits)
       : file_name(record.metadata().file_name().empty() ? record.metadata().upload_id() : record.metadata().file_name()),
-        profile_id(NewProfileId()),
+        profile_id(NewProfileId(clock)),
         timeline_writer(store->events().NewWriter(profile_id)),
         timeline_sink(timeline_writer.get()),
         releasing_sink(&timeline_sink),
@@ -99,7 +111,7 @@ struct UploadSession::Receiving {
                  record.received_bytes() > 0 ? store->uploads().ReadRaw(UploadKeyOf(record), record) : nullptr,
                  &releasing_sink, limits) {}
 
-  const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  const Stopwatch started;  // the upload's latency, from the start of its analysis
   const std::string file_name;
   const std::string profile_id;
   std::unique_ptr<timeline::TimelineWriter> timeline_writer;
@@ -150,28 +162,31 @@ absl::StatusOr<v1::UploadResponse> UploadSession::Finish(bool broken) {
 }
 
 absl::StatusOr<bool> UploadSession::Begin(v1::UploadRequest first) {
-  ServerMetrics* metrics = context_->metrics();
-  Storage* store = context_->store();
   if (!first.has_metadata()) {
-    metrics->RecordUpload("invalid", 0);
+    context_->metrics()->RecordUpload("invalid", 0);
     return absl::InvalidArgumentError("the first upload message must carry the metadata");
   }
   v1::UploadMetadata metadata = std::move(*first.mutable_metadata());
-  const std::string id = metadata.upload_id();
-  if (!IsValidUploadId(id)) {
-    metrics->RecordUpload("invalid", 0);
-    return absl::InvalidArgumentError("upload_id must be 1-128 characters of [A-Za-z0-9._:-]");
-  }
-  if (!metadata.chunk_encoding().empty() && metadata.chunk_encoding() != UploadTable::kGzipParts) {
-    metrics->RecordUpload("invalid", 0);
-    return absl::InvalidArgumentError(
-        absl::StrCat("chunk_encoding must be \"\" or \"gzip\", not \"", metadata.chunk_encoding().substr(0, 32), "\""));
-  }
-  if (metadata.job().empty()) metadata.set_job("unassigned");
-  if (absl::Status s = CheckUploadTexts(metadata); !s.ok()) {
-    metrics->RecordUpload("invalid", 0);
+  if (absl::Status s = CheckUploadMetadata(metadata); !s.ok()) {
+    context_->metrics()->RecordUpload("invalid", 0);
     return s;
   }
+  if (absl::Status s = CheckSender(metadata); !s.ok()) return s;
+  absl::StatusOr<std::string> key = ClaimUpload(metadata.upload_id());
+  if (!key.ok()) return key.status();
+  // Read under the claim: another stream may have committed it meanwhile.
+  auto existing = context_->store()->uploads().Get(*key);
+  if (!existing.ok()) return existing.status();
+  if (existing->has_value() && !(*existing)->profile_id().empty()) {
+    // Idempotent: the same upload_id again gets the profile it made the first time.
+    if (absl::Status s = AnswerCommitted((*existing)->profile_id()); !s.ok()) return s;
+    return false;
+  }
+  if (absl::Status s = StartRecord(std::move(metadata), *key, *existing); !s.ok()) return s;
+  return true;  // the analysis starts with the first chunk: a client that stalls before holds no thread
+}
+
+absl::Status UploadSession::CheckSender(v1::UploadMetadata& metadata) const {
   if (!caller_.node().empty()) {
     if (metadata.node().empty()) metadata.set_node(std::string(caller_.node()));
     if (metadata.node() != caller_.node()) {
@@ -199,54 +214,60 @@ absl::StatusOr<bool> UploadSession::Begin(v1::UploadRequest first) {
     return absl::PermissionDeniedError(
         absl::StrCat("capture ", label->second, " has no target on node ", metadata.node()));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> UploadSession::ClaimUpload(const std::string& id) {
   // An id lives in its principal's namespace: another principal's upload of the same id is
   // another upload, so no attempt of theirs holds, reads or learns of this one.
-  auto key = FindUploadKey(store->uploads(), caller_, id);
+  auto key = FindUploadKey(context_->store()->uploads(), caller_, id);
   if (!key.ok()) return key.status();
   if (!context_->ClaimUploadId(*key)) {
     return absl::AbortedError(absl::StrCat("upload ", id, " is already in progress on another stream"));
   }
   claimed_id_ = *key;
+  return key;
+}
 
-  // Read under the claim: another stream may have committed it meanwhile.
-  auto existing = store->uploads().Get(*key);
-  if (!existing.ok()) return existing.status();
-  if (existing->has_value() && !(*existing)->profile_id().empty()) {
-    // Idempotent: the same upload_id again gets the profile it made the first time.
-    auto info = store->profiles().Get((*existing)->profile_id());
-    if (!info.ok()) return info.status();
-    v1::UploadResponse response;
-    response.set_profile_id(info->profile_id());
-    response.set_already_existed(true);
-    *response.mutable_profile() = *info;
-    metrics->RecordUpload("duplicate", 0);
-    answered_ = std::move(response);
-    return false;
-  }
+absl::Status UploadSession::AnswerCommitted(const std::string& profile_id) {
+  auto info = context_->store()->profiles().Get(profile_id);
+  if (!info.ok()) return info.status();
+  v1::UploadResponse response;
+  response.set_profile_id(info->profile_id());
+  response.set_already_existed(true);
+  *response.mutable_profile() = *info;
+  context_->metrics()->RecordUpload("duplicate", 0);
+  answered_ = std::move(response);
+  return absl::OkStatus();
+}
 
+absl::Status UploadSession::StartRecord(v1::UploadMetadata metadata, const std::string& key,
+                                        const std::optional<v1::UploadRecord>& existing) {
+  UploadTable& uploads = context_->store()->uploads();
   const int64_t offset = metadata.resume_offset();
   if (offset > 0) {
-    const int64_t have = existing->has_value() ? (*existing)->received_bytes() : 0;
+    const int64_t have = existing.has_value() ? existing->received_bytes() : 0;
     if (have != offset) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("server holds ", have, " bytes of upload ", id, "; resume from offset ", have));
+      return absl::FailedPreconditionError(absl::StrCat("server holds ", have, " bytes of upload ",
+                                                        metadata.upload_id(), "; resume from offset ", have));
     }
-    record_ = **existing;
-  } else if (existing->has_value()) {
+    record_ = *existing;
+  } else if (existing.has_value()) {
     // A fresh start of an upload that broke off earlier: drop what it left.
-    if (absl::Status s = store->uploads().Abort(*key); !s.ok()) return s;
+    if (absl::Status s = uploads.Abort(key); !s.ok()) return s;
   }
   metadata.set_resume_offset(0);
   *record_.mutable_metadata() = std::move(metadata);
   record_.set_owner(caller_.authenticated ? caller_.name : "");
-  record_.set_key(*key == id ? "" : *key);
-  record_.set_updated_at_ns(UnixNanos());
-  if (absl::Status s = store->uploads().Put(*key, record_); !s.ok()) return s;
-  return true;  // the analysis starts with the first chunk: a client that stalls before holds no thread
+  record_.set_key(key == record_.metadata().upload_id() ? "" : key);
+  record_.set_updated_at_ns(context_->clock()->Now());
+  return uploads.Put(key, record_);
 }
 
 UploadSession::Receiving& UploadSession::StartReceiving() {
-  if (!receiving_) receiving_ = std::make_unique<Receiving>(context_->store(), record_, context_->limits().trace);
+  if (!receiving_) {
+    receiving_ = std::make_unique<Receiving>(context_->store(), *context_->clock(), record_, context_->limits().trace);
+  }
   return *receiving_;
 }
 
@@ -295,7 +316,7 @@ absl::Status UploadSession::Receive(v1::UploadRequest message) {
     record_.set_parts_encoding(LooksGzipped(file_bytes) ? "" : std::string(UploadTable::kGzipParts));
   }
   Receiving& r = StartReceiving();  // before the chunk is stored: it replays only earlier bytes
-  record_.set_updated_at_ns(UnixNanos());
+  record_.set_updated_at_ns(context_->clock()->Now());
   std::string member;
   std::string_view stored = file_bytes;
   if (!record_.parts_encoding().empty()) {
@@ -339,10 +360,10 @@ absl::StatusOr<v1::UploadResponse> UploadSession::Answer(bool broken) {
                                            record_.received_bytes(), " bytes; resume from that offset"));
   }
   Receiving& r = StartReceiving();  // an upload resumed with every byte stored sends no chunk
-  const auto stream_ended = std::chrono::steady_clock::now();
+  const Stopwatch stream_ended;
   absl::StatusOr<analysis::TraceSummary> summary = r.early ? *std::move(r.early) : r.analysis.Finish();
   if (!summary.ok()) return AnalysisFailed(summary.status());
-  const auto analysed = std::chrono::steady_clock::now();
+  const Stopwatch analysed;
   v1::UploadResponse response;
   if (absl::Status s = context_->Commit(record_, r.file_name, r.profile_id, *summary, r.started, &response);
       !s.ok()) {
@@ -359,10 +380,9 @@ absl::StatusOr<v1::UploadResponse> UploadSession::Answer(bool broken) {
   // Where an upload's time goes (bench/ingest_speed.sh reads it at --log_level=debug): receiving
   // and storing the chunks while the analysis runs, the analysis left after the last chunk, and
   // the commit (the raw bytes' flush, the event store's last blocks, the catalog).
-  using Seconds = std::chrono::duration<double>;
   spdlog::debug("upload phases profile_id={} receive_s={:.3f} analysis_after_stream_s={:.3f} commit_s={:.3f}",
-                r.profile_id, Seconds(stream_ended - r.started).count(), Seconds(analysed - stream_ended).count(),
-                Seconds(std::chrono::steady_clock::now() - analysed).count());
+                r.profile_id, stream_ended.SecondsSince(r.started), analysed.SecondsSince(stream_ended),
+                analysed.ElapsedSeconds());
   return response;
 }
 

@@ -5,7 +5,6 @@
 // stalled; Feed and Finish may block on storage and on the analysis, so they run on a worker
 // (server/ingest_service.cc), one call at a time per session.
 
-#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +12,8 @@
 #include "absl/status/statusor.h"
 #include "analysis/trace_summary.h"
 #include "auth/scopes.h"
+#include "common/clock.h"
+#include "common/stopwatch.h"
 #include "fleetprof/v1/ingest.pb.h"
 #include "fleetprof/v1/records.pb.h"
 #include "server/ingest/upload_guard.h"
@@ -32,15 +33,18 @@ class UploadSessionContext {
   virtual Storage* store() = 0;
   virtual ServerMetrics* metrics() = 0;
   virtual const IngestLimits& limits() const = 0;
+  // The time that stamps the upload's records and the profile id (retention ages them on it).
+  virtual const Clock* clock() const = 0;
   // Whether `node` may upload for capture `capture_id` (always, when no check is set).
   virtual bool MayUploadForCapture(const std::string& capture_id, const std::string& node) const = 0;
   // Only one stream per upload id at a time: false while another holds it.
   virtual bool ClaimUploadId(const std::string& id) = 0;
   virtual void ReleaseUploadId(const std::string& id) = 0;
-  // Stores the profile and its summary atomically; fills the response.
+  // Stores the profile and its summary atomically; fills the response. `since_start` has run
+  // since the upload's analysis started (the upload's latency).
   virtual absl::Status Commit(const v1::UploadRecord& record, const std::string& file_name,
                               const std::string& profile_id, const analysis::TraceSummary& summary,
-                              std::chrono::steady_clock::time_point started, v1::UploadResponse* response) = 0;
+                              const Stopwatch& since_start, v1::UploadResponse* response) = 0;
   // Drops an upload's bytes and returns `error`.
   virtual absl::Status Reject(const std::string& upload_id, absl::Status error) = 0;
 };
@@ -80,6 +84,19 @@ class UploadSession {
 
   // The first message: checks the metadata and who may send it, and prepares the record.
   absl::StatusOr<bool> Begin(v1::UploadRequest first);
+  // Whether the caller may send `metadata`: an agent uploads only as its own node (which an
+  // empty node becomes), some labels are the server's or agents' own, and a capture's profile
+  // comes only from one of its targets.
+  absl::Status CheckSender(v1::UploadMetadata& metadata) const;
+  // Holds upload `id` for this stream and returns the key it is stored under; ABORTED while
+  // another stream holds it.
+  absl::StatusOr<std::string> ClaimUpload(const std::string& id);
+  // The answer for an upload id whose profile `profile_id` was committed before.
+  absl::Status AnswerCommitted(const std::string& profile_id);
+  // Stores the record the upload starts from: the `existing` one when resuming (its bytes must
+  // be where the client resumes), else a fresh one.
+  absl::Status StartRecord(v1::UploadMetadata metadata, const std::string& key,
+                           const std::optional<v1::UploadRecord>& existing);
   // The profile being made, started on first use.
   Receiving& StartReceiving();
   // One chunk: stored, then handed to the analysis.

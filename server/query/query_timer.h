@@ -1,25 +1,20 @@
 #pragma once
 // Times one query into the query histogram, whichever transport asked.
 
-#include <chrono>
-
+#include "common/stopwatch.h"
 #include "server/server_metrics.h"
 
 namespace fleetprof {
 
 class QueryTimer {
  public:
-  QueryTimer(ServerMetrics* metrics, const char* query)
-      : metrics_(metrics), query_(query), start_(std::chrono::steady_clock::now()) {}
-  ~QueryTimer() {
-    metrics_->RecordQuery(
-        query_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
-  }
+  QueryTimer(ServerMetrics* metrics, const char* query) : metrics_(metrics), query_(query) {}
+  ~QueryTimer() { metrics_->RecordQuery(query_, running_.ElapsedSeconds()); }
 
  private:
   ServerMetrics* metrics_;
   const char* query_;
-  std::chrono::steady_clock::time_point start_;
+  const Stopwatch running_;
 };
 
 }  // namespace fleetprof

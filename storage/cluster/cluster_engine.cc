@@ -63,7 +63,9 @@ class ClusterEngine : public StorageEngine {
     if (auto counted = etcd_->Range(request); counted.ok()) usage.profiles = counted->count();
     return usage;
   }
-  std::unique_ptr<Membership> NewMembership() override { return NewEtcdMembership(etcd_.get(), prefix_); }
+  std::unique_ptr<Membership> NewMembership() override {
+    return NewEtcdMembership(etcd_.get(), prefix_, etcd_->clock());
+  }
   void DescribeStores(v1::GetClusterResponse* out) override {
     out->mutable_catalog()->set_kind("etcd");
     out->mutable_catalog()->set_url(etcd_->Describe());
@@ -117,6 +119,7 @@ class ClusterEngine : public StorageEngine {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<StorageEngine>> OpenClusterEngine(const ClusterStoreOptions& options) {
+  const Clock* clock = options.clock != nullptr ? options.clock : RealClock();
   auto objects = OpenObjectStore(options.object_store, options.s3);
   if (!objects.ok()) return objects.status();
   // Below the cache: a cached read never waits for a slot.
@@ -130,10 +133,13 @@ absl::StatusOr<std::unique_ptr<StorageEngine>> OpenClusterEngine(const ClusterSt
     cache.prefixes = WriteOnceObjectPrefixes();
     cache.on_lookup = options.on_cache_lookup;
     cache.on_state = options.on_cache_state;
+    cache.clock = clock;
     objects = NewCachedObjectClient(*std::move(objects), cache);
     if (!objects.ok()) return objects.status();
   }
-  auto etcd = EtcdClient::Connect(options.etcd);
+  EtcdSettings etcd_settings = options.etcd;
+  if (etcd_settings.clock == nullptr) etcd_settings.clock = clock;
+  auto etcd = EtcdClient::Connect(std::move(etcd_settings));
   if (!etcd.ok()) return etcd.status();
   // Both must answer before the server says it serves: a wrong endpoint or bucket is an error
   // at start, not on the first upload.

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "storage/cluster/etcd_client.h"
 #include "storage/cluster/object_client.h"
 #include "storage/storage_engine.h"
@@ -30,6 +31,9 @@ struct ClusterStoreOptions {
   std::function<void(bool working)> on_cache_state;
   // Object-store reads that queries may wait on at once (object_read_gate.h).
   int query_object_reads = 4;
+  // The replica's time: etcd's deadlines and retries, the lease, the clock this replica
+  // publishes, the cache's retries (null: RealClock()). An `etcd.clock` of its own wins.
+  const Clock* clock = nullptr;
 };
 
 absl::StatusOr<std::unique_ptr<StorageEngine>> OpenClusterEngine(const ClusterStoreOptions& options);

@@ -7,12 +7,12 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 
 namespace fleetprof::cluster {
 namespace {
@@ -160,7 +160,8 @@ class EtcdCatalog : public Catalog {
   absl::Status ResolveUnknownOutcome(const std::map<std::string, const CatalogWrite::Mutation*>& mutations,
                                      const absl::Status& error) {
     constexpr auto kResolveFor = std::chrono::seconds(30);
-    const auto give_up = std::chrono::steady_clock::now() + kResolveFor;
+    const Clock& clock = *etcd_->clock();
+    const int64_t give_up = clock.MonotonicNanos() + std::chrono::nanoseconds(kResolveFor).count();
     spdlog::warn("etcd commit of {} keys: its outcome is unknown ({}); asking etcd again until it answers",
                  mutations.size(), std::string(error.message()));
     while (true) {
@@ -172,11 +173,11 @@ class EtcdCatalog : public Catalog {
       }
       // Without a leader etcd cannot say soon; neither can waiting here (the caller keeps what the
       // commit may have made live, and a retry reads the catalog again).
-      if (std::chrono::steady_clock::now() >= give_up || absl::StrContains(applied.status().message(), "no leader")) {
+      if (clock.MonotonicNanos() >= give_up || absl::StrContains(applied.status().message(), "no leader")) {
         return CommitOutcomeUnknown(absl::StrCat(error.message(), "; whether the commit was applied is unknown: etcd ",
                                                  "did not answer for ", kResolveFor.count(), " s after"));
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      SleepUntil(clock, clock.MonotonicNanos() + 500'000'000);
     }
   }
 
@@ -239,7 +240,8 @@ class EtcdCatalog : public Catalog {
         if (stopping_) return;
       }
       etcd_->Advance();
-      absl::SleepFor(absl::Milliseconds(std::min(2000, 100 << std::min(failures, 5))));
+      const Clock& clock = *etcd_->clock();
+      SleepUntil(clock, clock.MonotonicNanos() + int64_t{1'000'000} * std::min(2000, 100 << std::min(failures, 5)));
     }
   }
 

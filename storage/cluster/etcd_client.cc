@@ -3,19 +3,18 @@
 #include <chrono>
 #include <optional>
 #include <random>
-#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/stopwatch.h"
+#include "common/system_time.h"
 #include "grpcpp/grpcpp.h"
 
 namespace fleetprof::cluster {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // Worth another try on a member: it is down, unreachable, or between leaders.
 bool Transient(const grpc::Status& s) {
@@ -94,7 +93,8 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(EtcdSettings set
   return std::unique_ptr<EtcdClient>(new EtcdClient(std::move(settings)));
 }
 
-EtcdClient::EtcdClient(EtcdSettings settings) : settings_(std::move(settings)) {
+EtcdClient::EtcdClient(EtcdSettings settings)
+    : settings_(std::move(settings)), clock_(settings_.clock != nullptr ? settings_.clock : RealClock()) {
   for (const auto& address : settings_.endpoints) {
     grpc::ChannelArguments args;
     // Etcd's replies (a page of records) stay far below this; gRPC's default is 4 MiB.
@@ -132,18 +132,19 @@ std::string EtcdClient::Describe() const {
 absl::Status EtcdClient::Call(const char* op,
                               const std::function<grpc::Status(grpc::ClientContext*, size_t member)>& call,
                               bool* retried, bool require_leader, absl::Duration budget, bool* maybe_delivered) {
-  const auto started = Clock::now();
-  const auto give_up =
-      started + absl::ToChronoNanoseconds(budget == absl::ZeroDuration() ? settings_.retry_budget : budget);
+  const Stopwatch took;  // for `on_request`
+  const int64_t started = clock_->MonotonicNanos();
+  const int64_t give_up =
+      started + absl::ToInt64Nanoseconds(budget == absl::ZeroDuration() ? settings_.retry_budget : budget);
   // A member that is there but slow gets longer than one that says it has no leader.
-  const auto give_up_slow = started + absl::ToChronoNanoseconds(std::max(settings_.slow_budget, budget));
+  const int64_t give_up_slow = started + absl::ToInt64Nanoseconds(std::max(settings_.slow_budget, budget));
   thread_local std::mt19937_64 rng{std::random_device{}()};
   grpc::Status last;
   size_t refused_in_a_row = 0;
   for (int attempt = 0;; ++attempt) {
     const size_t member = current_.load() % members_.size();
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(settings_.call_timeout));
+    context.set_deadline(DeadlineAfter(*clock_, absl::ToChronoNanoseconds(settings_.call_timeout)));
     // A member that has lost its leader refuses at once instead of waiting out its own timeout.
     if (require_leader) context.AddMetadata("hasleader", "true");
     last = call(&context, member);
@@ -159,8 +160,7 @@ absl::Status EtcdClient::Call(const char* op,
       }
       if (retried != nullptr) *retried = attempt > 0;
       if (settings_.on_request) {
-        settings_.on_request(op, !last.ok() ? "error" : attempt > 0 ? "retried" : "ok",
-                             std::chrono::duration<double>(Clock::now() - started).count());
+        settings_.on_request(op, !last.ok() ? "error" : attempt > 0 ? "retried" : "ok", took.ElapsedSeconds());
       }
       return last.ok() ? absl::OkStatus() : ToStatus(last, op);
     }
@@ -172,18 +172,19 @@ absl::Status EtcdClient::Call(const char* op,
     size_t expected = member;  // unless another call moved on already
     current_.compare_exchange_strong(expected, member + 1);
     const int64_t cap_ms = std::min<int64_t>(1000, int64_t{25} << std::min(attempt, 8));
-    const auto pause = std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(cap_ms / 4, cap_ms)(rng));
+    const int64_t pause_ns = std::uniform_int_distribution<int64_t>(cap_ms / 4, cap_ms)(rng) * 1'000'000;
     // etcd's own "request timed out" (after a leader change, most often) comes as UNAVAILABLE,
     // but the member answered: it is slow, not gone, and such a try can outlast the short budget.
     const bool slow = last.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
                       absl::StrContains(last.error_message(), "timed out");
-    if (Clock::now() + pause >= (slow ? give_up_slow : give_up)) break;
-    std::this_thread::sleep_for(pause);
+    const int64_t resume = clock_->MonotonicNanos() + pause_ns;
+    if (resume >= (slow ? give_up_slow : give_up)) break;
+    SleepUntil(*clock_, resume);
   }
   healthy_ = false;
   if (retried != nullptr) *retried = true;
   if (settings_.on_request) {
-    settings_.on_request(op, "error", std::chrono::duration<double>(Clock::now() - started).count());
+    settings_.on_request(op, "error", took.ElapsedSeconds());
   }
   return absl::UnavailableError(absl::StrCat("etcd (", Describe(), ") unavailable for ", op, ": ", last.error_message()));
 }

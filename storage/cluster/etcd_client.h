@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "etcd/etcd_rpc.grpc.pb.h"
 
 namespace fleetprof::cluster {
@@ -37,6 +38,8 @@ struct EtcdSettings {
   absl::Duration slow_budget = absl::Seconds(12);
   // Hears every call's outcome (metrics): op "range", "txn", …; result "ok", "retried", "error".
   std::function<void(std::string_view op, std::string_view result, double seconds)> on_request;
+  // The time the calls' deadlines, budgets and pauses run on (null: RealClock()).
+  const Clock* clock = nullptr;
 };
 
 // Splits "http://a:2379,http://b:2379" (or all https://) into HOST:PORT endpoints, and says
@@ -74,6 +77,8 @@ class EtcdClient {
   std::string Describe() const;
   // Whether the last call reached a member that answered (not a verdict on quorum).
   bool healthy() const { return healthy_.load(); }
+  // The clock of its settings: what the catalog and membership over it wait on too.
+  const Clock* clock() const { return clock_; }
 
  private:
   explicit EtcdClient(EtcdSettings settings);
@@ -92,6 +97,7 @@ class EtcdClient {
     std::unique_ptr<etcdserverpb::Watch::Stub> watch;
   };
   const EtcdSettings settings_;
+  const Clock* const clock_;
   std::vector<Member> members_;
   std::atomic<size_t> current_{0};
   std::atomic<bool> healthy_{true};

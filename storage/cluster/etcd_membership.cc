@@ -15,7 +15,7 @@
 namespace fleetprof::cluster {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+constexpr int64_t kSecondNs = 1'000'000'000;
 
 class EtcdMembership : public Membership {
  public:
@@ -47,7 +47,7 @@ class EtcdMembership : public Membership {
     if (const int64_t lease = lease_.load(); lease != 0) (void)etcd_->LeaseRevoke(lease);
   }
 
-  bool IsLeader() const override { return leader_.load() && Clock::now() < lease_valid_until_.load(); }
+  bool IsLeader() const override { return leader_.load() && clock_->MonotonicNanos() < lease_valid_until_ns_.load(); }
 
   void SetAgents(int64_t agents) override { agents_.store(agents); }
 
@@ -109,11 +109,11 @@ class EtcdMembership : public Membership {
 
   // A new lease and the registration under it.
   absl::Status Register() {
-    const auto sent = Clock::now();
+    const int64_t sent = clock_->MonotonicNanos();
     auto lease = etcd_->LeaseGrant(kLeaseSeconds);
     if (!lease.ok()) return lease.status();
     lease_ = lease->id();
-    lease_valid_until_ = sent + std::chrono::seconds(lease->ttl());
+    lease_valid_until_ns_ = sent + lease->ttl() * kSecondNs;
     return Publish();
   }
 
@@ -170,19 +170,21 @@ class EtcdMembership : public Membership {
     while (true) {
       {
         absl::MutexLock lock(&mu_);
-        if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Seconds(kLeaseSeconds) / 3)) return;
+        if (clock_->WaitUntil(&mu_, absl::Condition(&stopping_), clock_->MonotonicNanos() + kLeaseSeconds * kSecondNs / 3)) {
+          return;
+        }
       }
       // The lease runs from before the request left, never from its answer: a slow answer must
       // not stretch how long this replica believes it leads.
-      const auto sent = Clock::now();
+      const int64_t sent = clock_->MonotonicNanos();
       auto ttl = etcd_->LeaseKeepAliveOnce(lease_.load());
       if (ttl.ok() && *ttl > 0) {
-        lease_valid_until_ = sent + std::chrono::seconds(*ttl);
+        lease_valid_until_ns_ = sent + *ttl * kSecondNs;
         (void)Publish();  // the agent count, and this replica's clock for ClockOffsetNs
         Campaign();
         continue;
       }
-      if (ttl.ok() || Clock::now() >= lease_valid_until_.load()) {
+      if (ttl.ok() || clock_->MonotonicNanos() >= lease_valid_until_ns_.load()) {
         // The lease is gone (expired while cut off): stop leading, register anew.
         if (leader_.exchange(false)) spdlog::warn("lost the cluster's lease: no longer the leader");
         if (Register().ok()) Campaign();
@@ -197,7 +199,7 @@ class EtcdMembership : public Membership {
   v1::ReplicaInfo self_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<int64_t> lease_{0};
-  std::atomic<Clock::time_point> lease_valid_until_{Clock::time_point()};
+  std::atomic<int64_t> lease_valid_until_ns_{0};  // on clock_->MonotonicNanos()
   std::atomic<bool> leader_{false};
   std::atomic<int64_t> agents_{0};
   std::atomic<int64_t> published_agents_{-1};

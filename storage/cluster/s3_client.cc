@@ -20,12 +20,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/call_bounds.h"
+#include "common/stopwatch.h"
 #include "storage/cluster/s3_xml.h"
 
 namespace fleetprof::cluster {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // A reply body larger than this is refused (listings are ~250 bytes a key, 1,000 keys a page).
 constexpr size_t kMaxControlReplyBytes = 4 << 20;
@@ -298,7 +297,7 @@ class S3Client : public ObjectClient {
 
   // One request, retried; an HTTP answer that is not worth retrying is returned as it is.
   absl::StatusOr<Reply> Do(const Request& r) {
-    const auto started = Clock::now();
+    const Stopwatch started;
     const std::string payload_hash = Sha256Hex(r.body);
     absl::Status last;
     bool retried = false;
@@ -311,7 +310,7 @@ class S3Client : public ObjectClient {
       // would only hold a query worker for an answer nobody reads.
       if (Bounded(r) && CallTimeLeftNanos() <= 0) return CallerGone(r, attempt, last, started);
       Reply reply;
-      const auto attempt_started = Clock::now();
+      const Stopwatch attempt_started;
       CURLcode code = Perform(r, payload_hash, &reply, &last);
       if (code == CURLE_OK && !RetryableStatus(reply.status, reply.body)) {
         healthy_ = true;
@@ -325,7 +324,7 @@ class S3Client : public ObjectClient {
                                 (code == CURLE_OPERATION_TIMEDOUT && CallTimeLeftNanos() <= 0))) {
         // The caller's bounds ended it; still, a store that sent nothing for seconds is not
         // answering, and /healthz should say so.
-        if (Clock::now() - attempt_started > std::chrono::seconds(5)) healthy_ = false;
+        if (attempt_started.ElapsedNanos() > int64_t{5'000'000'000}) healthy_ = false;
         return CallerGone(r, attempt + 1, last, started);
       } else if (!RetryableCurl(code)) {
         break;
@@ -337,7 +336,7 @@ class S3Client : public ObjectClient {
   }
 
   // The answer to a request whose caller stopped waiting or went away (CallBounds).
-  absl::Status CallerGone(const Request& r, int tries, const absl::Status& last, Clock::time_point started) {
+  absl::Status CallerGone(const Request& r, int tries, const absl::Status& last, const Stopwatch& started) {
     const CallBounds* bounds = CurrentCallBounds();
     const bool gone = bounds != nullptr && bounds->cancelled && bounds->cancelled();
     const std::string why = absl::StrCat("s3 ", r.op, " ", Where(r.key), ": the caller ",
@@ -467,9 +466,9 @@ class S3Client : public ObjectClient {
     std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
   }
 
-  void Observe(const char* op, const char* result, Clock::time_point started) {
+  void Observe(const char* op, const char* result, const Stopwatch& started) {
     if (settings_.on_request) {
-      settings_.on_request(op, result, std::chrono::duration<double>(Clock::now() - started).count());
+      settings_.on_request(op, result, started.ElapsedSeconds());
     }
   }
 

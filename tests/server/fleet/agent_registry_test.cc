@@ -7,7 +7,7 @@
 
 
 
-#include "common/runtime.h"
+#include "common/clock.h"
 #include "gtest/gtest.h"
 
 namespace fleetprof {
@@ -27,6 +27,7 @@ class AgentRegistryTest : public ::testing::Test {
     return registry.Connected(hello, [](const v1::ServerMessage&) { return true; }, [] {});
   }
 
+  SimulatedClock clock_;
   ServerMetrics metrics_;
   std::unique_ptr<Storage> store_;
 };
@@ -36,7 +37,7 @@ TEST_F(AgentRegistryTest, NodesTargetsAndMessageSizesAreBounded) {
   limits.max_agents = 3;
   limits.max_targets_per_agent = 4;
   limits.max_message_bytes = 4096;
-  AgentRegistry registry(&store_->agents(), &metrics_, limits);
+  AgentRegistry registry(&store_->agents(), &metrics_, limits, &clock_);
   for (const char* node : {"n1", "n2", "n3"}) ASSERT_TRUE(Connect(registry, Hello(node)).ok());
   auto refused = Connect(registry, Hello("n4"));
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
@@ -57,9 +58,9 @@ TEST_F(AgentRegistryTest, NodesTargetsAndMessageSizesAreBounded) {
 TEST_F(AgentRegistryTest, DeviceHistoryIsBoundedInBytes) {
   AgentLimits limits;
   limits.max_history_bytes = 64 << 10;
-  AgentRegistry registry(&store_->agents(), &metrics_, limits);
+  AgentRegistry registry(&store_->agents(), &metrics_, limits, &clock_);
   ASSERT_TRUE(Connect(registry, Hello("node")).ok());
-  const int64_t now = UnixNanos();
+  const int64_t now = clock_.Now();
   int64_t sent_bytes = 0;
   for (int beat = 0; beat < 2000; ++beat) {
     v1::AgentHeartbeat heartbeat;
