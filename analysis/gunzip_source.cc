@@ -34,6 +34,91 @@ const char* IsalErrorText(int ret) {
   }
 }
 
+// What follows the end of a gzip member, judged from the next compressed byte.
+enum class AfterMember {
+  kReadMore,        // no byte left to judge by, and the input goes on
+  kEndOfStream,     // nothing follows
+  kSkippedPadding,  // a zero byte, consumed
+  kNextMember,      // another member's magic: ISA-L is reset for it
+  kTrailingData,    // anything else, or a member after the padding
+};
+
+// The compressed side of the inflate loop: ISA-L's state, the input buffer it reads, and how
+// many compressed bytes it was handed, which the offsets in errors count.
+class CompressedInput {
+ public:
+  // Starts with `prefix`, the bytes already read from the source.
+  CompressedInput(const std::string& prefix, size_t buffer_bytes)
+      : state_(std::make_unique<inflate_state>()),
+        in_(std::make_unique<unsigned char[]>(buffer_bytes)),
+        buffer_bytes_(buffer_bytes) {
+    isal_inflate_init(state_.get());
+    state_->crc_flag = ISAL_GZIP;
+    std::memcpy(in_.get(), prefix.data(), prefix.size());
+    state_->next_in = in_.get();
+    state_->avail_in = static_cast<uint32_t>(prefix.size());
+    read_total_ = prefix.size();
+  }
+
+  // ISA-L took all it was given and the source has more.
+  bool NeedsInput() const { return state_->avail_in == 0 && !eof_; }
+
+  // Reads the next buffer from `source`; at its end, notes that it ended.
+  absl::Status Refill(ByteSource& source) {
+    absl::StatusOr<size_t> got = source.Read(reinterpret_cast<char*>(in_.get()), buffer_bytes_);
+    if (!got.ok()) return got.status();
+    if (*got == 0) {
+      eof_ = true;
+    } else {
+      state_->next_in = in_.get();
+      state_->avail_in = static_cast<uint32_t>(*got);
+      read_total_ += *got;
+    }
+    return absl::OkStatus();
+  }
+
+  // Tar/tape zero padding after the last member is tolerated; anything else is not.
+  AfterMember NextAfterMember() {
+    if (state_->avail_in == 0) return eof_ ? AfterMember::kEndOfStream : AfterMember::kReadMore;
+    const unsigned char next = *state_->next_in;
+    if (next == 0) {
+      zero_padding_ = true;
+      ++state_->next_in;
+      --state_->avail_in;
+      return AfterMember::kSkippedPadding;
+    }
+    if (zero_padding_ || next != 0x1f) return AfterMember::kTrailingData;
+    isal_inflate_reset(state_.get());
+    state_->crc_flag = ISAL_GZIP;
+    return AfterMember::kNextMember;
+  }
+
+  // Inflates into out[*out_len, out_bytes), moving *out_len past what was written; ISA-L's
+  // return code.
+  int InflateInto(char* out, size_t* out_len, size_t out_bytes) {
+    state_->next_out = reinterpret_cast<uint8_t*>(out + *out_len);
+    state_->avail_out = static_cast<uint32_t>(out_bytes - *out_len);
+    const int ret = isal_inflate(state_.get());
+    *out_len = out_bytes - state_->avail_out;
+    return ret;
+  }
+
+  bool MemberFinished() const { return state_->block_state == ISAL_BLOCK_FINISH; }
+  // ISA-L had room to write and nothing more to read, yet the member is unfinished.
+  bool Truncated() const { return state_->avail_in == 0 && eof_ && state_->avail_out > 0; }
+
+  uint64_t consumed() const { return read_total_ - state_->avail_in; }
+  uint64_t read_total() const { return read_total_; }
+
+ private:
+  std::unique_ptr<inflate_state> state_;
+  std::unique_ptr<unsigned char[]> in_;
+  size_t buffer_bytes_;
+  uint64_t read_total_ = 0;  // compressed bytes handed to ISA-L so far
+  bool eof_ = false;
+  bool zero_padding_ = false;
+};
+
 // Defers the sniffing to the first Read, because MaybeGunzip cannot return a Status.
 class SniffingSource : public ByteSource {
  public:
@@ -156,22 +241,8 @@ void GunzipSource::RunInflate() { PublishEnd(Inflate()); }
 // Inflates every gzip member of inner_ in turn. Offsets in errors count compressed bytes
 // from the start of the file, the only position a user can check with other tools.
 absl::Status GunzipSource::Inflate() {
-  auto state = std::make_unique<inflate_state>();
-  isal_inflate_init(state.get());
-  state->crc_flag = ISAL_GZIP;
-  auto in = std::make_unique<unsigned char[]>(kInBufferBytes);
-
-  uint64_t read_total = 0;  // compressed bytes handed to ISA-L so far
-  bool inner_eof = false;
+  CompressedInput input(prefix_, kInBufferBytes);
   bool member_done = false;
-  bool zero_padding = false;  // tar/tape padding after the last member is tolerated
-
-  // Start from the sniffed prefix.
-  std::memcpy(in.get(), prefix_.data(), prefix_.size());
-  state->next_in = in.get();
-  state->avail_in = static_cast<uint32_t>(prefix_.size());
-  read_total = prefix_.size();
-
   char* out = nullptr;
   size_t out_len = 0;
   auto flush = [&] {
@@ -180,7 +251,6 @@ absl::Status GunzipSource::Inflate() {
       out = nullptr;
     }
   };
-  auto consumed = [&] { return read_total - state->avail_in; };
 
   for (;;) {
     if (out == nullptr) {
@@ -188,60 +258,43 @@ absl::Status GunzipSource::Inflate() {
       if (out == nullptr) return absl::CancelledError("reader closed");
       out_len = 0;
     }
-    if (state->avail_in == 0 && !inner_eof) {
+    if (input.NeedsInput()) {
       // A reader that went away must not keep us reading an upload to its end.
       if (stop_.load(std::memory_order_relaxed)) return absl::CancelledError("reader closed");
-      absl::StatusOr<size_t> got = inner_->Read(reinterpret_cast<char*>(in.get()), kInBufferBytes);
-      if (!got.ok()) {
+      if (absl::Status s = input.Refill(*inner_); !s.ok()) {
         flush();
-        return got.status();
-      }
-      if (*got == 0) {
-        inner_eof = true;
-      } else {
-        state->next_in = in.get();
-        state->avail_in = static_cast<uint32_t>(*got);
-        read_total += *got;
+        return s;
       }
     }
     if (member_done) {
-      if (state->avail_in == 0) {
-        if (!inner_eof) continue;
-        flush();
-        return absl::OkStatus();
+      switch (input.NextAfterMember()) {
+        case AfterMember::kReadMore:
+        case AfterMember::kSkippedPadding:
+          continue;
+        case AfterMember::kEndOfStream:
+          flush();
+          return absl::OkStatus();
+        case AfterMember::kTrailingData:
+          flush();
+          return absl::DataLossError(absl::StrCat(
+              name_, ": trailing data after gzip stream at compressed byte ", input.consumed()));
+        case AfterMember::kNextMember:
+          member_done = false;
+          break;
       }
-      unsigned char next = *state->next_in;
-      if (next == 0) {
-        zero_padding = true;
-        ++state->next_in;
-        --state->avail_in;
-        continue;
-      }
-      if (zero_padding || next != 0x1f) {
-        flush();
-        return absl::DataLossError(absl::StrCat(
-            name_, ": trailing data after gzip stream at compressed byte ", consumed()));
-      }
-      isal_inflate_reset(state.get());
-      state->crc_flag = ISAL_GZIP;
-      member_done = false;
     }
-    state->next_out = reinterpret_cast<uint8_t*>(out + out_len);
-    state->avail_out = static_cast<uint32_t>(kOutBufferBytes - out_len);
-    int ret = isal_inflate(state.get());
-    out_len = kOutBufferBytes - state->avail_out;
+    const int ret = input.InflateInto(out, &out_len, kOutBufferBytes);
     if (ret < 0 || ret == ISAL_NEED_DICT) {
       flush();
       return absl::DataLossError(absl::StrCat(name_, ": corrupt gzip stream at compressed byte ",
-                                              consumed(), ": ", IsalErrorText(ret)));
+                                              input.consumed(), ": ", IsalErrorText(ret)));
     }
-    if (state->block_state == ISAL_BLOCK_FINISH) {
+    if (input.MemberFinished()) {
       member_done = true;
-    } else if (state->avail_in == 0 && inner_eof && state->avail_out > 0) {
-      // ISA-L had room to write and nothing more to read, yet the member is unfinished.
+    } else if (input.Truncated()) {
       flush();
       return absl::DataLossError(
-          absl::StrCat(name_, ": truncated gzip stream at compressed byte ", read_total));
+          absl::StrCat(name_, ": truncated gzip stream at compressed byte ", input.read_total()));
     }
     if (out_len == kOutBufferBytes) flush();
   }

@@ -90,6 +90,11 @@ class XSpaceReader {
  private:
   bool ReadPlane(uint64_t limit);
   bool ReadLine(uint64_t limit);
+  // XLine.timestamp_ns, which must keep the trace's times in range.
+  bool ReadLineTimestamp(int64_t* timestamp_ns);
+  // One XEvent of a line of `kind` (unknown while !name_known): kept when the line may be an
+  // activity line, and its stats read when the plane may have XLA ops or allocator events.
+  bool ReadLineEvent(uint64_t limit, LineKind kind, bool name_known);
   bool ReadEvent(uint64_t limit, RawEvent* event, StatsWanted wanted);
   bool ReadEventMetadataEntry(uint64_t limit);
   // While the plane's name is unknown (it may come last) it may be either.
@@ -225,50 +230,9 @@ bool XSpaceReader::ReadLine(uint64_t limit) {
       name_known = true;
       line.kind = ClassifyLine(line_name_);
     } else if (field == 3 && wire == kVarint) {
-      const uint64_t offset = in_.Offset();
-      uint64_t value;
-      if (!in_.ReadVarint(&value, "XLine.timestamp_ns")) return false;
-      timestamp_ns = static_cast<int64_t>(value);
-      // The trace's clock zero comes from a line timestamp: it must keep TimeNs in range.
-      if (timestamp_ns < -kMaxAbsTicks || timestamp_ns > kMaxAbsTicks) {
-        return in_.FailWith(out_->TimeRangeError(
-            in_.source_name(), offset, absl::StrCat("XLine.timestamp_ns ", timestamp_ns)));
-      }
+      if (!ReadLineTimestamp(&timestamp_ns)) return false;
     } else if (field == 4 && wire == kLengthDelimited) {
-      ++out_->events;
-      const uint64_t event_offset = in_.Offset();
-      if (!CheckLimits(event_offset)) return false;
-      uint64_t end;
-      if (!in_.ReadLength(limit, &end, "XEvent", "XLine")) return false;
-      const bool activity = !name_known || line.kind != LineKind::kOther;
-      const bool ops = MayBeDevice() && (!name_known || line.kind == LineKind::kStream ||
-                                         line.kind == LineKind::kXlaOps);
-      const bool host = MayBeHost();
-      if (!activity && !host) {
-        if (!in_.Skip(end - in_.Offset(), "XEvent")) return false;  // nothing to learn
-        continue;
-      }
-      RawEvent event;
-      event.offset = event_offset;
-      stats_.Clear();
-      StatsWanted wanted = StatsWanted::kNone;
-      if (ops) {
-        wanted = StatsWanted::kAll;
-      } else if (host) {
-        wanted = MayBeDevice() ? StatsWanted::kInstants : StatsWanted::kOnlyInstants;
-      }
-      if (!ReadEvent(end, &event, wanted)) return false;
-      if (activity) events_.push_back(event);
-      if (ops && event.dur_ps >= 0) {
-        plane_kept_stats_ +=
-            ops_.AddEvent(name_known ? OpsLine(line.kind) : XlaOpCollector::Line::kUnknown,
-                          event.metadata_id, event.dur_ps, stats_, &plane_stats_);
-      }
-      if (host && event.dur_ps == 0) {
-        plane_kept_stats_ +=
-            memory_.AddCandidate(event.metadata_id, event.start, stats_, &plane_stats_);
-      }
-      if (!CheckLimits(event_offset)) return false;  // names the stats just added
+      if (!ReadLineEvent(limit, line.kind, name_known)) return false;
     } else if (!in_.SkipField(wire, limit, "XLine field", "XLine")) {
       return false;
     }
@@ -285,6 +249,53 @@ bool XSpaceReader::ReadLine(uint64_t limit) {
   line.name = out_->names.Intern(line_name_);
   lines_.push_back(line);
   return true;
+}
+
+bool XSpaceReader::ReadLineTimestamp(int64_t* timestamp_ns) {
+  const uint64_t offset = in_.Offset();
+  uint64_t value;
+  if (!in_.ReadVarint(&value, "XLine.timestamp_ns")) return false;
+  *timestamp_ns = static_cast<int64_t>(value);
+  // The trace's clock zero comes from a line timestamp: it must keep TimeNs in range.
+  if (*timestamp_ns < -kMaxAbsTicks || *timestamp_ns > kMaxAbsTicks) {
+    return in_.FailWith(out_->TimeRangeError(
+        in_.source_name(), offset, absl::StrCat("XLine.timestamp_ns ", *timestamp_ns)));
+  }
+  return true;
+}
+
+bool XSpaceReader::ReadLineEvent(uint64_t limit, LineKind kind, bool name_known) {
+  ++out_->events;
+  const uint64_t event_offset = in_.Offset();
+  if (!CheckLimits(event_offset)) return false;
+  uint64_t end;
+  if (!in_.ReadLength(limit, &end, "XEvent", "XLine")) return false;
+  const bool activity = !name_known || kind != LineKind::kOther;
+  const bool ops = MayBeDevice() && (!name_known || kind == LineKind::kStream ||
+                                     kind == LineKind::kXlaOps);
+  const bool host = MayBeHost();
+  if (!activity && !host) return in_.Skip(end - in_.Offset(), "XEvent");  // nothing to learn
+  RawEvent event;
+  event.offset = event_offset;
+  stats_.Clear();
+  StatsWanted wanted = StatsWanted::kNone;
+  if (ops) {
+    wanted = StatsWanted::kAll;
+  } else if (host) {
+    wanted = MayBeDevice() ? StatsWanted::kInstants : StatsWanted::kOnlyInstants;
+  }
+  if (!ReadEvent(end, &event, wanted)) return false;
+  if (activity) events_.push_back(event);
+  if (ops && event.dur_ps >= 0) {
+    plane_kept_stats_ +=
+        ops_.AddEvent(name_known ? OpsLine(kind) : XlaOpCollector::Line::kUnknown,
+                      event.metadata_id, event.dur_ps, stats_, &plane_stats_);
+  }
+  if (host && event.dur_ps == 0) {
+    plane_kept_stats_ +=
+        memory_.AddCandidate(event.metadata_id, event.start, stats_, &plane_stats_);
+  }
+  return CheckLimits(event_offset);  // names the stats just added
 }
 
 bool XSpaceReader::ReadEvent(uint64_t limit, RawEvent* event, StatsWanted wanted) {

@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "proto/proto_json.h"
 #include "client/cli.h"
+#include "common/clock.h"
 #include "common/runtime.h"
 #include "client/commands.h"
 #include "client/rpc_helpers.h"
@@ -38,19 +39,20 @@ int ExitCode(const v1::Capture& capture) {
   return 1;
 }
 
-// Prints each target's state changes to stderr as they happen.
+// Prints each target's state changes to stderr as they happen, timed from its creation.
 class ProgressPrinter {
  public:
+  explicit ProgressPrinter(const Clock& clock) : clock_(clock), start_ns_(clock.MonotonicNanos()) {}
+
   void Show(const v1::Capture& capture) {
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double seconds = static_cast<double>(clock_.MonotonicNanos() - start_ns_) / 1e9;
     if (!start_shown_ && capture.start_time_unix_ns() > 0) {
       // When the trace starts and why then: a PyTorch job's start lies seconds out.
       start_shown_ = true;
       std::cerr << absl::StrFormat("[%6.1fs] trace starts %s (in %.1f s)%s\n", seconds,
                                    absl::FormatTime("%H:%M:%S", absl::FromUnixNanos(capture.start_time_unix_ns()),
                                                     absl::LocalTimeZone()),
-                                   (capture.start_time_unix_ns() - UnixNanos()) / 1e9,
+                                   (capture.start_time_unix_ns() - clock_.Now()) / 1e9,
                                    capture.start_note().empty() ? "" : ": " + capture.start_note());
     }
     for (const auto& t : capture.targets()) {
@@ -72,14 +74,15 @@ class ProgressPrinter {
   }
 
  private:
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  const Clock& clock_;
+  const int64_t start_ns_;
   bool start_shown_ = false;
   std::map<std::string, std::string> seen_;
 };
 
 }  // namespace
 
-int RunCapture(const CliOptions& options) {
+int RunCapture(const CliOptions& options, Clock* clock) {
   if (options.job.empty() && options.node.empty() && options.target.empty()) {
     return FailUsage("capture");
   }
@@ -108,14 +111,13 @@ int RunCapture(const CliOptions& options) {
     }
   }
   if (options.wait && capture.state() == v1::Capture::RUNNING) {
-    ProgressPrinter progress;
+    ProgressPrinter progress(*clock);
     progress.Show(capture);
     // The server fails a capture's targets soon after its deadline; a watch that outlives
     // that by a minute is talking to a server that stopped answering.
-    const auto give_up = capture.deadline_unix_ns() > 0
-                             ? std::chrono::system_clock::time_point(std::chrono::nanoseconds(capture.deadline_unix_ns())) +
-                                   std::chrono::minutes(1)
-                             : std::chrono::system_clock::now() + std::chrono::hours(2);
+    const std::chrono::system_clock::time_point give_up =
+        capture.deadline_unix_ns() > 0 ? GrpcDeadlineAt(capture.deadline_unix_ns()) + std::chrono::minutes(1)
+                                       : GrpcDeadlineAt(clock->Now()) + std::chrono::hours(2);
     v1::GetCaptureRequest watch;
     watch.set_capture_id(capture.capture_id());
     // A replica that restarts or goes away ends the watch; the capture goes on (its record is in
@@ -133,7 +135,7 @@ int RunCapture(const CliOptions& options) {
       if (s.ok() || capture.state() != v1::Capture::RUNNING) break;
       const bool reconnect = s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::CANCELLED ||
                              s.error_code() == grpc::StatusCode::UNKNOWN;
-      if (!reconnect || std::chrono::system_clock::now() >= give_up) {
+      if (!reconnect || GrpcDeadlineAt(clock->Now()) >= give_up) {
         return Fail(absl::StrCat("lost track of capture ", capture.capture_id(), ": ", s.error_message()));
       }
       std::cerr << "[watch] " << s.error_message() << "; following capture " << capture.capture_id() << " again\n";

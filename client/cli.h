@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analysis/trace_limits.h"
+#include "common/clock.h"
 #include "fleetprof/v1/profile.pb.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "rpc/channel.h"
@@ -62,7 +63,8 @@ int RunKernels(const CliOptions& options);
 int RunBreakdown(const CliOptions& options);
 int RunAgents(const CliOptions& options);
 int RunAnalyze(const CliOptions& options);
-int RunCapture(const CliOptions& options);
+// Waits (--wait) on `clock`: commands.cc passes RealClock().
+int RunCapture(const CliOptions& options, Clock* clock);
 int RunCaptures(const CliOptions& options);
 int RunProfile(const CliOptions& options);
 int RunExport(const CliOptions& options);

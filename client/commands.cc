@@ -7,6 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "analysis/trace_limits.h"
 #include "client/declared_call.h"
+#include "common/clock.h"
 
 namespace fleetprof::cli {
 namespace {
@@ -33,7 +34,8 @@ const std::vector<Command>& Commands() {
        nullptr, "fleetprof.v1.ClusterService.GetCluster"},
       {"capture", "--job J [--node N] [--target T] [--duration_ms MS | --iterations N] [--wait]",
        "capture running jobs now; --wait follows progress\n(stderr) and exits 0 when all indexed, 3 if partial",
-       RunCapture, nullptr, "job node target duration_ms iterations start_delay_ms wait capture_timeout_ms record_shapes profile_memory with_stack"},
+       [](const CliOptions& options) { return RunCapture(options, RealClock()); }, nullptr,
+       "job node target duration_ms iterations start_delay_ms wait capture_timeout_ms record_shapes profile_memory with_stack"},
       {"captures", "[--job J]", "recent captures, newest first", RunCaptures, nullptr, "job limit"},
       {"delete", "PROFILE_ID", "remove a profile and all stored for it (admin)", RunDelete, nullptr, ""},
       {"trace", "PROFILE_ID [--start_ns N --end_ns N] [--resolution_ns N] [--track ID]... [--search S] [--args]",

@@ -14,6 +14,7 @@
 #include "client/cli.h"
 #include "client/commands.h"
 #include "client/rpc_helpers.h"
+#include "common/clock.h"
 #include "fleetprof/v1/query.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/proto_json.h"
@@ -28,7 +29,7 @@ int RunExport(const CliOptions& options) {
   auto stub = v1::QueryService::NewStub(MakeChannel(options.server, options.security));
   grpc::ClientContext context;
   // A whole trace can take a while: --timeout_s, but at least 10 minutes.
-  context.set_deadline(std::chrono::system_clock::now() +
+  context.set_deadline(GrpcDeadlineAt(RealClock()->Now()) +
                        std::chrono::seconds(std::max<int64_t>(options.timeout_s, 600)));
   v1::ExportProfileRequest request;
   request.set_profile_id(options.args[0]);

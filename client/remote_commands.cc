@@ -10,6 +10,7 @@
 #include "client/rpc_helpers.h"
 #include "client/table_printer.h"
 #include "rpc/upload_client.h"
+#include "common/clock.h"
 #include "common/runtime.h"
 #include "fleetprof/v1/agent.grpc.pb.h"
 #include "fleetprof/v1/query.grpc.pb.h"
@@ -158,7 +159,7 @@ int RunAgents(const CliOptions& options) {
     return 0;
   }
   TablePrinter table({"NODE", "STATE", ">LAST SEEN", ">TARGETS", "VERSION"});
-  const int64_t now = UnixNanos();
+  const int64_t now = RealClock()->Now();
   for (const auto& a : response.agents()) {
     table.AddRow({a.node(), v1::AgentInfo::State_Name(a.state()), FormatNanos(now - a.last_seen_ns()) + " ago",
                   absl::StrCat(a.targets_size()), a.version()});

@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 
 namespace fleetprof::cli {
 
@@ -29,7 +30,7 @@ int FailRpc(const grpc::Status& status, const CliOptions& options) {
 }
 
 void SetDeadline(grpc::ClientContext* context, const CliOptions& options) {
-  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(options.timeout_s));
+  context->set_deadline(GrpcDeadlineAt(RealClock()->Now()) + std::chrono::seconds(options.timeout_s));
 }
 
 }  // namespace fleetprof::cli

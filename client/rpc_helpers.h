@@ -2,6 +2,8 @@
 // What every CLI command that calls the server shares: the deadline, the error line, and the
 // trace-window flags of the commands that ask for a window.
 
+#include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "client/cli.h"
@@ -13,8 +15,13 @@ namespace fleetprof::cli {
 // Prints the RPC's failure as one line ("cannot reach fleetprof-server at …" when the server
 // is unreachable) and returns 1.
 int FailRpc(const grpc::Status& status, const CliOptions& options);
-// Applies --timeout_s to one call.
+// Applies --timeout_s to one call, from RealClock()'s now.
 void SetDeadline(grpc::ClientContext* context, const CliOptions& options);
+// A Clock's unix nanoseconds (common/clock.h) as gRPC's deadline type.
+inline std::chrono::system_clock::time_point GrpcDeadlineAt(int64_t unix_ns) {
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(unix_ns)));
+}
 
 // The trace-window flags (--start_ns, --end_ns, --resolution_ns, --track, --search, --args) into
 // a request that has them: a profile's window (TraceWindowRequest) or a job's (JobTraceRequest).

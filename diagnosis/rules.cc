@@ -14,8 +14,9 @@ struct RuleEntry {
   JobRuleFn job = nullptr;
 };
 
-const std::vector<RuleEntry>& Table() {
-  static const auto* table = new std::vector<RuleEntry>{
+// Compiling while the job should be running: before its first step, or again after it.
+std::vector<RuleEntry> CompilationRules() {
+  return {
       {{"compile_before_first_step", RuleScope::kProfile, 1e9, 0, 1e13, false, "ns",
         "Compile spans are host events whose name contains 'compile' in any letter case but not "
         "'compiled' (which runs compiled code): XlaCompile, BackendCompile, jit_compile, compile_inner. "
@@ -30,6 +31,12 @@ const std::vector<RuleEntry>& Table() {
         "JAX's jax_log_compiles and torch._dynamo's recompile log report every compile after warm-up; "
         "one is worth a look"},
        Recompilation},
+  };
+}
+
+// Devices without enough work: idle, under-used, or running kernels shorter than their launch.
+std::vector<RuleEntry> DeviceActivityRules() {
+  return {
       {{"device_idle", RuleScope::kProfile, 0.2, 0, 1, false, "share of the device span",
         "Per device, idle_ns / span_ns of the temporal breakdown (docs/analysis.md); the metric is the highest "
         "over devices. Evidence: that device's longest gaps between activity, at most 10, longest first.",
@@ -49,6 +56,12 @@ const std::vector<RuleEntry>& Table() {
         "HTA's kernel launch statistics flag kernels shorter than their launch; one half is fleetprof's "
         "default"},
        TinyKernels},
+  };
+}
+
+// The host waiting on the device (syncs, copies back, pageable copies), and device memory near its limit.
+std::vector<RuleEntry> HostAndMemoryRules() {
+  return {
       {{"host_device_sync", RuleScope::kProfile, 1, 0.001, 1e6, false, "calls per step",
         "Host calls named cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, "
         "hipDeviceSynchronize, hipStreamSynchronize, aten::item or aten::_local_scalar_dense that start "
@@ -74,6 +87,12 @@ const std::vector<RuleEntry>& Table() {
         "capture's NVML memory_total_bytes). Devices of unknown capacity are not judged.",
         "fleetprof's default: near the limit PyTorch's caching allocator frees its cache and retries"},
        MemoryPressure},
+  };
+}
+
+// Device time that nothing else overlaps: communication no compute covers, gaps while input loads.
+std::vector<RuleEntry> OverlapRules() {
+  return {
       {{"unoverlapped_communication", RuleScope::kProfile, 0.5, 0, 1, false, "share of communication time",
         "Per device, the part of the union of communication activity that the union of compute activity "
         "does not cover, over the communication union; the metric is the highest over devices. Evidence: "
@@ -90,6 +109,12 @@ const std::vector<RuleEntry>& Table() {
         "The input-bound training loop of PyTorch's and JAX's performance guides; 10% of a step is "
         "fleetprof's default"},
        InputStall},
+  };
+}
+
+// Rules over the ranks of a job rather than one profile.
+std::vector<RuleEntry> JobRules() {
+  return {
       {{"straggler_rank", RuleScope::kJob, 1.2, 1, 100, false, "ratio to the other ranks' median",
         "Per rank (the label rank, else Kineto distributedInfo rank, else the node), the median step time "
         "of its latest profile over the median of the other ranks' (so two ranks compare with each "
@@ -106,6 +131,19 @@ const std::vector<RuleEntry>& Table() {
         "fleetprof's default: the rank the others wait for at half of the collectives or more"},
        nullptr, LateRank},
   };
+}
+
+// Every rule, in the order each listing shows them (Rules(), DescribeRules, the unknown-rule
+// error): the families above in this order, joined once.
+const std::vector<RuleEntry>& Table() {
+  static const auto* table = [] {
+    auto* out = new std::vector<RuleEntry>;
+    for (const std::vector<RuleEntry>& family :
+         {CompilationRules(), DeviceActivityRules(), HostAndMemoryRules(), OverlapRules(), JobRules()}) {
+      out->insert(out->end(), family.begin(), family.end());
+    }
+    return out;
+  }();
   return *table;
 }
 

@@ -185,57 +185,31 @@ class Builder {
     return e;
   }
 
+  // A track's events in the order they are written: its counter samples, or indices into
+  // the source's vector.
+  struct OrderedEvents {
+    Source source;
+    const std::vector<uint32_t>& order;
+    const std::vector<TimelineEvent>& samples;  // counters only
+    bool counter() const { return source == Source::kCounter; }
+    size_t size() const { return counter() ? samples.size() : order.size(); }
+  };
+
   // Sorts the track's events, then writes them level by level. Memory beyond the events
   // themselves: the 4-byte index, its sort buffer and a 1-byte level per event; events are
   // made into TimelineEvents one block at a time. Counter samples (few) are copied, since
   // each one's value and duration depend on its neighbours.
   absl::Status WriteTrack(Source source, uint32_t index, PendingTrack& pending, v1::TimelineTrack* track) {
     std::vector<uint32_t>& order = pending.events;
-    const bool counter = source == Source::kCounter;
     std::vector<TimelineEvent> samples;
-    if (counter) {
-      std::stable_sort(order.begin(), order.end(),
-                       [&](uint32_t a, uint32_t b) { return in_.memory[a].ts < in_.memory[b].ts; });
-      samples.reserve(order.size());
-      int64_t total = 0;
-      for (size_t k = 0; k < order.size(); ++k) {
-        TimelineEvent e = Event(source, order[k]);
-        total = (e.flags & TimelineEvent::kIsTotal) ? e.bytes : total + e.bytes;
-        e.value = total;
-        samples.push_back(e);
-      }
-      // A sample holds its value until the next one: that is its duration.
-      for (size_t k = 0; k + 1 < samples.size(); ++k) samples[k].dur = samples[k + 1].start - samples[k].start;
-      std::stable_sort(samples.begin(), samples.end(), [](const TimelineEvent& a, const TimelineEvent& b) {
-        return a.start < b.start || (a.start == b.start && a.dur > b.dur);
-      });
+    if (source == Source::kCounter) {
+      samples = CounterSamples(order);
     } else {
-      // Start order; at equal starts the longer first (the enclosing event), then file order:
-      // the order the op breakdown walks a thread in, so an export reads back the same.
-      auto start_dur = [&](uint32_t i) {
-        if (source == Source::kDevice) return std::pair(in_.activity[i].start, in_.activity[i].dur);
-        return std::pair(in_.host[i].start, in_.host[i].dur);
-      };
-      // `order` is in file order, so the index breaks the last ties as a stable sort would,
-      // without a buffer as large as the track's index.
-      std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-        auto [as, ad] = start_dur(a);
-        auto [bs, bd] = start_dur(b);
-        if (as != bs) return as < bs;
-        if (ad != bd) return ad > bd;
-        return a < b;
-      });
+      SortByStart(source, order);
     }
-    const size_t n = counter ? samples.size() : order.size();
-    auto event_at = [&](size_t k) { return counter ? samples[k] : Event(source, order[k]); };
-    std::vector<uint8_t> level_of(n);
+    const OrderedEvents events{source, order, samples};
     std::vector<uint32_t> per_level(kLevels, 0);
-    for (size_t k = 0; k < n; ++k) {
-      const analysis::Ticks dur = counter ? samples[k].dur
-                                          : (source == Source::kDevice ? in_.activity[order[k]].dur : in_.host[order[k]].dur);
-      level_of[k] = static_cast<uint8_t>(LevelOfDuration(in_.DurationNs(dur)));
-      ++per_level[level_of[k]];
-    }
+    const std::vector<uint8_t> level_of = LevelOfEach(events, &per_level);
     std::vector<TimelineEvent> block;
     block.reserve(kBlockEvents);
     std::string bytes;
@@ -243,39 +217,112 @@ class Builder {
       if (per_level[level] == 0) continue;
       v1::TimelineLevel* out = track->add_levels();
       out->set_level(level);
-      uint32_t block_index = 0;
-      auto flush = [&]() -> absl::Status {
-        if (block.empty()) return absl::OkStatus();
-        v1::TimelineBlock* meta = out->add_blocks();
-        meta->set_first_start(block.front().start);
-        meta->set_last_start(block.back().start);
-        int64_t max_end = block.front().start;
-        int64_t max_value = block.front().value;
-        for (const TimelineEvent& e : block) {
-          max_end = std::max(max_end, e.start + e.dur);
-          max_value = std::max(max_value, e.value);
-          out->set_max_dur(std::max(out->max_dur(), e.dur));
-        }
-        meta->set_max_end(max_end);
-        meta->set_count(static_cast<uint32_t>(block.size()));
-        if (counter) meta->set_max_value(max_value);
-        bytes.clear();
-        EncodeBlock(block, counter, &bytes);
-        block.clear();
-        return writer_.PutBlock(index, level, block_index++, std::move(bytes));
-      };
-      for (size_t k = 0; k < n; ++k) {
-        if (level_of[k] != level) continue;
-        block.push_back(event_at(k));
-        if (block.size() == kBlockEvents) {
-          if (absl::Status s = flush(); !s.ok()) return s;
-        }
-      }
-      if (absl::Status s = flush(); !s.ok()) return s;
+      if (absl::Status s = WriteLevel(events, level_of, index, level, out, block, bytes); !s.ok()) return s;
     }
-    track->set_events(static_cast<int64_t>(n));
+    track->set_events(static_cast<int64_t>(events.size()));
     order = {};
     return absl::OkStatus();
+  }
+
+  // The memory samples of `order` by time, each with the total it brings the device to.
+  // Sorts `order` by time.
+  std::vector<TimelineEvent> CounterSamples(std::vector<uint32_t>& order) const {
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return in_.memory[a].ts < in_.memory[b].ts; });
+    std::vector<TimelineEvent> samples;
+    samples.reserve(order.size());
+    int64_t total = 0;
+    for (size_t k = 0; k < order.size(); ++k) {
+      TimelineEvent e = Event(Source::kCounter, order[k]);
+      total = (e.flags & TimelineEvent::kIsTotal) ? e.bytes : total + e.bytes;
+      e.value = total;
+      samples.push_back(e);
+    }
+    // A sample holds its value until the next one: that is its duration.
+    for (size_t k = 0; k + 1 < samples.size(); ++k) samples[k].dur = samples[k + 1].start - samples[k].start;
+    std::stable_sort(samples.begin(), samples.end(), [](const TimelineEvent& a, const TimelineEvent& b) {
+      return a.start < b.start || (a.start == b.start && a.dur > b.dur);
+    });
+    return samples;
+  }
+
+  // Start order; at equal starts the longer first (the enclosing event), then file order:
+  // the order the op breakdown walks a thread in, so an export reads back the same.
+  void SortByStart(Source source, std::vector<uint32_t>& order) const {
+    auto start_dur = [&](uint32_t i) {
+      if (source == Source::kDevice) return std::pair(in_.activity[i].start, in_.activity[i].dur);
+      return std::pair(in_.host[i].start, in_.host[i].dur);
+    };
+    // `order` is in file order, so the index breaks the last ties as a stable sort would,
+    // without a buffer as large as the track's index.
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      auto [as, ad] = start_dur(a);
+      auto [bs, bd] = start_dur(b);
+      if (as != bs) return as < bs;
+      if (ad != bd) return ad > bd;
+      return a < b;
+    });
+  }
+
+  TimelineEvent EventAt(const OrderedEvents& events, size_t k) const {
+    return events.counter() ? events.samples[k] : Event(events.source, events.order[k]);
+  }
+
+  // The level of each event by its duration, and how many each level holds.
+  std::vector<uint8_t> LevelOfEach(const OrderedEvents& events, std::vector<uint32_t>* per_level) const {
+    const size_t n = events.size();
+    std::vector<uint8_t> level_of(n);
+    for (size_t k = 0; k < n; ++k) {
+      const analysis::Ticks dur =
+          events.counter() ? events.samples[k].dur
+                           : (events.source == Source::kDevice ? in_.activity[events.order[k]].dur
+                                                               : in_.host[events.order[k]].dur);
+      level_of[k] = static_cast<uint8_t>(LevelOfDuration(in_.DurationNs(dur)));
+      ++(*per_level)[level_of[k]];
+    }
+    return level_of;
+  }
+
+  // Writes the events of one level in blocks of kBlockEvents. `block` and `bytes` are buffers
+  // kept from level to level.
+  absl::Status WriteLevel(const OrderedEvents& events, const std::vector<uint8_t>& level_of, uint32_t index,
+                          uint32_t level, v1::TimelineLevel* out, std::vector<TimelineEvent>& block,
+                          std::string& bytes) {
+    uint32_t block_index = 0;
+    for (size_t k = 0; k < events.size(); ++k) {
+      if (level_of[k] != level) continue;
+      block.push_back(EventAt(events, k));
+      if (block.size() == kBlockEvents) {
+        if (absl::Status s = PutBlock(index, level, block_index, events.counter(), out, block, bytes); !s.ok()) {
+          return s;
+        }
+      }
+    }
+    return PutBlock(index, level, block_index, events.counter(), out, block, bytes);
+  }
+
+  // Writes `block` (if any) as the level's next block and describes it in `out`; empties
+  // `block` and counts it in `block_index`.
+  absl::Status PutBlock(uint32_t index, uint32_t level, uint32_t& block_index, bool counter, v1::TimelineLevel* out,
+                        std::vector<TimelineEvent>& block, std::string& bytes) {
+    if (block.empty()) return absl::OkStatus();
+    v1::TimelineBlock* meta = out->add_blocks();
+    meta->set_first_start(block.front().start);
+    meta->set_last_start(block.back().start);
+    int64_t max_end = block.front().start;
+    int64_t max_value = block.front().value;
+    for (const TimelineEvent& e : block) {
+      max_end = std::max(max_end, e.start + e.dur);
+      max_value = std::max(max_value, e.value);
+      out->set_max_dur(std::max(out->max_dur(), e.dur));
+    }
+    meta->set_max_end(max_end);
+    meta->set_count(static_cast<uint32_t>(block.size()));
+    if (counter) meta->set_max_value(max_value);
+    bytes.clear();
+    EncodeBlock(block, counter, &bytes);
+    block.clear();
+    return writer_.PutBlock(index, level, block_index++, std::move(bytes));
   }
 
   absl::StatusOr<uint32_t> WriteNames() {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -133,6 +134,180 @@ absl::Status CheckWindow(int64_t start, int64_t end) {
   return absl::OkStatus();
 }
 
+// A window request checked, with its defaults filled in.
+struct WindowSpec {
+  int64_t start = 0;
+  int64_t end = 0;
+  int64_t resolution = 0;
+  int64_t budget = 0;  // events listed per track
+  bool args = false;
+};
+
+absl::StatusOr<WindowSpec> CheckWindowRequest(const Timeline& t, const v1::TraceWindowRequest& request) {
+  WindowSpec spec;
+  spec.start = request.start_ns() != 0 ? request.start_ns() : t.start_ns();
+  spec.end = request.end_ns() != 0 ? request.end_ns() : t.end_ns();
+  if (absl::Status s = CheckWindow(spec.start, spec.end); !s.ok()) return s;
+  if (request.resolution_ns() < 0) return absl::InvalidArgumentError("resolution_ns must be >= 0");
+  spec.resolution =
+      request.resolution_ns() != 0 ? request.resolution_ns() : (spec.end - spec.start) / kDefaultWindowSteps;
+  if (request.max_events_per_track() < 0 || request.max_events_per_track() > kMaxEventsPerTrack) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_events_per_track must be 0..", kMaxEventsPerTrack));
+  }
+  spec.budget = request.max_events_per_track() == 0 ? kDefaultEventsPerTrack : request.max_events_per_track();
+  if (request.search().size() > kMaxSearchBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("search is longer than ", kMaxSearchBytes, " bytes"));
+  }
+  spec.args = request.args();
+  return spec;
+}
+
+// The tracks the request names, in its order; every track when it names none.
+absl::StatusOr<std::vector<uint32_t>> SelectTracks(const Timeline& t, const v1::TraceWindowRequest& request) {
+  std::vector<uint32_t> tracks;
+  if (request.tracks().empty()) {
+    for (uint32_t i = 0; i < t.tracks(); ++i) tracks.push_back(i);
+    return tracks;
+  }
+  for (const std::string& id : request.tracks()) {
+    int index = t.FindTrack(id);
+    if (index < 0) return absl::InvalidArgumentError(absl::StrCat("no track '", id, "' in this profile"));
+    tracks.push_back(static_cast<uint32_t>(index));
+  }
+  return tracks;
+}
+
+Filter FilterOf(const v1::TraceWindowRequest& request) {
+  Filter filter;
+  filter.search_lower = absl::AsciiStrToLower(request.search());
+  filter.has_correlation = request.has_correlation();
+  filter.correlation = request.correlation();
+  return filter;
+}
+
+// Fills the tracks of one window, one after the other. The events listed are bounded per
+// track (the spec's budget) and for all tracks together (`max_window_events`), so the answer
+// stays bounded whatever the number of tracks.
+class WindowFiller {
+ public:
+  WindowFiller(const Timeline& t, TimelineReader& reader, const WindowSpec& spec, Filter filter,
+               int64_t max_window_events)
+      : t_(t), reader_(reader), spec_(spec), filter_(std::move(filter)), window_left_(max_window_events) {}
+
+  absl::Status FillTrack(uint32_t ti, v1::TraceTrack* out);
+
+ private:
+  // One track's answer while its levels are read.
+  struct TrackState {
+    const v1::TimelineTrack& track;
+    v1::TraceTrack* out;
+    Folder folder;
+    int64_t kept = 0;
+    int64_t omitted = 0;
+  };
+
+  absl::Status ReadLevel(uint32_t ti, int li, TrackState& state);
+  std::pair<uint32_t, uint32_t> FoldBlocksInside(uint32_t ti, int li, uint32_t first, uint32_t last,
+                                                 Folder& folder);
+  void AddEvent(const TimelineEvent& e, int64_t es, TrackState& state);
+
+  const Timeline& t_;
+  TimelineReader& reader_;
+  const WindowSpec& spec_;
+  Filter filter_;  // shared by the tracks: it remembers which names match
+  int64_t window_left_;
+  std::vector<TimelineEvent> events_;  // the block being read
+};
+
+absl::Status WindowFiller::FillTrack(uint32_t ti, v1::TraceTrack* out) {
+  const v1::TimelineTrack& track = t_.track(ti);
+  const bool counter = track.kind() == "counter";
+  out->set_id(track.id());
+  out->set_name(track.name());
+  out->set_kind(track.kind());
+  out->set_group(track.group());
+  TrackState state{track, out, Folder(spec_.start, spec_.end, spec_.resolution)};
+  // Longest events first, so a track over its budget keeps the ones that are visible.
+  for (int li = track.levels_size() - 1; li >= 0; --li) {
+    if (absl::Status s = ReadLevel(ti, li, state); !s.ok()) return s;
+  }
+  // Sorting the pointers, not the messages: a swap of two messages copies their fields.
+  std::sort(out->mutable_events()->pointer_begin(), out->mutable_events()->pointer_end(),
+            [](const v1::TraceEvent* a, const v1::TraceEvent* b) {
+              return a->start_ns() < b->start_ns() || (a->start_ns() == b->start_ns() && a->dur_ns() > b->dur_ns());
+            });
+  state.folder.Emit(counter, out);
+  out->set_truncated(state.omitted > 0);
+  out->set_omitted_events(state.omitted);
+  return absl::OkStatus();
+}
+
+absl::Status WindowFiller::ReadLevel(uint32_t ti, int li, TrackState& state) {
+  const v1::TimelineLevel& level = state.track.levels(li);
+  auto [first, last] = CandidateBlocks(t_, level, spec_.start, spec_.end);
+  const int64_t start_ticks = t_.TicksAtOrAfter(spec_.start);
+  auto [inside_first, inside_end] = FoldBlocksInside(ti, li, first, last, state.folder);
+  for (uint32_t b = first; b < last; ++b) {
+    if (b == inside_first && inside_end > inside_first) {  // folded already
+      b = inside_end - 1;
+      continue;
+    }
+    const v1::TimelineBlock& meta = level.blocks(static_cast<int>(b));
+    if (meta.max_end() < start_ticks) continue;  // every event of the block ends before the window
+    if (absl::Status s = t_.ReadBlock(reader_, ti, li, b, &events_); !s.ok()) return s;
+    for (const TimelineEvent& e : events_) {
+      const int64_t es = t_.TimeNs(e.start);
+      if (es >= spec_.end) break;  // sorted by start: the rest of the block is after the window
+      AddEvent(e, es, state);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Blocks whose every event starts inside the window all overlap it: when they are all
+// shorter than the resolution, their counts fold without reading them. Returns the blocks
+// folded, [first, end) of the level's; empty (both `last`) when none could be.
+std::pair<uint32_t, uint32_t> WindowFiller::FoldBlocksInside(uint32_t ti, int li, uint32_t first, uint32_t last,
+                                                             Folder& folder) {
+  const v1::TimelineLevel& level = t_.track(ti).levels(li);
+  // Ns durations of this level are below 4^(level+1); all folded when that is <= resolution.
+  const bool all_short =
+      level.level() + 1 < 32 && (int64_t{1} << (2 * (level.level() + 1))) <= spec_.resolution;
+  if (!all_short || filter_.active()) return {last, last};
+  const auto& blocks = level.blocks();
+  const uint32_t inside_first = static_cast<uint32_t>(
+      std::partition_point(blocks.begin() + first, blocks.begin() + last,
+                           [&](const v1::TimelineBlock& b) { return t_.TimeNs(b.first_start()) < spec_.start; }) -
+      blocks.begin());
+  const uint32_t inside_end = static_cast<uint32_t>(
+      std::partition_point(blocks.begin() + inside_first, blocks.begin() + last,
+                           [&](const v1::TimelineBlock& b) { return t_.TimeNs(b.last_start()) < spec_.end; }) -
+      blocks.begin());
+  // Runs up to a few resolution steps long: a merged block is drawn a few pixels wide at
+  // most, and a zoomed-out level costs hundreds of additions instead of one per block.
+  t_.FoldBlocks(ti, li, inside_first, inside_end, spec_.resolution * kFoldRunSteps, [&](const Timeline::Extent& e) {
+    folder.Add(e.start_ns, e.end_ns, e.count, e.max_value);
+  });
+  return {inside_first, inside_end};
+}
+
+// An event of the window that starts at `es`: folded when shorter than the resolution, else
+// listed while the budgets last, else counted as omitted.
+void WindowFiller::AddEvent(const TimelineEvent& e, int64_t es, TrackState& state) {
+  const int64_t ed = t_.DurationNs(e.dur);
+  if (!Overlaps(es, ed, spec_.start, spec_.end) || !filter_.Keep(t_, e)) return;
+  if (ed < spec_.resolution) {
+    state.folder.Add(es, es + ed, 1, e.value);
+  } else if (state.kept < spec_.budget && window_left_ > 0) {
+    FillEvent(t_, state.track, e, spec_.args, state.out->add_events());
+    ++state.kept;
+    --window_left_;
+  } else {
+    ++state.omitted;
+  }
+}
+
 }  // namespace
 
 std::pair<uint32_t, uint32_t> CandidateBlocks(const Timeline& timeline, const v1::TimelineLevel& level,
@@ -156,112 +331,17 @@ absl::StatusOr<v1::TraceWindow> QueryTraceWindow(const Timeline& t, TimelineRead
   if (t.tracks() == 0 && request.start_ns() == 0 && request.end_ns() == 0) {
     return v1::TraceWindow();  // a trace without events: its whole window is empty, not an error
   }
-  const int64_t start = request.start_ns() != 0 ? request.start_ns() : t.start_ns();
-  const int64_t end = request.end_ns() != 0 ? request.end_ns() : t.end_ns();
-  if (absl::Status s = CheckWindow(start, end); !s.ok()) return s;
-  if (request.resolution_ns() < 0) return absl::InvalidArgumentError("resolution_ns must be >= 0");
-  const int64_t resolution =
-      request.resolution_ns() != 0 ? request.resolution_ns() : (end - start) / kDefaultWindowSteps;
-  if (request.max_events_per_track() < 0 || request.max_events_per_track() > kMaxEventsPerTrack) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("max_events_per_track must be 0..", kMaxEventsPerTrack));
-  }
-  const int64_t budget =
-      request.max_events_per_track() == 0 ? kDefaultEventsPerTrack : request.max_events_per_track();
-  if (request.search().size() > kMaxSearchBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("search is longer than ", kMaxSearchBytes, " bytes"));
-  }
-  std::vector<uint32_t> tracks;
-  if (request.tracks().empty()) {
-    for (uint32_t i = 0; i < t.tracks(); ++i) tracks.push_back(i);
-  } else {
-    for (const std::string& id : request.tracks()) {
-      int index = t.FindTrack(id);
-      if (index < 0) return absl::InvalidArgumentError(absl::StrCat("no track '", id, "' in this profile"));
-      tracks.push_back(static_cast<uint32_t>(index));
-    }
-  }
-  Filter filter;
-  filter.search_lower = absl::AsciiStrToLower(request.search());
-  filter.has_correlation = request.has_correlation();
-  filter.correlation = request.correlation();
-
+  absl::StatusOr<WindowSpec> spec = CheckWindowRequest(t, request);
+  if (!spec.ok()) return spec.status();
+  absl::StatusOr<std::vector<uint32_t>> tracks = SelectTracks(t, request);
+  if (!tracks.ok()) return tracks.status();
   v1::TraceWindow window;
-  window.set_start_ns(start);
-  window.set_end_ns(end);
-  window.set_resolution_ns(resolution);
-  std::vector<TimelineEvent> events;
-  int64_t window_left = max_window_events;  // shared by all tracks: bounds the answer whatever their number
-  for (uint32_t ti : tracks) {
-    const v1::TimelineTrack& track = t.track(ti);
-    const bool counter = track.kind() == "counter";
-    v1::TraceTrack* out = window.add_tracks();
-    out->set_id(track.id());
-    out->set_name(track.name());
-    out->set_kind(track.kind());
-    out->set_group(track.group());
-    Folder folder(start, end, resolution);
-    int64_t kept = 0;
-    int64_t omitted = 0;
-    // Longest events first, so a track over its budget keeps the ones that are visible.
-    for (int li = track.levels_size() - 1; li >= 0; --li) {
-      const v1::TimelineLevel& level = track.levels(li);
-      // Ns durations of this level are below 4^(level+1); all folded when that is <= resolution.
-      const bool all_short = level.level() + 1 < 32 && (int64_t{1} << (2 * (level.level() + 1))) <= resolution;
-      auto [first, last] = CandidateBlocks(t, level, start, end);
-      const int64_t start_ticks = t.TicksAtOrAfter(start);
-      // Blocks whose every event starts inside the window all overlap it: when they are all
-      // shorter than the resolution, their counts fold without reading them.
-      uint32_t inside_first = last, inside_end = last;
-      if (all_short && !filter.active()) {
-        const auto& blocks = level.blocks();
-        inside_first = static_cast<uint32_t>(
-            std::partition_point(blocks.begin() + first, blocks.begin() + last,
-                                 [&](const v1::TimelineBlock& b) { return t.TimeNs(b.first_start()) < start; }) -
-            blocks.begin());
-        inside_end = static_cast<uint32_t>(
-            std::partition_point(blocks.begin() + inside_first, blocks.begin() + last,
-                                 [&](const v1::TimelineBlock& b) { return t.TimeNs(b.last_start()) < end; }) -
-            blocks.begin());
-        // Runs up to a few resolution steps long: a merged block is drawn a few pixels wide at
-        // most, and a zoomed-out level costs hundreds of additions instead of one per block.
-        t.FoldBlocks(ti, li, inside_first, inside_end, resolution * kFoldRunSteps, [&](const Timeline::Extent& e) {
-          folder.Add(e.start_ns, e.end_ns, e.count, e.max_value);
-        });
-      }
-      for (uint32_t b = first; b < last; ++b) {
-        if (b == inside_first && inside_end > inside_first) {  // folded above
-          b = inside_end - 1;
-          continue;
-        }
-        const v1::TimelineBlock& meta = level.blocks(static_cast<int>(b));
-        if (meta.max_end() < start_ticks) continue;  // every event of the block ends before the window
-        if (absl::Status s = t.ReadBlock(reader, ti, li, b, &events); !s.ok()) return s;
-        for (const TimelineEvent& e : events) {
-          const int64_t es = t.TimeNs(e.start);
-          if (es >= end) break;  // sorted by start: the rest of the block is after the window
-          const int64_t ed = t.DurationNs(e.dur);
-          if (!Overlaps(es, ed, start, end) || !filter.Keep(t, e)) continue;
-          if (ed < resolution) {
-            folder.Add(es, es + ed, 1, e.value);
-          } else if (kept < budget && window_left > 0) {
-            FillEvent(t, track, e, request.args(), out->add_events());
-            ++kept;
-            --window_left;
-          } else {
-            ++omitted;
-          }
-        }
-      }
-    }
-    // Sorting the pointers, not the messages: a swap of two messages copies their fields.
-    std::sort(out->mutable_events()->pointer_begin(), out->mutable_events()->pointer_end(),
-              [](const v1::TraceEvent* a, const v1::TraceEvent* b) {
-                return a->start_ns() < b->start_ns() || (a->start_ns() == b->start_ns() && a->dur_ns() > b->dur_ns());
-              });
-    folder.Emit(counter, out);
-    out->set_truncated(omitted > 0);
-    out->set_omitted_events(omitted);
+  window.set_start_ns(spec->start);
+  window.set_end_ns(spec->end);
+  window.set_resolution_ns(spec->resolution);
+  WindowFiller filler(t, reader, *spec, FilterOf(request), max_window_events);
+  for (uint32_t ti : *tracks) {
+    if (absl::Status s = filler.FillTrack(ti, window.add_tracks()); !s.ok()) return s;
   }
   return window;
 }

@@ -1,7 +1,8 @@
 // QueryApi's views across profiles: fetch from the store, then compare/ and diagnosis/.
 #include <algorithm>
-
 #include <map>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "compare/job_views.h"
@@ -100,83 +101,101 @@ absl::StatusOr<v1::DiagnoseResponse> QueryApi::Diagnose(const v1::DiagnoseReques
   const auto scope = job ? diagnosis::RuleScope::kJob : diagnosis::RuleScope::kProfile;
   auto thresholds = diagnosis::ResolveThresholds(scope, request.thresholds());
   if (!thresholds.ok()) return thresholds.status();
-  v1::DiagnoseResponse response;
-  if (job) {
-    v1::JobRequest job_request;
-    job_request.set_job(request.job());
-    *job_request.mutable_labels() = request.labels();
-    job_request.set_since_ns(request.since_ns());
-    job_request.set_until_ns(request.until_ns());
-    auto series = JobSeries(job_request);
-    if (!series.ok()) return series.status();
-    diagnosis::JobFacts facts;
-    facts.points.assign(series->points().begin(), series->points().end());
-    // late_rank reads the collectives of one coherent set of ranks: the newest capture among the
-    // selected profiles, else each rank's newest profile.
-    std::string capture;
-    std::vector<std::string> capture_ids;
-    absl::Status listed = ForEachJobProfile(job_request, [&](const v1::ProfileInfo& info) {
-      auto label = info.labels().find("capture_id");
-      if (label == info.labels().end()) return absl::OkStatus();
-      if (capture.empty()) capture = label->second;
-      if (label->second == capture) capture_ids.push_back(info.profile_id());
-      return absl::OkStatus();
-    });
-    if (!listed.ok()) return listed;
-    if (capture_ids.empty()) {
-      std::map<std::string, const v1::JobProfilePoint*> newest;
-      for (const v1::JobProfilePoint& p : facts.points) {
-        if (p.rank().empty()) continue;
-        const v1::JobProfilePoint*& slot = newest[p.rank()];
-        if (slot == nullptr || p.ingested_at_ns() > slot->ingested_at_ns()) slot = &p;
-      }
-      for (const auto& [rank, p] : newest) capture_ids.push_back(p->profile_id());
-    }
-    absl::StatusOr<v1::JobCollectivesResponse> collectives;
-    if (capture_ids.size() >= 2 && capture_ids.size() <= static_cast<size_t>(kMaxJobTraceProfiles)) {
-      v1::JobCollectivesRequest c;
-      c.set_job(request.job());
-      for (const std::string& id : capture_ids) c.add_profile_ids(id);
-      collectives = JobCollectives(c);
-      // A profile without an event store cannot say when its collectives ran: the rule then
-      // has nothing to judge, and the other rules still answer.
-      if (collectives.ok()) facts.collectives = &*collectives;
-    }
-    for (v1::Finding& f : diagnosis::DiagnoseJob(facts, *thresholds)) *response.add_findings() = std::move(f);
-    response.set_job(request.job());
-  } else {
-    auto summary = summaries_.Get(request.profile_id());
-    if (!summary.ok()) return summary.status();
-    ConcurrencySlots::Held slot(&diagnoses_, kDiagnosisWait);
-    if (!slot.ok()) {
-      return absl::ResourceExhaustedError(absl::StrCat(kConcurrentDiagnoses, " diagnoses are running and none ended in ",
-                                                       kDiagnosisWait.count(), " s; try again"));
-    }
-    absl::StatusOr<diagnosis::ProfileFacts> facts;
-    auto timeline = timelines_.Get(request.profile_id());
-    if (timeline.ok()) {
-      std::unique_ptr<timeline::TimelineReader> reader = store_->events().NewReader(request.profile_id());
-      facts = diagnosis::ReadProfileFacts(request.profile_id(), **summary, *timeline, *reader);
-    } else if (absl::IsNotFound(timeline.status())) {
-      // Ingested before the event store: the rules that read only the summary still run.
-      facts = diagnosis::SummaryOnlyFacts(request.profile_id(), **summary);
-      response.set_note(absl::StrCat("profile ", request.profile_id(),
-                                     " has no stored events (ingested before the event store): only the rules "
-                                     "that read its summary (device_idle, memory_pressure) could judge it; upload "
-                                     "its file again for the others"));
-    } else {
-      return timeline.status();
-    }
-    if (!facts.ok()) return facts.status();
-    for (v1::Finding& f : diagnosis::DiagnoseProfile(*facts, *thresholds)) *response.add_findings() = std::move(f);
-    response.set_profile_id(request.profile_id());
-    if (facts->truncated) {
-      response.set_note(absl::StrCat("the profile has more than ", diagnosis::kMaxFactEvents,
-                                     " events; rules that read events saw the first ",
-                                     diagnosis::kMaxFactEvents, " only"));
-    }
+  absl::StatusOr<v1::DiagnoseResponse> response =
+      job ? JobDiagnosis(request, *thresholds) : ProfileDiagnosis(request, *thresholds);
+  if (!response.ok()) return response.status();
+  diagnosis::DescribeRules(scope, *thresholds, &*response);
+  return response;
+}
+
+absl::StatusOr<v1::DiagnoseResponse> QueryApi::JobDiagnosis(const v1::DiagnoseRequest& request,
+                                                            const std::map<std::string, double>& thresholds) {
+  v1::JobRequest job_request;
+  job_request.set_job(request.job());
+  *job_request.mutable_labels() = request.labels();
+  job_request.set_since_ns(request.since_ns());
+  job_request.set_until_ns(request.until_ns());
+  auto series = JobSeries(job_request);
+  if (!series.ok()) return series.status();
+  diagnosis::JobFacts facts;
+  facts.points.assign(series->points().begin(), series->points().end());
+  absl::StatusOr<std::vector<std::string>> capture_ids = LateRankProfiles(job_request, facts.points);
+  if (!capture_ids.ok()) return capture_ids.status();
+  absl::StatusOr<v1::JobCollectivesResponse> collectives;
+  if (capture_ids->size() >= 2 && capture_ids->size() <= static_cast<size_t>(kMaxJobTraceProfiles)) {
+    v1::JobCollectivesRequest c;
+    c.set_job(request.job());
+    for (const std::string& id : *capture_ids) c.add_profile_ids(id);
+    collectives = JobCollectives(c);
+    // A profile without an event store cannot say when its collectives ran: the rule then
+    // has nothing to judge, and the other rules still answer.
+    if (collectives.ok()) facts.collectives = &*collectives;
   }
-  diagnosis::DescribeRules(scope, *thresholds, &response);
+  v1::DiagnoseResponse response;
+  for (v1::Finding& f : diagnosis::DiagnoseJob(facts, thresholds)) *response.add_findings() = std::move(f);
+  response.set_job(request.job());
+  return response;
+}
+
+// late_rank reads the collectives of one coherent set of ranks: the newest capture among the
+// selected profiles, else each rank's newest profile.
+absl::StatusOr<std::vector<std::string>> QueryApi::LateRankProfiles(
+    const v1::JobRequest& job_request, const std::vector<v1::JobProfilePoint>& points) {
+  std::string capture;
+  std::vector<std::string> capture_ids;
+  absl::Status listed = ForEachJobProfile(job_request, [&](const v1::ProfileInfo& info) {
+    auto label = info.labels().find("capture_id");
+    if (label == info.labels().end()) return absl::OkStatus();
+    if (capture.empty()) capture = label->second;
+    if (label->second == capture) capture_ids.push_back(info.profile_id());
+    return absl::OkStatus();
+  });
+  if (!listed.ok()) return listed;
+  if (capture_ids.empty()) {
+    std::map<std::string, const v1::JobProfilePoint*> newest;
+    for (const v1::JobProfilePoint& p : points) {
+      if (p.rank().empty()) continue;
+      const v1::JobProfilePoint*& slot = newest[p.rank()];
+      if (slot == nullptr || p.ingested_at_ns() > slot->ingested_at_ns()) slot = &p;
+    }
+    for (const auto& [rank, p] : newest) capture_ids.push_back(p->profile_id());
+  }
+  return capture_ids;
+}
+
+absl::StatusOr<v1::DiagnoseResponse> QueryApi::ProfileDiagnosis(const v1::DiagnoseRequest& request,
+                                                                const std::map<std::string, double>& thresholds) {
+  auto summary = summaries_.Get(request.profile_id());
+  if (!summary.ok()) return summary.status();
+  ConcurrencySlots::Held slot(&diagnoses_, kDiagnosisWait);
+  if (!slot.ok()) {
+    return absl::ResourceExhaustedError(absl::StrCat(kConcurrentDiagnoses, " diagnoses are running and none ended in ",
+                                                     kDiagnosisWait.count(), " s; try again"));
+  }
+  v1::DiagnoseResponse response;
+  absl::StatusOr<diagnosis::ProfileFacts> facts;
+  auto timeline = timelines_.Get(request.profile_id());
+  if (timeline.ok()) {
+    std::unique_ptr<timeline::TimelineReader> reader = store_->events().NewReader(request.profile_id());
+    facts = diagnosis::ReadProfileFacts(request.profile_id(), **summary, *timeline, *reader);
+  } else if (absl::IsNotFound(timeline.status())) {
+    // Ingested before the event store: the rules that read only the summary still run.
+    facts = diagnosis::SummaryOnlyFacts(request.profile_id(), **summary);
+    response.set_note(absl::StrCat("profile ", request.profile_id(),
+                                   " has no stored events (ingested before the event store): only the rules "
+                                   "that read its summary (device_idle, memory_pressure) could judge it; upload "
+                                   "its file again for the others"));
+  } else {
+    return timeline.status();
+  }
+  if (!facts.ok()) return facts.status();
+  for (v1::Finding& f : diagnosis::DiagnoseProfile(*facts, thresholds)) *response.add_findings() = std::move(f);
+  response.set_profile_id(request.profile_id());
+  if (facts->truncated) {
+    response.set_note(absl::StrCat("the profile has more than ", diagnosis::kMaxFactEvents,
+                                   " events; rules that read events saw the first ", diagnosis::kMaxFactEvents,
+                                   " only"));
+  }
   return response;
 }
 

@@ -6,8 +6,10 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "analysis/byte_source.h"
@@ -137,6 +139,17 @@ class QueryApi {
   // Calls `visit(info)` for every profile matching the job request, newest ingest first.
   absl::Status ForEachJobProfile(const v1::JobRequest& request,
                                  const std::function<absl::Status(const v1::ProfileInfo&)>& visit);
+
+  // Diagnose's two halves: the findings of a job's rules, or of one profile's (without the
+  // rules' descriptions, which Diagnose adds).
+  absl::StatusOr<v1::DiagnoseResponse> JobDiagnosis(const v1::DiagnoseRequest& request,
+                                                    const std::map<std::string, double>& thresholds);
+  absl::StatusOr<v1::DiagnoseResponse> ProfileDiagnosis(const v1::DiagnoseRequest& request,
+                                                        const std::map<std::string, double>& thresholds);
+  // The profiles whose collectives late_rank reads, of those `job_request` selects (`points`
+  // are their series).
+  absl::StatusOr<std::vector<std::string>> LateRankProfiles(const v1::JobRequest& job_request,
+                                                            const std::vector<v1::JobProfilePoint>& points);
 
   // Calls `visit(info, labels)` for every profile that one of `selectors` selects (all when
   // none) and whose ingest time is within [start_ms, end_ms] (end 0: no bound), newest first.
