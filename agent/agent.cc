@@ -9,6 +9,8 @@
 #include "agent/reported_targets.h"
 #include "auth/exposure.h"
 #include "common/runtime.h"
+#include "collectors/command_runner.h"
+#include "collectors/nsys_cli.h"
 #include "collectors/xprof_client.h"
 #include "common/safe_paths.h"
 #include "prometheus/counter.h"
@@ -59,6 +61,12 @@ absl::Status Agent::Start() {
   if (absl::Status s = EnsureSharedDropFolder(config_.kineto_trace_dir); !s.ok()) {
     return absl::FailedPreconditionError(absl::StrCat("--kineto_trace_dir: ", s.message()));
   }
+  // The node's nsys runs as any job's user: a program only root may change.
+  if (!config_.nsys.empty()) {
+    if (absl::Status s = CheckNsysProgram(config_.nsys); !s.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat("--nsys: ", s.message()));
+    }
+  }
   // The dynolog protocol has no TLS: off loopback, a token is the protection it can have.
   if (!config_.dynolog_addr.empty() && config_.dynolog_token.empty() && !IsLoopbackAddress(config_.dynolog_addr)) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -93,6 +101,9 @@ absl::Status Agent::Start() {
   uploads.scan_interval_ms = config_.scan_interval_ms;
   uploads.settle_ms = config_.settle_ms;
   uploads.clock = config_.clock;
+  if (!config_.nsys.empty()) uploads.nsys = NsysCli(config_.nsys, RunCommand);
+  uploads.export_dir = config_.kineto_trace_dir;
+  uploads.max_trace_bytes = config_.max_trace_mb << 20;
   uploader_ = std::make_unique<TraceUploader>(
       uploads, [channel](const UploadOptions& upload) { return UploadFile(channel, upload); }, *registry_);
   if (!config_.trace_dirs.empty()) {
@@ -191,11 +202,13 @@ void Agent::StartKineto(const std::shared_ptr<grpc::Channel>& channel) {
   capture_options.clock_sync = [this] { return link_->clock_sync(); };
   capture_options.clock = config_.clock;
   // The transports at the edge: uploads over the server's channel, the XLA profiler
-  // service's gRPC client.
-  CaptureBackendDeps backends{.kineto = kineto_.get(), .xprof = [](const XprofCaptureOptions& options,
-                                                                   const std::function<bool()>& cancelled) {
+  // service's gRPC client; and the node's nsys, run as the job's user.
+  CaptureBackendDeps backends{.kineto = kineto_.get(),
+                              .xprof = [](const XprofCaptureOptions& options, const std::function<bool()>& cancelled) {
                                 return CaptureXprof(options, cancelled);
-                              }};
+                              },
+                              .nsys = config_.nsys,
+                              .run_command = RunCommand};
   captures_ = std::make_unique<CaptureRunner>(
       capture_options, [channel](const UploadOptions& upload) { return UploadFile(channel, upload); }, backends,
       [this](const v1::AgentMessage& m) { link_->Send(m); });
@@ -241,7 +254,7 @@ std::vector<v1::Target> Agent::Targets() {
     // A job found in /proc may also be named by --target: one target per address.
     for (const auto& found : discovered_) {
       bool known = false;
-      for (const auto& t : static_targets_) known |= t.address() == found.address();
+      for (const auto& t : static_targets_) known |= t.kind() == found.kind() && t.address() == found.address();
       if (!known) targets.push_back(found);
     }
   }

@@ -44,6 +44,9 @@ struct AgentConfig {
   std::string kineto_trace_dir = "/tmp/fleetprof_traces";
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string proc_root = "/proc";
+  // The node's Nsight Systems CLI (--nsys), run as a job's user for on-demand sessions and to
+  // export *.nsys-rep reports; empty: neither (the reason says to pass it).
+  std::string nsys;
   // "UID JOB" lines from the job scheduler (collectors/job_owners.h); empty: first claim wins.
   std::string job_owners_file;
   int64_t scan_interval_ms = 1000;

@@ -12,8 +12,10 @@ const char kAgentUsage[] =
     "Keeps a live link to the server and runs the captures it asks for: XLA jobs (JAX,\n"
     "TensorFlow, PyTorch/XLA) through their profiler server, PyTorch jobs started with\n"
     "KINETO_USE_DAEMON=1 through the Kineto socket (also reachable by `dyno gputrace` on\n"
-    "--dynolog_addr). Uploads every finished trace (*.json, *.json.gz, *.xplane.pb) that appears\n"
-    "under each --trace_dir, once. Device (NVML) and host metrics on --metrics_addr.";
+    "--dynolog_addr), and jobs under an Nsight Systems session (FLEETPROF_NSYS_SESSION, with --nsys).\n"
+    "Uploads every finished trace (*.json, *.json.gz, *.xplane.pb, *.sqlite, *.sqlite.gz; *.nsys-rep\n"
+    "exported with --nsys) that appears under each --trace_dir, once. Device (NVML) and host metrics\n"
+    "on --metrics_addr.";
 
 void AddAgentFlags(FlagSet& flags_set, AgentFlags* flags) {
   flags->config.node = HostName();
@@ -48,6 +50,11 @@ void AddAgentFlags(FlagSet& flags_set, AgentFlags* flags) {
                       "NVML library to dlopen for device metrics (empty: no device metrics)");
   flags_set.AddString("proc_root", &flags->config.proc_root, "procfs mount, for target discovery and host metrics");
   flags_set.AddString(
+      "nsys", &flags->config.nsys,
+      "the node's Nsight Systems CLI (absolute path, root's, not group/other-writable), run as the job's user: "
+      "captures of jobs with FLEETPROF_NSYS_SESSION=NAME (nsys start/stop), and *.nsys-rep reports in trace folders "
+      "exported to SQLite before upload (empty: neither; such reports are refused with the reason)");
+  flags_set.AddString(
       "job_owners_file", &flags->config.job_owners_file,
       "\"UID JOB\" lines a scheduler's prolog writes (root's, not group/other-writable; re-read on change): "
       "a listed job's processes are its uid's alone (empty: a name is the first claimer's, root's before others')");
@@ -58,10 +65,12 @@ void AddAgentFlags(FlagSet& flags_set, AgentFlags* flags) {
   flags_set.AddInt("max_job_series", &flags->config.max_job_series,
                    "job label values per metric family; the jobs past it add up under job=\"other\"");
   flags_set.AddInt("discover_interval_ms", &flags->config.discover_interval_ms,
-                   "how often /proc is scanned for XLA jobs (a process's environment is read once, its first 256 KiB: "
-                   "FLEETPROF_JOB and FLEETPROF_XPROF_ADDR past that are not seen)");
+                   "how often /proc is scanned for XLA jobs and nsys sessions (a process's environment is read once, "
+                   "its first 256 KiB: FLEETPROF_JOB, FLEETPROF_XPROF_ADDR and FLEETPROF_NSYS_SESSION past that are "
+                   "not seen)");
   flags_set.AddInt("max_trace_mb", &flags->config.max_trace_mb,
-                   "largest trace an XLA profiler server may hand back in one answer, MiB (larger: the capture fails)");
+                   "largest trace an XLA profiler server may hand back in one answer, and largest SQLite file nsys "
+                   "may export, MiB (larger: the capture or upload fails)");
   flags_set.AddInt("max_capture_memory_mb", &flags->config.max_capture_memory_mb,
                    "MiB that all XLA captures in flight may hold together; each reserves --max_trace_mb of it");
   AddClientSecurityFlags(flags_set, &flags->security);

@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "collectors/command_runner.h"
 #include "common/clock.h"
 #include "common/safe_paths.h"
 #include "fleetprof/v1/agent.pb.h"
@@ -75,11 +76,13 @@ class CaptureBackend {
 using XprofCall = std::function<absl::StatusOr<std::string>(const XprofCaptureOptions& options,
                                                             const std::function<bool()>& cancelled)>;
 
-// What the daemon lends the backends it makes. Either may be empty; a backend that needs a
+// What the daemon lends the backends it makes. Any may be empty; a backend that needs a
 // missing one fails its captures with the reason.
 struct CaptureBackendDeps {
   KinetoEndpoint* kineto = nullptr;  // null when the endpoint could not bind its socket
-  XprofCall xprof;
+  XprofCall xprof{};
+  std::string nsys{};           // the node's nsys (--nsys), absolute; empty: none
+  CommandRunner run_command{};  // how nsys is run as a job's user (RunCommand in the daemon)
 };
 
 struct CaptureBackendRow {

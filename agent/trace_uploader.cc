@@ -1,8 +1,10 @@
 #include "agent/trace_uploader.h"
 
 #include <filesystem>
+#include <optional>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "common/runtime.h"
 #include "common/safe_paths.h"
 #include "spdlog/spdlog.h"
@@ -81,9 +83,23 @@ void TraceUploader::UploadOne(const TraceFile& file) {
     spdlog::warn("{}: its folder '{}' is no job that its owner, uid {}, may use (--job_owners_file): filed as {}",
                  shown, absl::CHexEscape(filed.claimed_job), checked->owner_uid(), filed.job);
   }
+  // A report goes up as its SQLite export, made as its owner into a folder of its own.
+  std::string file_name = std::filesystem::path(file.path).filename().string();
+  std::optional<Exported> exported;
+  if (file_name.ends_with(kNsysReportSuffix)) {
+    absl::StatusOr<Exported> made = ExportReport(file, *checked);
+    if (absl::IsCancelled(made.status())) return;  // the agent is stopping; the next start resumes it
+    if (!made.ok()) {
+      Refuse(file, "refused", std::string(made.status().message()));
+      return;
+    }
+    exported = std::move(*made);
+    file_name = absl::StrCat(file_name.substr(0, file_name.size() - kNsysReportSuffix.size()), ".sqlite");
+  }
+  const CheckedFile& sent = exported ? exported->sqlite : *checked;
   UploadOptions upload;
-  upload.path = checked->proc_path();
-  upload.file_name = std::filesystem::path(file.path).filename().string();
+  upload.path = sent.proc_path();
+  upload.file_name = file_name;
   upload.job = filed.job;
   upload.node = options_.node;
   upload.upload_id = UploadIdFor(secret_, options_.node, file);
@@ -94,7 +110,14 @@ void TraceUploader::UploadOne(const TraceFile& file) {
     absl::MutexLock lock(&mu_);
     return stopping_;
   };
+  if (exported) upload.max_bytes = sent.size_bytes();  // as checked
   auto response = upload_(upload);
+  if (exported) {
+    // Sent or not, the export goes: a retry exports the report again.
+    if (absl::Status s = RemoveExportFolder(options_.export_dir, exported->folder); !s.ok()) {
+      spdlog::warn("nsys export of {}: {}", shown, std::string(s.message()));
+    }
+  }
   if (response.ok()) {
     const char* result = response->already_existed() ? "duplicate" : "ok";
     results_.Add({{"result", result}}).Increment();
@@ -121,6 +144,37 @@ void TraceUploader::UploadOne(const TraceFile& file) {
   results_.Add({{"result", "retry"}}).Increment();
   spdlog::warn("upload of {} failed, will retry: {}", shown, std::string(error.message()));
   retry_.push_back(file);
+}
+
+absl::StatusOr<TraceUploader::Exported> TraceUploader::ExportReport(const TraceFile& file, const CheckedFile& checked) {
+  if (!options_.nsys.available()) return absl::FailedPreconditionError(kNoNsysReason);
+  // nsys reads the report as the user who owns it (measured on the descriptor read here), and
+  // writes the SQLite file into a folder only that user and the agent may enter.
+  const NsysUser user = NsysUserOf(checked.owner_uid());
+  absl::StatusOr<std::string> folder =
+      CreatePrivateFolder(options_.export_dir, absl::StrCat("nsys-uid", user.uid), user.uid);
+  if (!folder.ok()) return folder.status();
+  const std::string stem = std::filesystem::path(file.path).filename().string();
+  const std::string name = SafeFileName(stem.substr(0, stem.size() - kNsysReportSuffix.size())) + ".sqlite";
+  absl::StatusOr<CheckedFile> sqlite =
+      options_.nsys.ExportAndOpen(file.path, options_.export_dir, *folder, name, user, options_.max_trace_bytes, [this] {
+        absl::MutexLock lock(&mu_);
+        return stopping_;
+      });
+  if (!sqlite.ok()) {
+    if (absl::Status s = RemoveExportFolder(options_.export_dir, *folder); !s.ok()) {
+      spdlog::warn("nsys export: {}", std::string(s.message()));
+    }
+    return sqlite.status();
+  }
+  return Exported{*std::move(sqlite), *folder};
+}
+
+void TraceUploader::Refuse(const TraceFile& file, const std::string& result, const std::string& why) {
+  results_.Add({{"result", result}}).Increment();
+  failed_++;
+  spdlog::warn("not uploading {}: {}", absl::CHexEscape(file.path), why);
+  if (absl::Status s = journal_.Record(file, result); !s.ok()) spdlog::error("journal: {}", std::string(s.message()));
 }
 
 }  // namespace fleetprof

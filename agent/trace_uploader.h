@@ -1,6 +1,9 @@
 #pragma once
 // Uploads each finished trace file found by the TraceDirWatcher, once: the journal remembers
-// uploads across agent restarts, and a per-file upload id makes the server dedupe too.
+// uploads across agent restarts, and a per-file upload id makes the server dedupe too. An
+// Nsight Systems report (*.nsys-rep) is exported to SQLite first with the node's nsys, run as
+// the report's owner into a folder made for it (collectors/nsys_cli.h), and that file goes up;
+// without an nsys the report is refused once, with the reason (kNoNsysReason).
 
 #include <atomic>
 #include <memory>
@@ -10,6 +13,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "collectors/job_owners.h"
+#include "collectors/nsys_cli.h"
 #include "collectors/trace_dir_watcher.h"
 #include "collectors/upload_journal.h"
 #include "common/clock.h"
@@ -29,6 +33,12 @@ struct TraceUploaderOptions {
   int64_t scan_interval_ms = 1000;
   int64_t settle_ms = 2000;
   const Clock* clock = RealClock();  // file ages and the pause between scans
+  // *.nsys-rep reports: the node's nsys (--nsys; none: reports are refused), the shared drop
+  // folder the agent owns where each export gets a folder of the report owner's (mode 0700, a
+  // random name: --kineto_trace_dir), and the largest export taken (--max_trace_mb).
+  NsysCli nsys;
+  std::string export_dir;
+  int64_t max_trace_bytes = int64_t{1} << 30;
 };
 
 class TraceUploader {
@@ -45,6 +55,16 @@ class TraceUploader {
  private:
   void Loop();
   void UploadOne(const TraceFile& file);
+  // The report `checked` exported to SQLite as its owner: the file and the folder made for it
+  // (remove it with RemoveExportFolder); the error says why not (no nsys: kNoNsysReason).
+  struct Exported {
+    CheckedFile sqlite;
+    std::string folder;
+  };
+  absl::StatusOr<Exported> ExportReport(const TraceFile& file, const CheckedFile& checked);
+  // Counts and logs a file not uploaded for a reason of its own, and journals it so the next
+  // scans leave it alone until it changes.
+  void Refuse(const TraceFile& file, const std::string& result, const std::string& why);
 
   TraceUploaderOptions options_;
   const Clock& clock_;

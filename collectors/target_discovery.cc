@@ -75,7 +75,7 @@ const XprofTargetDiscovery::Entry* XprofTargetDiscovery::Lookup(int pid) {
   if (!stat.has_value()) return nullptr;
   auto it = cache_.find(pid);
   if (it == cache_.end() || it->second.start_ticks != stat->start_ticks || it->second.command != stat->command) {
-    Entry entry{stat->start_ticks, stat->command, "", "", 0};
+    Entry entry{stat->start_ticks, stat->command, "", "", "", 0};
     ++environ_reads_;
     absl::StatusOr<std::string> environ = ReadProcessEnviron(proc_root_, pid);
     if (!environ.ok()) return nullptr;
@@ -83,17 +83,26 @@ const XprofTargetDiscovery::Entry* XprofTargetDiscovery::Lookup(int pid) {
     if (ReadProcessStartTicks(proc_root_, pid) != stat->start_ticks) return nullptr;
     std::string job = EnvironValue(*environ, "FLEETPROF_JOB");
     std::string address = EnvironValue(*environ, "FLEETPROF_XPROF_ADDR");
+    std::string session = EnvironValue(*environ, "FLEETPROF_NSYS_SESSION");
     // Both values come from any process on the node and end up in protos and in a session
     // folder name: refuse anything but a plain host:port and a printable UTF-8 job name.
     if (!job.empty() && !address.empty() && (!IsHostPort(address) || !IsPrintableUtf8(job, 253))) {
       WarnOnce(pid, absl::StrCat("ignoring pid ", pid, ": FLEETPROF_XPROF_ADDR must be HOST:PORT and FLEETPROF_JOB "
                                  "printable UTF-8 of at most 253 bytes (got address '", absl::CHexEscape(address),
                                  "', job '", absl::CHexEscape(job), "')"));
-      job.clear();
+      address.clear();
     }
-    if (!job.empty() && !address.empty()) {
+    // The session name reaches the command line of the nsys the agent runs: safe characters only.
+    if (!job.empty() && !session.empty() && (!IsSafeFileName(session) || !IsPrintableUtf8(job, 253))) {
+      WarnOnce(pid, absl::StrCat("ignoring pid ", pid, ": FLEETPROF_NSYS_SESSION must be 1 to 128 of A-Z a-z 0-9 . _ - "
+                                 "(not starting with '.') and FLEETPROF_JOB printable UTF-8 of at most 253 bytes "
+                                 "(got session '", absl::CHexEscape(session), "', job '", absl::CHexEscape(job), "')"));
+      session.clear();
+    }
+    if (!job.empty() && (!address.empty() || !session.empty())) {
       entry.job = std::move(job);
       entry.address = std::move(address);
+      entry.nsys_session = std::move(session);
     }
     it = cache_.insert_or_assign(pid, std::move(entry)).first;
   }
@@ -104,7 +113,7 @@ const XprofTargetDiscovery::Entry* XprofTargetDiscovery::Lookup(int pid) {
 std::vector<v1::Target> XprofTargetDiscovery::Scan() {
   ++scan_;
   std::vector<v1::Target> targets;
-  std::set<std::tuple<std::string, int64_t, std::string>> seen;  // address, uid, job
+  std::set<std::tuple<v1::Target::Kind, std::string, int64_t, std::string>> seen;  // kind, address, uid, job
   DIR* dir = opendir(proc_root_.c_str());
   if (dir == nullptr) return targets;
   std::vector<int> pids;
@@ -122,14 +131,18 @@ std::vector<v1::Target> XprofTargetDiscovery::Scan() {
     const int64_t uid = ProcessUid(proc_root_, pid);
     if (uid < 0 || ReadProcessStartTicks(proc_root_, pid) != entry->start_ticks) continue;
     if (!owners_->Claim(entry->job, uid, pid)) continue;  // another uid's job: JobOwners logged it
-    if (!seen.emplace(entry->address, uid, entry->job).second) continue;
-    v1::Target target;
-    target.set_job(entry->job);
-    target.set_kind(v1::Target::xprof);
-    target.set_pid(pid);
-    target.set_address(entry->address);
-    target.set_start_ticks(entry->start_ticks);
-    targets.push_back(std::move(target));
+    // An XLA job under an nsys session is a target of each kind.
+    for (const auto& [kind, address] : {std::pair{v1::Target::xprof, &entry->address},
+                                        std::pair{v1::Target::nsys, &entry->nsys_session}}) {
+      if (address->empty() || !seen.emplace(kind, *address, uid, entry->job).second) continue;
+      v1::Target target;
+      target.set_job(entry->job);
+      target.set_kind(kind);
+      target.set_pid(pid);
+      target.set_address(*address);
+      target.set_start_ticks(entry->start_ticks);
+      targets.push_back(std::move(target));
+    }
   }
   // Processes gone since the last scan are forgotten: the cache holds the live ones only.
   std::erase_if(cache_, [this](const auto& item) { return item.second.scan != scan_; });

@@ -35,7 +35,12 @@ bool IsPrintablePath(const std::filesystem::path& relative) {
 
 bool IsTraceFileName(const std::string& name) {
   if (name.empty() || name[0] == '.' || name.ends_with(".tmp")) return false;
-  return name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".xplane.pb");
+  for (std::string_view suffix :
+       {std::string_view(".json"), std::string_view(".json.gz"), std::string_view(".xplane.pb"),
+        std::string_view(".sqlite"), std::string_view(".sqlite.gz"), kNsysReportSuffix}) {
+    if (name.ends_with(suffix)) return true;
+  }
+  return false;
 }
 
 TraceFileJob JobOfTraceFile(const TraceFile& file, const std::string& fixed_job, int64_t owner_uid,

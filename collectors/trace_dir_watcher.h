@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collectors/job_owners.h"
@@ -23,7 +24,12 @@ struct TraceFile {
   int64_t mtime_ns = 0;
 };
 
-// True for *.json, *.json.gz and *.xplane.pb (not *.tmp, not hidden).
+// An Nsight Systems report: not a format the server reads, the agent exports it to SQLite
+// first (the agent's --nsys).
+inline constexpr std::string_view kNsysReportSuffix = ".nsys-rep";
+
+// True for *.json, *.json.gz, *.xplane.pb, Nsight Systems' SQLite exports (*.sqlite,
+// *.sqlite.gz) and reports (*.nsys-rep); not *.tmp, not hidden.
 bool IsTraceFileName(const std::string& name);
 
 // The job a trace-dir file is filed under, and the job its folder claimed when that is not it.

@@ -184,6 +184,7 @@ v1::Capture NewCapture(const v1::StartCaptureRequest& request,
 std::string TargetName(const v1::Target& target) {
   const std::string& kind = v1::Target::Kind_Name(target.kind());
   if (target.kind() == v1::Target::xprof) return absl::StrCat(kind, ":", target.address());
+  if (target.kind() == v1::Target::nsys) return absl::StrCat(kind, ":session=", target.address());
   return absl::StrCat(kind, ":pid=", target.pid());
 }
 

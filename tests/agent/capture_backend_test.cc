@@ -120,6 +120,7 @@ TEST(CaptureBackendTest, TheDaemonsTableHasOneRowPerKind) {
   }
   EXPECT_TRUE(kinds.contains(v1::Target::xprof));
   EXPECT_TRUE(kinds.contains(v1::Target::kineto));
+  EXPECT_TRUE(kinds.contains(v1::Target::nsys));
 }
 
 }  // namespace

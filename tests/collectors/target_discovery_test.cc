@@ -62,6 +62,33 @@ TEST_F(TargetDiscoveryTest, FindsXlaJobsByTheirEnvironment) {
   EXPECT_EQ(targets[0].start_ticks(), 1100u) << "pinned to its start time (stat field 22)";
 }
 
+// Issue 41: a job started under `nsys launch --session-new=NAME` (FLEETPROF_NSYS_SESSION) is a
+// target of kind nsys named by its session: `nsys launch` and its program are one target, an XLA
+// job under a session is a target of each kind, and a name nsys's command line could take for
+// something else is refused.
+TEST_F(TargetDiscoveryTest, FindsNsysSessionsByTheirEnvironment) {
+  using namespace std::string_literals;
+  Process(100, "FLEETPROF_JOB=sim\0FLEETPROF_NSYS_SESSION=sim-1\0"s);  // nsys launch
+  Process(101, "FLEETPROF_JOB=sim\0FLEETPROF_NSYS_SESSION=sim-1\0"s);  // the program it runs
+  Process(200, "FLEETPROF_JOB=jax\0FLEETPROF_NSYS_SESSION=jax.2\0FLEETPROF_XPROF_ADDR=127.0.0.1:9012\0"s);
+  Process(300, "FLEETPROF_NSYS_SESSION=no-job\0"s);
+  Process(400, "FLEETPROF_JOB=bad\0FLEETPROF_NSYS_SESSION=--output=/etc/passwd\0"s);
+  Process(401, "FLEETPROF_JOB=bad\0FLEETPROF_NSYS_SESSION=a b\0"s);
+  Process(402, "FLEETPROF_JOB=bad\0FLEETPROF_NSYS_SESSION=.hidden\0"s);
+  auto targets = Discover();
+  ASSERT_EQ(targets.size(), 3u);
+  EXPECT_EQ(targets[0].kind(), v1::Target::nsys);
+  EXPECT_EQ(targets[0].job(), "sim");
+  EXPECT_EQ(targets[0].pid(), 100);
+  EXPECT_EQ(targets[0].address(), "sim-1");
+  EXPECT_EQ(targets[0].start_ticks(), 1100u);
+  EXPECT_EQ(targets[1].kind(), v1::Target::xprof);
+  EXPECT_EQ(targets[1].address(), "127.0.0.1:9012");
+  EXPECT_EQ(targets[2].kind(), v1::Target::nsys);
+  EXPECT_EQ(targets[2].address(), "jax.2");
+  EXPECT_EQ(targets[2].pid(), 200);
+}
+
 // Issue 21: a job name was anyone's, so another user's process naming root's job (with a
 // profiler server of its own) became a target of that job, and a capture of root's job
 // traced the attacker's process and uploaded its answer as root's. The name is the uid's

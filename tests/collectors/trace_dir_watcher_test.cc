@@ -51,6 +51,24 @@ TEST_F(TraceDirWatcherTest, HandsOutSettledTraceFilesOnceWithTheirFolder) {
   EXPECT_TRUE(watcher.Scan(Later(6)).empty()) << "each file once";
 }
 
+// Issue 41: Nsight Systems' SQLite exports go up as they are, its reports to be exported by
+// the agent's nsys first; a SQLite journal or WAL beside an export being written does not.
+TEST_F(TraceDirWatcherTest, NsightSystemsExportsAndReportsAreTraceFiles) {
+  for (const char* name : {"run.sqlite", "run.sqlite.gz", "run.nsys-rep", "llama/profile_1.nsys-rep"}) {
+    EXPECT_TRUE(IsTraceFileName(fs::path(name).filename())) << name;
+  }
+  for (const char* name : {"run.sqlite-journal", "run.sqlite-wal", "run.nsys-rep.tmp", ".run.sqlite", "run.qdstrm",
+                           "run.sqlite.tmp"}) {
+    EXPECT_FALSE(IsTraceFileName(name)) << name;
+  }
+  Write("llama/run.nsys-rep", "x");
+  Write("llama/run.sqlite", "x");
+  Write("llama/run.sqlite-journal", "x");
+  TraceDirWatcher watcher({dir_}, 1000);
+  watcher.Scan(Later(5));
+  EXPECT_EQ(watcher.Scan(Later(5)).size(), 2u);
+}
+
 TEST_F(TraceDirWatcherTest, WaitsForAFileStillBeingWritten) {
   Write("x.json", "{");
   TraceDirWatcher watcher({dir_}, 60'000);
