@@ -49,6 +49,7 @@ struct CliOptions {
   int64_t until_ns = 0;
   std::vector<std::string> thresholds;  // "rule=value"
   std::string every;                     // schedule: "30m"
+  std::string report;                    // stats: "cuda_gpu_kern_sum,nvtx_sum"
   // job-trace, collectives: the selection
   std::string capture_id;
   std::vector<std::string> profiles;
@@ -63,6 +64,7 @@ int RunKernels(const CliOptions& options);
 int RunBreakdown(const CliOptions& options);
 int RunAgents(const CliOptions& options);
 int RunAnalyze(const CliOptions& options);
+int RunStats(const CliOptions& options);
 // Waits (--wait) on `clock`: commands.cc passes RealClock().
 int RunCapture(const CliOptions& options, Clock* clock);
 int RunCaptures(const CliOptions& options);

@@ -40,7 +40,8 @@ void AddQueryFlags(FlagSet* flags, CliOptions* options) {
   flags->AddString("job", &options->job, "job name (upload: the profile's job; profiles: filter)");
   flags->AddString("node", &options->node, "node name for upload (default: this host)");
   flags->AddString("format", &options->format,
-                   "upload: kineto_json or xspace (default: detect); export: original (default), chrome_json or pprof");
+                   "upload: kineto_json, xspace or nsys_sqlite (default: detect); export: original (default), chrome_json or "
+                   "pprof; stats: csv");
   flags->AddString("o", &options->output, "export: the file to write");
   flags->AddInt("start_ns", &options->start_ns, "trace, export: window start in the trace's ns (default: its start)");
   flags->AddInt("end_ns", &options->end_ns, "trace, export: window end, exclusive (default: the trace's end)");
@@ -56,6 +57,8 @@ void AddQueryFlags(FlagSet* flags, CliOptions* options) {
   flags->AddRepeated("profile", &options->profiles, "job-trace, collectives: this profile (instead of --capture_id)");
   options->trace_limits.AddFlags(flags);
   flags->AddString("every", &options->every, "schedule: how often to capture, e.g. 30m, 2h, 45s");
+  flags->AddString("report", &options->report,
+                   "stats: the reports to print, comma-separated (default: all five; e.g. cuda_gpu_kern_sum,nvtx_sum)");
   flags->AddRepeated("threshold", &options->thresholds, "diagnose: RULE=VALUE replaces a rule's default threshold");
   flags->AddString("upload_id", &options->upload_id,
                    "upload id; the same id twice stores the file once (default: random)");

@@ -19,6 +19,9 @@ constexpr size_t kUsageColumn = 37;  // where the descriptions start in --help
 const std::vector<Command>& Commands() {
   static const auto* commands = new std::vector<Command>{
       {"analyze", "FILE", "analyse a trace file locally (no server)", RunAnalyze, nullptr, "limit @limits"},
+      {"stats", "PROFILE|FILE [--report R[,R…]] [--format csv]",
+       "the nsys stats reports (kernels, memory ops by time and size,\nCUDA API, NVTX) of a profile, or of a file analysed here",
+       RunStats, nullptr, "report format limit @limits"},
       {"upload", "FILE --job J [--node N] [--label k=v]... [--format F]",
        "store a trace on the server; prints its profile id", RunUpload, nullptr, "job node label format upload_id"},
       {"profiles", "[--job J] [--label k=v]", "list stored profiles, newest first", RunProfiles, nullptr, "job label limit"},

@@ -16,6 +16,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
+#include "common/system_time.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "spdlog/spdlog.h"
@@ -251,7 +252,7 @@ grpc::Status XprofCapture::CallProfile(std::chrono::milliseconds deadline,
                                        const tensorflow::ProfileRequest& request,
                                        tensorflow::ProfileResponse* response, bool* was_cancelled) {
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + deadline);
+  context.set_deadline(DeadlineAfter(*RealClock(), deadline));  // gRPC waits on real time
   absl::Mutex mutex;
   bool finished = false;  // both under `mutex`
   grpc::Status result;
@@ -275,7 +276,7 @@ grpc::Status XprofCapture::CallProfile(std::chrono::milliseconds deadline,
 // Tells the job to stop the session now rather than profile for the rest of the duration.
 void XprofCapture::SendTerminate() {
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + kTerminateDeadline);
+  context.set_deadline(DeadlineAfter(*RealClock(), kTerminateDeadline));
   tensorflow::TerminateRequest request;
   request.set_session_id(options_.session_id);
   tensorflow::TerminateResponse response;

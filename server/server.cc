@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "api/api_catalog.h"
 #include "common/runtime.h"
+#include "common/safe_paths.h"
 #include "common/stopwatch.h"
 #include "common/system_time.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -114,9 +115,14 @@ absl::Status Server::JoinCluster() {
 }
 
 absl::Status Server::OpenStorage() {
+  // Stored profiles, uploads and the object cache are the server's alone: 0700, so other local
+  // users cannot read them (RocksDB's files themselves are 0644).
+  std::string open_to_others;
+  if (absl::Status s = EnsureOwnStateFolder(flags_.data_dir, &open_to_others); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("--data_dir: ", s.message()));
+  }
+  if (!open_to_others.empty()) spdlog::warn("--data_dir: {}", open_to_others);
   if (flags_.cluster.replica()) return OpenClusterStorage();
-  std::error_code ec;
-  std::filesystem::create_directories(flags_.data_dir, ec);
   StoreOptions options;
   options.max_open_files = static_cast<int>(flags_.max_open_files);
   options.on_background_error = [this](const std::string& reason) { metrics_.RecordStorageError(reason); };

@@ -66,6 +66,8 @@ class QueryApi {
   // (request.job, selected as JobOps selects them), as Pyroscope's FlameGraph
   // (server/query/flame_queries.cc). INVALID_ARGUMENT for an unknown value or neither/both of
   // profile_id and job.
+  // The `nsys stats` reports asked for (stats_queries.cc).
+  absl::StatusOr<v1::StatsResponse> Stats(const v1::StatsRequest& request);
   absl::StatusOr<v1::FlameGraph> FlameGraph(const v1::FlameGraphRequest& request);
 
   // Pyroscope's query API (querier.v1, server/query/pyroscope_queries.cc): profiles selected by

@@ -190,11 +190,30 @@ void AppendJsonString(std::string* out, std::string_view s) {
   out->push_back('"');
 }
 
+// A repeated field's printable items as a JSON list.
+static void AppendItems(std::string* out, const Message& message, const FieldDescriptor* field) {
+  const Reflection* r = message.GetReflection();
+  out->push_back('[');
+  bool first_item = true;
+  for (int i = 0; i < r->FieldSize(message, field); ++i) {
+    if (!Printable(message, field, i)) continue;
+    if (!first_item) out->push_back(',');
+    first_item = false;
+    AppendValue(out, message, field, i);
+  }
+  out->push_back(']');
+}
+
 void AppendProtoJson(std::string* out, const Message& message) {
   const auto* descriptor = message.GetDescriptor();
   const Reflection* r = message.GetReflection();
   if (descriptor->options().GetExtension(v1::json_unwrap)) {
-    // The value of the one set (singular) field, or null.
+    // A message of one list field prints as that list; else the value of its one set
+    // (singular) field, or null.
+    if (descriptor->field_count() == 1 && descriptor->field(0)->is_repeated() && !descriptor->field(0)->is_map()) {
+      AppendItems(out, message, descriptor->field(0));
+      return;
+    }
     for (int f = 0; f < descriptor->field_count(); ++f) {
       const FieldDescriptor* field = descriptor->field(f);
       if (field->is_repeated() || !r->HasField(message, field) || !Printable(message, field, -1)) continue;
@@ -220,15 +239,8 @@ void AppendProtoJson(std::string* out, const Message& message) {
       if (!first) out->push_back(',');
       first = false;
       AppendJsonString(out, field->name());
-      out->append(":[");
-      bool first_item = true;
-      for (int i = 0; i < r->FieldSize(message, field); ++i) {
-        if (!Printable(message, field, i)) continue;
-        if (!first_item) out->push_back(',');
-        first_item = false;
-        AppendValue(out, message, field, i);
-      }
-      out->push_back(']');
+      out->push_back(':');
+      AppendItems(out, message, field);
       continue;
     }
     if (field->has_presence() && !r->HasField(message, field)) continue;
