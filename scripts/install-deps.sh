@@ -18,7 +18,8 @@ BUILD_PKGS=(
 # kubectl (with kustomize v5) for tests/kubernetes is not a Debian package: Debian 12's
 # kubernetes-client is 1.20, whose kustomize v2 cannot read the manifests; this machine kind ships
 # kubectl 1.32, and the test fails under CI=true without it.
-TEST_PKGS=(python3 python3-torch python3-grpcio python3-protobuf prometheus time procps chromium openssl clang
+TEST_PKGS=(python3 python3-torch python3-grpcio python3-protobuf python3-pytest python3-pandas
+           python3-setuptools python3-venv prometheus time procps chromium openssl clang
            etcd-server etcd-client curl golang-go podman buildah runc)
 
 want=("${BUILD_PKGS[@]}")
