@@ -101,3 +101,25 @@ def test_capture_progress_in_a_notebook_updates_one_display(client, xprof_job, m
     assert len(ids) == 1
     assert [kind for kind, _ in shown].count("display") == 1
     assert "<progress" in shown[-1][1] and "INDEXED" in shown[-1][1]
+
+
+def test_capture_progress_on_a_terminal_is_one_line_rewritten(client, xprof_job):
+    import io
+    from fleetprof import capture as capture_module
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    screen = Terminal()
+    progress = capture_module._TerminalProgress(screen)
+    handle = client.capture("py-jax", duration_ms=200)
+    while True:
+        progress.update(handle)
+        if handle.done():
+            break
+        handle.refresh()
+    progress.close()
+    text = screen.getvalue()
+    assert text.count("\n") == 1 and text.endswith("\n") and text.startswith("\r")
+    assert "[1/1]" in text and "INDEXED" in text
