@@ -41,7 +41,7 @@ Agent::Agent(AgentConfig config) : config_(std::move(config)) {}
 
 Agent::~Agent() { Stop(); }
 
-absl::Status Agent::Start() {
+absl::Status Agent::CheckConfig() {
   for (const auto& flag : config_.targets) {
     auto target = ParseTargetFlag(flag);
     if (!target.ok()) return target.status();
@@ -73,8 +73,10 @@ absl::Status Agent::Start() {
         "refusing --dynolog_addr=", config_.dynolog_addr,
         ": a non-loopback dynolog API needs --dynolog_token_file (any host could have root read a trace)"));
   }
+  return absl::OkStatus();
+}
 
-  registry_ = std::make_shared<prometheus::Registry>();
+absl::Status Agent::StartJobOwners() {
   // One owner per job name across Kineto clients, XLA jobs and per-job host metrics
   // (collectors/job_owners.h). A binding outlives a few discovery scans, so a job between two
   // scans keeps its name.
@@ -86,12 +88,14 @@ absl::Status Agent::Start() {
   job_owners_ = std::make_shared<JobOwners>(
       std::max<std::chrono::milliseconds>(std::chrono::seconds(60),
                                           3 * std::chrono::milliseconds(config_.discover_interval_ms)),
-      [&conflicts] { conflicts.Increment(); }, config_.job_owners_file);
+      [&conflicts] { conflicts.Increment(); }, config_.job_owners_file, config_.clock);
   if (absl::Status s = job_owners_->LoadAssignments(); !s.ok()) {
     return absl::FailedPreconditionError(absl::StrCat("--job_owners_file: ", s.message()));
   }
-  if (absl::Status s = StartMetrics(); !s.ok()) return s;
-  auto channel = MakeChannel(config_.server, config_.security);
+  return absl::OkStatus();
+}
+
+absl::Status Agent::StartTraceUploads(const std::shared_ptr<grpc::Channel>& channel) {
   TraceUploaderOptions uploads;
   uploads.dirs = config_.trace_dirs;
   uploads.job = config_.job;
@@ -106,10 +110,16 @@ absl::Status Agent::Start() {
   uploads.max_trace_bytes = config_.max_trace_mb << 20;
   uploader_ = std::make_unique<TraceUploader>(
       uploads, [channel](const UploadOptions& upload) { return UploadFile(channel, upload); }, *registry_);
-  if (!config_.trace_dirs.empty()) {
-    if (absl::Status s = uploader_->Start(); !s.ok()) return s;
-  }
+  return config_.trace_dirs.empty() ? absl::OkStatus() : uploader_->Start();
+}
 
+absl::Status Agent::Start() {
+  if (absl::Status s = CheckConfig(); !s.ok()) return s;
+  registry_ = std::make_shared<prometheus::Registry>();
+  if (absl::Status s = StartJobOwners(); !s.ok()) return s;
+  if (absl::Status s = StartMetrics(); !s.ok()) return s;
+  auto channel = MakeChannel(config_.server, config_.security);
+  if (absl::Status s = StartTraceUploads(channel); !s.ok()) return s;
   StartKineto(channel);
   discovery_ = std::make_unique<XprofTargetDiscovery>(config_.proc_root, job_owners_.get());
   {
@@ -180,6 +190,7 @@ void Agent::StartKineto(const std::shared_ptr<grpc::Channel>& channel) {
   kineto_options.socket_dir = config_.kineto_socket_dir;
   kineto_options.proc_root = config_.proc_root;
   kineto_options.job_owners = job_owners_;
+  kineto_options.clock = config_.clock;
   kineto_ = std::make_unique<KinetoEndpoint>(kineto_options);
   // Fires only from Trigger calls, which come from captures_ or dynolog_, both set below.
   kineto_->set_on_triggered(

@@ -75,6 +75,12 @@ class Agent {
   std::string dynolog_addr() const;
 
  private:
+  // The flags' checks and the folders they name; static_targets_ from --target.
+  absl::Status CheckConfig();
+  // job_owners_, with --job_owners_file read and a counter of conflicting claims.
+  absl::Status StartJobOwners();
+  // Uploads of finished files in --trace_dir folders (started only when there are any).
+  absl::Status StartTraceUploads(const std::shared_ptr<grpc::Channel>& channel);
   // The /metrics endpoint and the device/host sampler behind it.
   absl::Status StartMetrics();
   // The Kineto endpoint (off when another daemon holds its socket), the capture runner and

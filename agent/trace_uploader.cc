@@ -118,11 +118,16 @@ void TraceUploader::UploadOne(const TraceFile& file) {
       spdlog::warn("nsys export of {}: {}", shown, std::string(s.message()));
     }
   }
+  RecordOutcome(file, shown, filed.job, response);
+}
+
+void TraceUploader::RecordOutcome(const TraceFile& file, const std::string& shown, const std::string& job,
+                                  const absl::StatusOr<v1::UploadResponse>& response) {
   if (response.ok()) {
     const char* result = response->already_existed() ? "duplicate" : "ok";
     results_.Add({{"result", result}}).Increment();
     uploaded_++;
-    spdlog::info("uploaded {} job={} profile_id={}{}", shown, absl::CHexEscape(filed.job), response->profile_id(),
+    spdlog::info("uploaded {} job={} profile_id={}{}", shown, absl::CHexEscape(job), response->profile_id(),
                  response->already_existed() ? " (already stored)" : "");
     if (absl::Status s = journal_.Record(file, response->profile_id()); !s.ok()) {
       spdlog::error("journal: {}", std::string(s.message()));

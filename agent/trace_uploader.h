@@ -55,6 +55,10 @@ class TraceUploader {
  private:
   void Loop();
   void UploadOne(const TraceFile& file);
+  // Counts and logs an upload's answer; records it in the journal unless it is worth a retry
+  // (then the file waits in retry_).
+  void RecordOutcome(const TraceFile& file, const std::string& shown, const std::string& job,
+                     const absl::StatusOr<v1::UploadResponse>& response);
   // The report `checked` exported to SQLite as its owner: the file and the folder made for it
   // (remove it with RemoveExportFolder); the error says why not (no nsys: kNoNsysReason).
   struct Exported {

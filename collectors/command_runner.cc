@@ -129,6 +129,63 @@ std::string CommandOutcome::Describe() const {
   return what;
 }
 
+// Waits for the child's exec: its report pipe closes then (close-on-exec), or carries the
+// stage that failed and its errno. The child is reaped when it could not exec.
+static absl::Status AwaitExec(const CommandSpec& spec, pid_t pid, int report_fd) {
+  int failure[2] = {0, 0};
+  ssize_t got = 0;
+  do {
+    got = ::read(report_fd, failure, sizeof(failure));
+  } while (got < 0 && errno == EINTR);
+  ::close(report_fd);
+  if (got != static_cast<ssize_t>(sizeof(failure))) return absl::OkStatus();
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return absl::FailedPreconditionError(absl::StrCat("cannot run ", spec.argv[0],
+                                                    spec.uid >= 0 ? absl::StrCat(" as uid ", spec.uid) : "", ": ",
+                                                    StageText(static_cast<ChildStage>(failure[0])), " (",
+                                                    std::strerror(failure[1]), ")"));
+}
+
+// Reads the child's output (capped) until it exits, killing its group at the timeout or on
+// cancellation; closes `output_fd`.
+static CommandOutcome CollectUntilExit(const CommandSpec& spec, pid_t pid, int output_fd) {
+  ::fcntl(output_fd, F_SETFL, O_NONBLOCK);
+  CommandOutcome outcome;
+  const Clock& clock = *spec.clock;
+  const int64_t deadline = clock.MonotonicNanos() + spec.timeout_ms * kNanosPerMs;
+  bool open = true;
+  int status = 0;
+  while (true) {
+    if (open) {
+      pollfd wait{output_fd, POLLIN, 0};
+      const int64_t left_ms = std::max<int64_t>(0, (deadline - clock.MonotonicNanos()) / kNanosPerMs);
+      ::poll(&wait, 1, static_cast<int>(std::min<int64_t>(kPollMs, left_ms)));
+      open = ReadSome(output_fd, spec.max_output_bytes, &outcome.output);
+    } else {
+      SleepUntil(clock, std::min(deadline, clock.MonotonicNanos() + kPollMs * kNanosPerMs));
+    }
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    outcome.timed_out = clock.MonotonicNanos() >= deadline;
+    outcome.cancelled = !outcome.timed_out && spec.cancelled && spec.cancelled();
+    if (outcome.timed_out || outcome.cancelled) {
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      break;
+    }
+  }
+  // What it wrote last; a process it left behind holding the pipe is not waited for.
+  if (open) ReadSome(output_fd, spec.max_output_bytes, &outcome.output);
+  ::close(output_fd);
+  if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) outcome.signal = WTERMSIG(status);
+  return outcome;
+}
+
 absl::StatusOr<CommandOutcome> RunCommand(const CommandSpec& spec) {
   if (spec.argv.empty() || spec.argv[0].empty() || spec.argv[0][0] != '/') {
     return absl::InvalidArgumentError("a command needs the absolute path of its program");
@@ -167,57 +224,11 @@ absl::StatusOr<CommandOutcome> RunCommand(const CommandSpec& spec) {
   }
   ::setpgid(pid, pid);  // also here, so a kill right after the fork reaches the group
 
-  // The exec pipe closes at the exec (close-on-exec), or carries why the child could not get there.
-  int failure[2] = {0, 0};
-  ssize_t got = 0;
-  do {
-    got = ::read(report[0], failure, sizeof(failure));
-  } while (got < 0 && errno == EINTR);
-  ::close(report[0]);
-  if (got == static_cast<ssize_t>(sizeof(failure))) {
+  if (absl::Status started = AwaitExec(spec, pid, report[0]); !started.ok()) {
     ::close(output[0]);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return absl::FailedPreconditionError(absl::StrCat("cannot run ", program,
-                                                      spec.uid >= 0 ? absl::StrCat(" as uid ", spec.uid) : "", ": ",
-                                                      StageText(static_cast<ChildStage>(failure[0])), " (",
-                                                      std::strerror(failure[1]), ")"));
+    return started;
   }
-
-  ::fcntl(output[0], F_SETFL, O_NONBLOCK);
-  CommandOutcome outcome;
-  const Clock& clock = *spec.clock;
-  const int64_t deadline = clock.MonotonicNanos() + spec.timeout_ms * kNanosPerMs;
-  bool open = true;
-  int status = 0;
-  while (true) {
-    if (open) {
-      pollfd wait{output[0], POLLIN, 0};
-      const int64_t left_ms = std::max<int64_t>(0, (deadline - clock.MonotonicNanos()) / kNanosPerMs);
-      ::poll(&wait, 1, static_cast<int>(std::min<int64_t>(kPollMs, left_ms)));
-      open = ReadSome(output[0], spec.max_output_bytes, &outcome.output);
-    } else {
-      SleepUntil(clock, std::min(deadline, clock.MonotonicNanos() + kPollMs * kNanosPerMs));
-    }
-    const pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    outcome.timed_out = clock.MonotonicNanos() >= deadline;
-    outcome.cancelled = !outcome.timed_out && spec.cancelled && spec.cancelled();
-    if (outcome.timed_out || outcome.cancelled) {
-      ::kill(-pid, SIGKILL);
-      ::kill(pid, SIGKILL);
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      break;
-    }
-  }
-  // What it wrote last; a process it left behind holding the pipe is not waited for.
-  if (open) ReadSome(output[0], spec.max_output_bytes, &outcome.output);
-  ::close(output[0]);
-  if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) outcome.signal = WTERMSIG(status);
-  return outcome;
+  return CollectUntilExit(spec, pid, output[0]);
 }
 
 }  // namespace fleetprof

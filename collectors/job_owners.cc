@@ -65,8 +65,12 @@ absl::StatusOr<std::map<std::string, int64_t>> ParseAssignments(const std::strin
 
 }  // namespace
 
-JobOwners::JobOwners(Clock::duration keep, std::function<void()> on_conflict, std::string assignments_file)
-    : keep_(keep), on_conflict_(std::move(on_conflict)), assignments_file_(std::move(assignments_file)) {}
+JobOwners::JobOwners(std::chrono::nanoseconds keep, std::function<void()> on_conflict, std::string assignments_file,
+                     const Clock* clock)
+    : clock_(*clock),
+      keep_ns_(keep.count()),
+      on_conflict_(std::move(on_conflict)),
+      assignments_file_(std::move(assignments_file)) {}
 
 absl::Status JobOwners::LoadAssignments() {
   if (assignments_file_.empty()) return absl::OkStatus();
@@ -85,12 +89,12 @@ absl::Status JobOwners::LoadAssignments() {
   return absl::OkStatus();
 }
 
-void JobOwners::MaybeReload(Clock::time_point now) {
+void JobOwners::MaybeReload(int64_t now_ns) {
   if (assignments_file_.empty()) return;
   {
     absl::MutexLock lock(&mu_);
-    if (now < next_reload_) return;
-    next_reload_ = now + kReloadEvery;
+    if (now_ns < next_reload_ns_) return;
+    next_reload_ns_ = now_ns + std::chrono::nanoseconds(kReloadEvery).count();
   }
   const std::string signature = FileSignature(assignments_file_);
   {
@@ -105,20 +109,20 @@ void JobOwners::MaybeReload(Clock::time_point now) {
   spdlog::info("job owners file {}: {} job names assigned", assignments_file_, assigned_.size());
 }
 
-bool JobOwners::MayHoldLocked(const std::string& job, int64_t uid, Clock::time_point now, int64_t* holder) {
+bool JobOwners::MayHoldLocked(const std::string& job, int64_t uid, int64_t now_ns, int64_t* holder) {
   if (auto assigned = assigned_.find(job); assigned != assigned_.end()) {
     *holder = assigned->second;
     return uid == assigned->second || uid == kRootUid;
   }
-  if (bindings_.size() > kSweepAbove) SweepLocked(now);
-  auto [it, inserted] = bindings_.try_emplace(job, Binding{uid, now});
+  if (bindings_.size() > kSweepAbove) SweepLocked(now_ns);
+  auto [it, inserted] = bindings_.try_emplace(job, Binding{uid, now_ns});
   Binding& binding = it->second;
   // The holder's processes stopped claiming it `keep` ago, or root claims it: it is uid's now.
-  if (!inserted && binding.uid != uid && (now - binding.last_claim >= keep_ || uid == kRootUid)) {
-    binding = Binding{uid, now};
+  if (!inserted && binding.uid != uid && (now_ns - binding.last_claim_ns >= keep_ns_ || uid == kRootUid)) {
+    binding = Binding{uid, now_ns};
   }
   if (binding.uid == uid) {
-    binding.last_claim = now;
+    binding.last_claim_ns = now_ns;
     return true;
   }
   *holder = binding.uid;
@@ -128,13 +132,13 @@ bool JobOwners::MayHoldLocked(const std::string& job, int64_t uid, Clock::time_p
 bool JobOwners::Claim(const std::string& job, int64_t uid, int32_t pid) {
   if (job == kUnassignedJob) return true;
   if (uid < 0) return false;
-  const Clock::time_point now = Clock::now();
-  MaybeReload(now);
+  const int64_t now_ns = clock_.MonotonicNanos();
+  MaybeReload(now_ns);
   int64_t holder = -1;
   bool newly_flagged = false;
   {
     absl::MutexLock lock(&mu_);
-    if (MayHoldLocked(job, uid, now, &holder)) return true;
+    if (MayHoldLocked(job, uid, now_ns, &holder)) return true;
     if (flagged_.size() >= kMaxFlagged) flagged_.clear();
     newly_flagged = flagged_.emplace(job, uid, pid).second;
     if (newly_flagged) ++conflicts_;
@@ -150,7 +154,7 @@ bool JobOwners::Claim(const std::string& job, int64_t uid, int32_t pid) {
 
 bool JobOwners::MayUse(const std::string& job, int64_t uid) {
   if (uid < 0) return false;
-  MaybeReload(Clock::now());
+  MaybeReload(clock_.MonotonicNanos());
   absl::MutexLock lock(&mu_);
   auto assigned = assigned_.find(job);
   return assigned == assigned_.end() || uid == assigned->second || uid == kRootUid;
@@ -160,7 +164,7 @@ std::optional<int64_t> JobOwners::OwnerOf(const std::string& job) const {
   absl::MutexLock lock(&mu_);
   if (auto assigned = assigned_.find(job); assigned != assigned_.end()) return assigned->second;
   auto it = bindings_.find(job);
-  if (it == bindings_.end() || Clock::now() - it->second.last_claim >= keep_) return std::nullopt;
+  if (it == bindings_.end() || clock_.MonotonicNanos() - it->second.last_claim_ns >= keep_ns_) return std::nullopt;
   return it->second.uid;
 }
 
@@ -169,8 +173,8 @@ int64_t JobOwners::conflicts() const {
   return conflicts_;
 }
 
-void JobOwners::SweepLocked(Clock::time_point now) {
-  std::erase_if(bindings_, [&](const auto& entry) { return now - entry.second.last_claim >= keep_; });
+void JobOwners::SweepLocked(int64_t now_ns) {
+  std::erase_if(bindings_, [&](const auto& entry) { return now_ns - entry.second.last_claim_ns >= keep_ns_; });
 }
 
 }  // namespace fleetprof

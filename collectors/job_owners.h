@@ -25,16 +25,17 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 
 namespace fleetprof {
 
 class JobOwners {
  public:
-  using Clock = std::chrono::steady_clock;
   // `on_conflict` runs (outside the lock) once per newly flagged (job, uid, pid): a metric.
   // `assignments_file`: empty for none; else re-read when it changes, at most once a second.
-  explicit JobOwners(Clock::duration keep = std::chrono::seconds(60), std::function<void()> on_conflict = {},
-                     std::string assignments_file = {});
+  // A binding lasts `keep` on `clock` after its last claim.
+  explicit JobOwners(std::chrono::nanoseconds keep = std::chrono::seconds(60), std::function<void()> on_conflict = {},
+                     std::string assignments_file = {}, const Clock* clock = RealClock());
 
   // Reads the assignments file now: an error (unreadable, not the operator's, malformed) keeps
   // the assignments in force. Claim calls it once a second and logs an error once per change.
@@ -58,15 +59,16 @@ class JobOwners {
  private:
   struct Binding {
     int64_t uid;
-    Clock::time_point last_claim;
+    int64_t last_claim_ns;  // on clock_.MonotonicNanos()
   };
-  void SweepLocked(Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SweepLocked(int64_t now_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `uid` may hold `job` now, refreshing or moving its binding.
-  bool MayHoldLocked(const std::string& job, int64_t uid, Clock::time_point now, int64_t* holder)
+  bool MayHoldLocked(const std::string& job, int64_t uid, int64_t now_ns, int64_t* holder)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void MaybeReload(Clock::time_point now) ABSL_LOCKS_EXCLUDED(mu_);
+  void MaybeReload(int64_t now_ns) ABSL_LOCKS_EXCLUDED(mu_);
 
-  const Clock::duration keep_;
+  const Clock& clock_;
+  const int64_t keep_ns_;
   const std::function<void()> on_conflict_;
   mutable absl::Mutex mu_;
   std::map<std::string, Binding> bindings_ ABSL_GUARDED_BY(mu_);
@@ -76,7 +78,7 @@ class JobOwners {
 
   const std::string assignments_file_;
   std::map<std::string, int64_t> assigned_ ABSL_GUARDED_BY(mu_);  // job -> uid, from the file
-  Clock::time_point next_reload_ ABSL_GUARDED_BY(mu_){};
+  int64_t next_reload_ns_ ABSL_GUARDED_BY(mu_) = 0;
   std::string file_signature_ ABSL_GUARDED_BY(mu_);  // of the version read (or refused) last
 };
 

@@ -53,7 +53,6 @@ std::vector<int32_t> ConfirmedAncestry(const std::string& proc_root, int32_t hos
   return confirmed;
 }
 
-using SteadyClock = std::chrono::steady_clock;
 
 // Legacy "ctxt" registrations are bounded so a misbehaving client cannot grow them forever.
 constexpr size_t kMaxContextPids = 4096;
@@ -171,7 +170,7 @@ void DescribeNewProcess(const KinetoPoll& poll, int32_t host_pid, int64_t uid, u
 
 KinetoEndpoint::KinetoEndpoint(Options options)
     : options_(std::move(options)),
-      job_owners_(options_.job_owners ? options_.job_owners : std::make_shared<JobOwners>(options_.forget_after)) {}
+      job_owners_(options_.job_owners ? options_.job_owners : std::make_shared<JobOwners>(options_.forget_after, nullptr, "", options_.clock)) {}
 
 KinetoEndpoint::~KinetoEndpoint() { Stop(); }
 
@@ -218,20 +217,22 @@ void KinetoEndpoint::Loop() {
   const std::chrono::milliseconds sweep_interval = std::clamp(
       std::chrono::duration_cast<std::chrono::milliseconds>(options_.forget_after) / 4,
       std::chrono::milliseconds(50), std::chrono::milliseconds(1000));
-  auto next_sweep = SteadyClock::now() + sweep_interval;
+  const Clock& clock = *options_.clock;
+  const int64_t sweep_ns = std::chrono::nanoseconds(sweep_interval).count();
+  int64_t next_sweep = clock.MonotonicNanos() + sweep_ns;
   pollfd fds[2] = {{socket_->fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
   while (true) {
-    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_sweep - SteadyClock::now());
-    const int rc = ::poll(fds, 2, static_cast<int>(std::max<int64_t>(0, wait.count())));
+    const int64_t wait_ms = (next_sweep - clock.MonotonicNanos() + 999'999) / 1'000'000;  // rounded up
+    const int rc = ::poll(fds, 2, static_cast<int>(std::clamp<int64_t>(wait_ms, 0, sweep_interval.count())));
     if (rc < 0 && errno != EINTR) {
       spdlog::error("Kineto endpoint poll(): {}", std::strerror(errno));
       return;
     }
     if (rc > 0 && (fds[1].revents & POLLIN)) return;
     if (rc > 0 && (fds[0].revents & POLLIN)) DrainSocket();
-    if (SteadyClock::now() >= next_sweep) {
+    if (clock.MonotonicNanos() >= next_sweep) {
       ForgetSilentProcesses();
-      next_sweep = SteadyClock::now() + sweep_interval;
+      next_sweep = clock.MonotonicNanos() + sweep_ns;
     }
   }
 }
@@ -281,7 +282,7 @@ bool KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid, int64_t 
     auto it = processes_.find(host_pid);
     if (it != processes_.end() && it->second.process.start_ticks == *start_ticks && it->second.process.uid == uid &&
         it->second.claimed_ancestry == poll.pids && it->second.process.job_id == poll.job_id) {
-      it->second.last_poll = SteadyClock::now();
+      it->second.last_poll_ns = options_.clock->MonotonicNanos();
       it->second.process.last_poll_ns = RealClock()->Now();
       repeated_job = it->second.claimed_job;
       repeated_job_id_confirmed = it->second.job_id_confirmed;
@@ -325,7 +326,7 @@ bool KinetoEndpoint::Register(const KinetoPoll& poll, int32_t host_pid, int64_t 
   registration.claimed_ancestry = poll.pids;
   registration.claimed_job = fresh.claimed_job;
   registration.job_id_confirmed = fresh.environ.job_id_confirmed;
-  registration.last_poll = SteadyClock::now();
+  registration.last_poll_ns = options_.clock->MonotonicNanos();
   spdlog::info("Kineto process registered: pid={} (pid {} in its namespace) uid={} job={} ancestry=[{}]", host_pid,
                claimed, uid, fresh.held.job, absl::StrJoin(fresh.ancestry, ","));
   return true;
@@ -387,7 +388,7 @@ void KinetoEndpoint::HandlePoll(const KinetoDatagram& datagram, const KinetoPoll
 }
 
 void KinetoEndpoint::HandleContext(const KinetoDatagram& datagram, const KinetoContext& context) {
-  const auto now = SteadyClock::now();
+  const int64_t now = options_.clock->MonotonicNanos();
   auto& pids = contexts_[ContextKey{context.job_id, context.gpu}];
   size_t total = 0;
   for (const auto& [key, entries] : contexts_) total += entries.size();
@@ -405,9 +406,9 @@ bool KinetoEndpoint::RoomForLocked(int32_t pid, int64_t uid) {
                     : processes_.size() >= options_.max_processes                                      ? "total"
                                                                                                        : nullptr;
   if (cap == nullptr) return true;
-  const auto now = SteadyClock::now();
+  const int64_t now = options_.clock->MonotonicNanos();
   auto [logged, first] = refusals_logged_.try_emplace(uid, now);
-  if (first || now - logged->second >= std::chrono::minutes(1)) {
+  if (first || now - logged->second >= int64_t{60} * 1'000'000'000) {
     logged->second = now;
     spdlog::warn("Kineto registration of pid {} (uid {}) refused: the {} cap is reached ({} processes per uid, {} in "
                  "all); this uid's further refusals are logged once a minute",
@@ -417,11 +418,11 @@ bool KinetoEndpoint::RoomForLocked(int32_t pid, int64_t uid) {
 }
 
 void KinetoEndpoint::ForgetSilentProcesses() {
-  const auto cutoff = SteadyClock::now() - options_.forget_after;
+  const int64_t cutoff = options_.clock->MonotonicNanos() - std::chrono::nanoseconds(options_.forget_after).count();
   {
     absl::MutexLock lock(&mutex_);
     for (auto it = processes_.begin(); it != processes_.end();) {
-      if (it->second.last_poll >= cutoff) {
+      if (it->second.last_poll_ns >= cutoff) {
         ++it;
         continue;
       }
@@ -461,7 +462,7 @@ absl::StatusOr<KinetoTrigger> KinetoEndpoint::TriggerProcess(int32_t pid, uint64
     return absl::UnavailableError(absl::StrCat("target busy: pid ", pid, " still has an earlier trace request pending"));
   }
   auto handout = std::make_shared<KinetoHandout>();
-  it->second.pending = PendingTrace{request, may_move_start, handout, SteadyClock::now(), ""};
+  it->second.pending = PendingTrace{request, may_move_start, handout, options_.clock->MonotonicNanos(), ""};
   spdlog::info("Kineto trigger of pid {} (started at tick {}) job={}", pid, start_ticks, it->second.process.job);
   return KinetoTrigger{it->second.process, std::move(handout)};
 }
@@ -480,9 +481,9 @@ std::string KinetoEndpoint::WhyPending(int32_t pid) const {
   auto it = processes_.find(pid);
   if (it == processes_.end()) return absl::StrCat("pid ", pid, " no longer polls");
   const Registration& registration = it->second;
-  const int64_t since_poll_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - registration.last_poll).count();
-  if (registration.pending && registration.last_poll > registration.pending->queued && registration.last_poll_busy) {
+  const int64_t since_poll_ms = (options_.clock->MonotonicNanos() - registration.last_poll_ns) / 1'000'000;
+  if (registration.pending && registration.last_poll_ns > registration.pending->queued_ns &&
+      registration.last_poll_busy) {
     return absl::StrCat("its profiler is busy (another trace or warm-up in progress at its poll ", since_poll_ms,
                         " ms ago)");
   }
@@ -556,7 +557,7 @@ TriggerResult KinetoEndpoint::Trigger(const std::vector<int32_t>& pids, int64_t 
       continue;
     }
     // As asked: dynolog forwards a start time unchanged (`dyno gputrace` sends none).
-    PendingTrace pending{request, false, nullptr, SteadyClock::now(), ""};
+    PendingTrace pending{request, false, nullptr, options_.clock->MonotonicNanos(), ""};
     if (folder_for && !request.log_file.empty()) {
       auto folder = folders.find(process.uid);
       if (folder == folders.end() || !folder->second.ok()) {

@@ -105,6 +105,8 @@ class KinetoEndpoint {
     // per uid and sweep); the per-uid cap comes first, so one uid cannot fill the total alone.
     size_t max_processes_per_uid = 256;
     size_t max_processes = 4096;
+    // Polls' ages, the sweep and the log rate limits (times below are its MonotonicNanos()).
+    const Clock* clock = RealClock();
   };
   // Called on the endpoint's thread each time a config is actually sent to a process, with
   // the request as handed out (its start checked, maybe moved) and, for a trace Trigger placed
@@ -171,7 +173,7 @@ class KinetoEndpoint {
     KinetoTraceRequest request;
     bool may_move_start = false;
     std::shared_ptr<KinetoHandout> handout;  // a capture's (TriggerProcess); null for Trigger's
-    std::chrono::steady_clock::time_point queued;
+    int64_t queued_ns = 0;
     std::string requested_name;  // Trigger's, when it placed the log file: the name asked for
   };
   struct Registration {
@@ -179,7 +181,7 @@ class KinetoEndpoint {
     std::vector<int32_t> claimed_ancestry;  // as the client sent it (a repeated poll is recognized by it)
     std::string claimed_job;  // from its environ; process.job is this unless another uid holds the name
     bool job_id_confirmed = false;  // its environ's SLURM_JOB_ID is the job id its polls send
-    std::chrono::steady_clock::time_point last_poll;
+    int64_t last_poll_ns = 0;
     bool last_poll_busy = false;  // its latest poll said its profiler is in use (type 0)
     std::optional<PendingTrace> pending;
   };
@@ -217,11 +219,11 @@ class KinetoEndpoint {
   // clients' polls (a flood polls a thousand times in 5 s), and counting processes_ each time
   // would cost the loop thread that many walks of the whole map.
   std::map<int64_t, size_t> processes_by_uid_ ABSL_GUARDED_BY(mutex_);
-  std::map<int64_t, std::chrono::steady_clock::time_point> refusals_logged_
+  std::map<int64_t, int64_t> refusals_logged_
       ABSL_GUARDED_BY(mutex_);  // when each uid was last told about a cap
   // Legacy "ctxt" registrations: which pids announced themselves per (job, gpu).
   // Only the loop thread touches these.
-  std::map<ContextKey, std::map<int32_t, std::chrono::steady_clock::time_point>> contexts_;
+  std::map<ContextKey, std::map<int32_t, int64_t>> contexts_;  // pid -> last seen
 };
 
 }  // namespace fleetprof
