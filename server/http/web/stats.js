@@ -19,16 +19,16 @@ const REPORTS = [
 ];
 
 function fractional(key, label, bytes, help) {
-  return {key, label, kind: 'num', width: '7.5em', help, value: (r) => Number(r[key] ?? 0),
+  return {key, label, kind: 'num', width: '6.5em', help, value: (r) => Number(r[key] ?? 0),
           cell: (r) => (bytes ? fmtBytes(Number(r[key] ?? 0)) : fmtDuration(Math.round(Number(r[key] ?? 0)))),
           title: (r) => `${Number(r[key] ?? 0).toFixed(1)} ${bytes ? 'bytes' : 'ns'}`};
 }
 
 function columnsOf(report) {
   const amount = report.bytes
-    ? (key, label) => ({key, label, kind: 'num', width: '7.5em', value: (r) => num(r[key]),
+    ? (key, label) => ({key, label, kind: 'num', width: '6.5em', value: (r) => num(r[key]),
                         cell: (r) => fmtBytes(num(r[key])), title: (r) => `${fmtInt(num(r[key]))} bytes`})
-    : (key, label) => durationColumn(key, label, {width: '7.5em'});
+    : (key, label) => durationColumn(key, label, {width: '6.5em'});
   const columns = [textColumn(report.name, report.name, {className: 'col-name', title: (r) => r[report.name]})];
   if (report.id === 'nvtx_sum') columns.push(textColumn('style', 'style', {width: '6.5em'}));
   if (!report.bytes) {
@@ -45,8 +45,8 @@ function columnsOf(report) {
 // The section; its data loads after the page, so a large report never delays the rest.
 export function statsSection(page, profileId) {
   const body = h('div', null, loadingBlock('Loading the nsys stats reports…'));
-  const card = section('nsys stats', 'The reports `nsys stats` prints, computed for this profile: the same numbers ' +
-    'as `fleetprof stats` and GET …/stats (CSV with nsys’s columns: fleetprof stats --format csv).', body);
+  const card = section('nsys stats', 'The reports nsys stats prints, computed for this profile: the same numbers ' +
+    'as fleetprof stats and GET …/stats (CSV with nsys’s own columns: fleetprof stats --format csv).', body);
   card.id = 'stats-section';
   page.load(api(apiPath('GetStats', {profile_id: profileId})), body, 'Could not load the nsys stats reports')
     .then((answer) => {
