@@ -167,12 +167,15 @@ int RunCaptures(const CliOptions& options) {
     std::cout << ProtoToJson(response) << "\n";
     return 0;
   }
-  TablePrinter table({"CAPTURE", "JOB", "STATE", ">TARGETS", ">INDEXED"});
+  TablePrinter table({"CAPTURE", "JOB", "REASON", "STATE", ">TARGETS", ">INDEXED"});
   for (const auto& c : response.captures()) {
     int indexed = 0;
     for (const auto& t : c.targets()) indexed += t.state() == v1::CaptureTarget::INDEXED ? 1 : 0;
-    table.AddRow({c.capture_id(), c.request().job(), v1::Capture::State_Name(c.state()), absl::StrCat(c.targets_size()),
-                  absl::StrCat(indexed)});
+    // Captures stored before reasons were kept: a schedule's run, else a user's.
+    const std::string reason = c.has_reason() ? v1::Capture::Reason_Name(c.reason())
+                               : c.schedule_id().empty() ? "MANUAL" : "SCHEDULED";
+    table.AddRow({c.capture_id(), c.request().job(), reason, v1::Capture::State_Name(c.state()),
+                  absl::StrCat(c.targets_size()), absl::StrCat(indexed)});
   }
   std::cout << table.Render();
   return 0;

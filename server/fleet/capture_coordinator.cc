@@ -140,16 +140,23 @@ absl::Status CheckStartRequest(v1::StartCaptureRequest* request) {
   return absl::OkStatus();
 }
 
+void SetOrigin(const CaptureCoordinator::Origin& origin, v1::Capture* capture) {
+  capture->set_reason(origin.reason);
+  capture->set_schedule_id(origin.schedule_id);
+  capture->set_trigger_id(origin.trigger_id);
+  capture->set_evidence(origin.evidence);
+}
+
 // A capture's record as it starts, created at `now` on the replica `started_by`: its shared
 // start (PlanStart), deadline and one PENDING target per match, or the reason nothing matched.
 v1::Capture NewCapture(const v1::StartCaptureRequest& request,
-                       const std::vector<std::pair<std::string, v1::Target>>& matched, const std::string& schedule_id,
-                       int64_t now, const std::string& started_by) {
+                       const std::vector<std::pair<std::string, v1::Target>>& matched,
+                       const CaptureCoordinator::Origin& origin, int64_t now, const std::string& started_by) {
   const auto [start_in_ms, start_note] = PlanStart(request, matched);
   v1::Capture capture;
   capture.set_capture_id(absl::StrCat("c", absl::Hex(now, absl::kZeroPad16), RandomHex(8)));
   capture.set_created_at_ns(now);
-  capture.set_schedule_id(schedule_id);
+  SetOrigin(origin, &capture);
   capture.set_started_by_replica(started_by);
   capture.set_start_time_unix_ns(now + start_in_ms * kNanosPerMs);
   capture.set_start_note(start_note);
@@ -303,24 +310,24 @@ std::string CaptureCoordinator::RunningCaptureOf(const std::string& job) {
 }
 
 v1::Capture CaptureCoordinator::RecordSkipped(const v1::StartCaptureRequest& request,
-                                              const std::string& schedule_id, const std::string& reason) {
+                                              const Origin& origin, const std::string& reason) {
   const int64_t now = clock_->Now();
   v1::Capture capture;
   capture.set_capture_id(absl::StrCat("c", absl::Hex(now, absl::kZeroPad16), RandomHex(8)));
   capture.set_created_at_ns(now);
   capture.set_state(v1::Capture::SKIPPED);
   capture.set_error(reason);
-  capture.set_schedule_id(schedule_id);
+  SetOrigin(origin, &capture);
   *capture.mutable_request() = request;
   if (absl::Status s = store_->captures().Put(capture); !s.ok()) {
     spdlog::warn("could not store skipped capture {}: {}", capture.capture_id(), std::string(s.message()));
   }
   metrics_->RecordCapture("SKIPPED");
-  spdlog::info("scheduled capture skipped schedule_id={} job={}: {}", schedule_id, request.job(), reason);
+  spdlog::info("scheduled capture skipped schedule_id={} job={}: {}", origin.schedule_id, request.job(), reason);
   return capture;
 }
 
-absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequest& in, const std::string& schedule_id) {
+absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequest& in, const Origin& origin) {
   v1::StartCaptureRequest request = in;
   if (absl::Status s = CheckStartRequest(&request); !s.ok()) return s;
 
@@ -342,7 +349,7 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
     absl::MutexLock lock(&mu_);
     started_by = replica_id_;
   }
-  v1::Capture capture = NewCapture(request, matched, schedule_id, now, started_by);
+  v1::Capture capture = NewCapture(request, matched, origin, now, started_by);
   capture.set_state(CaptureStateOf(capture));  // RUNNING (or FAILED without targets) from the start
   absl::MutexLock writing(&write_mu_);
   // A repeat of a start (a client's retry, maybe on another replica): the first one's capture.

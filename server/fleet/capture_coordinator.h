@@ -31,6 +31,18 @@
 
 namespace fleetprof {
 
+// Why a capture runs, kept on its record: a user's request unless a schedule, the sampling
+// policy or a trigger started it.
+struct CaptureOrigin {
+  v1::Capture::Reason reason = v1::Capture::MANUAL;
+  std::string schedule_id;  // SCHEDULED
+  std::string trigger_id;   // TRIGGERED
+  std::string evidence;     // TRIGGERED
+  static CaptureOrigin Scheduled(const std::string& schedule_id) {
+    return {v1::Capture::SCHEDULED, schedule_id, "", ""};
+  }
+};
+
 class CaptureCoordinator {
  public:
   // `shared`: a cluster replica. Targets then come from every replica's agents; a command for
@@ -52,14 +64,15 @@ class CaptureCoordinator {
   static constexpr int64_t kDefaultDurationMs = 2000;
   static constexpr int64_t kMaxDurationMs = 10 * 60 * 1000;
 
+  using Origin = CaptureOrigin;
+
   // Picks the targets, sends the commands and returns the capture as it starts.
   // Transport-free: the gRPC CaptureService and the HTTP API both call these.
-  absl::StatusOr<v1::Capture> Start(const v1::StartCaptureRequest& request, const std::string& schedule_id = "");
+  absl::StatusOr<v1::Capture> Start(const v1::StartCaptureRequest& request, const Origin& origin = {});
   // The id of a RUNNING capture of `job`, or "" when there is none.
   std::string RunningCaptureOf(const std::string& job);
   // Stores a scheduled run that did not start: a capture in state SKIPPED, `reason` its error.
-  v1::Capture RecordSkipped(const v1::StartCaptureRequest& request, const std::string& schedule_id,
-                            const std::string& reason);
+  v1::Capture RecordSkipped(const v1::StartCaptureRequest& request, const Origin& origin, const std::string& reason);
   absl::StatusOr<v1::Capture> Get(const std::string& capture_id);
   // True when capture `capture_id` has a target on `node` (who may upload for it).
   bool HasTarget(const std::string& capture_id, const std::string& node);

@@ -153,7 +153,7 @@ void CaptureScheduler::RunDue(v1::Schedule& schedule, int64_t now) {
   if (late > kMissedAfterNs) {
     const int64_t missed = late / every_ns + 1;
     const v1::Capture skipped = captures_->RecordSkipped(
-        request, schedule.schedule_id(),
+        request, CaptureCoordinator::Origin::Scheduled(schedule.schedule_id()),
         absl::StrCat("skipped: ", missed, " run", missed == 1 ? "" : "s", " of this schedule came due while the "
                      "server was not running (or could not keep up); the schedule goes on from the next period"));
     schedule.set_last_capture_id(skipped.capture_id());
@@ -162,7 +162,7 @@ void CaptureScheduler::RunDue(v1::Schedule& schedule, int64_t now) {
     metrics_->RecordScheduledRun("skipped_missed");
   } else if (std::string running = captures_->RunningCaptureOf(schedule.job()); !running.empty()) {
     const v1::Capture skipped = captures_->RecordSkipped(
-        request, schedule.schedule_id(),
+        request, CaptureCoordinator::Origin::Scheduled(schedule.schedule_id()),
         absl::StrCat("skipped: capture ", running, " of job ", schedule.job(),
                      " is still running (never two captures of one job at once)"));
     schedule.set_last_capture_id(skipped.capture_id());
@@ -170,7 +170,7 @@ void CaptureScheduler::RunDue(v1::Schedule& schedule, int64_t now) {
     schedule.set_last_outcome(skipped.error());
     metrics_->RecordScheduledRun("skipped_busy");
   } else {
-    auto capture = captures_->Start(request, schedule.schedule_id());
+    auto capture = captures_->Start(request, CaptureCoordinator::Origin::Scheduled(schedule.schedule_id()));
     if (capture.ok()) {
       schedule.set_last_capture_id(capture->capture_id());
       schedule.set_runs(schedule.runs() + 1);

@@ -31,7 +31,7 @@ std::string WithoutRulesAddedSince52e8783(std::string json) {
   for (size_t at = json.find("(docs/analysis.md)"); at != std::string::npos; at = json.find("(docs/analysis.md)", at)) {
     json.replace(at, std::string("(docs/analysis.md)").size(), "(ANALYSIS.md)");
   }
-  for (const char* rule : {"input_stall"}) {
+  for (const char* rule : {"input_stall", "regression"}) {
     const std::string entry = std::string(",{\"rule\":\"") + rule + "\",\"scope\"";
     const size_t at = json.find(entry);
     if (at == std::string::npos) continue;
@@ -44,7 +44,8 @@ std::string WithoutRulesAddedSince52e8783(std::string json) {
 // Fields added to an answer since 52e8783 are left out where they hold their default (a
 // record stored then has none): a non-default value would still differ.
 std::string WithoutDefaultFieldsAddedSince52e8783(std::string json) {
-  for (const char* field : {",\"start_note\":\"\"", ",\"start_time_unix_ns\":0,\"note\":\"\"", ",\"started_by_replica\":\"\""}) {
+  for (const char* field : {",\"start_note\":\"\"", ",\"start_time_unix_ns\":0,\"note\":\"\"", ",\"started_by_replica\":\"\"",
+                            ",\"trigger_id\":\"\"", ",\"evidence\":\"\""}) {
     for (size_t at = json.find(field); at != std::string::npos; at = json.find(field, at)) {
       json.erase(at, std::string(field).size());
     }

@@ -97,9 +97,15 @@ function captureView(capture) {
       h('tbody', null, targets.map(captureTargetRow)))) : emptyBlock('This capture has no targets.'));
 }
 
+// Why a capture ran; one stored before reasons were kept was a schedule's run or a user's.
+function captureReason(c) {
+  const reason = c.reason || (c.schedule_id ? 'SCHEDULED' : 'MANUAL');
+  return reason.charAt(0) + reason.slice(1).toLowerCase();
+}
+
 function capturesTable(captures) {
   return h('div', {class: 'table-scroll'}, h('table', {class: 'data-table captures-table'},
-    h('thead', null, h('tr', null, ['Capture', 'Job', 'State', 'Targets', 'Schedule', 'Created'].map((t) =>
+    h('thead', null, h('tr', null, ['Capture', 'Job', 'Why', 'State', 'Targets', 'Schedule', 'Created'].map((t) =>
       h('th', {scope: 'col', class: t === 'Created' || t === 'Targets' ? 'num' : null}, t)))),
     h('tbody', null, captures.map((c) => {
       const targets = c.targets || [];
@@ -107,6 +113,7 @@ function capturesTable(captures) {
       return h('tr', {class: 'capture-row', 'data-capture-id': c.capture_id},
         h('td', {class: 'mono'}, h('a', {href: urlWith('/captures', {capture: c.capture_id})}, c.capture_id)),
         h('td', null, (c.request && c.request.job) || '–'),
+        h('td', {title: c.evidence || null, class: 'capture-reason'}, captureReason(c)),
         h('td', {title: c.error || null}, badge(c.state), c.state === 'SKIPPED' ? h('span', {class: 'muted skip-reason'}, ` ${c.error}`) : null),
         h('td', {class: 'num'}, `${indexed} / ${targets.length}`),
         h('td', {class: 'mono'}, c.schedule_id || '–'),

@@ -157,6 +157,10 @@ TEST_F(SimulatedTimeTest, ScheduleRunsOncePerPeriodSkipsMissedAndBusyRuns) {
   EXPECT_EQ(ScheduleOf(scheduler).last_outcome(), "started");
   EXPECT_EQ(commands_.load(), 1);
   const std::string running = ScheduleOf(scheduler).last_capture_id();
+  // A schedule's run says so, with its schedule (the always-on reasons: DESIGN.md).
+  ASSERT_TRUE(captures.Get(running).ok());
+  EXPECT_EQ(captures.Get(running)->reason(), v1::Capture::SCHEDULED);
+  EXPECT_EQ(captures.Get(running)->schedule_id(), ScheduleOf(scheduler).schedule_id());
 
   // The next period, with that capture still running (its deadline is 60 s + grace away):
   // skipped, naming it; no second command.
@@ -166,6 +170,7 @@ TEST_F(SimulatedTimeTest, ScheduleRunsOncePerPeriodSkipsMissedAndBusyRuns) {
             std::string::npos)
       << ScheduleOf(scheduler).last_outcome();
   EXPECT_EQ(commands_.load(), 1);
+  EXPECT_EQ(captures.Get(ScheduleOf(scheduler).last_capture_id())->reason(), v1::Capture::SCHEDULED) << "a skipped run too";
 
   // Ten minutes at once (the host stalled): one skip for the missed runs, no pile-up, and the
   // schedule goes on from the next period.
@@ -189,6 +194,7 @@ TEST_F(SimulatedTimeTest, ACaptureFailsAtItsDeadlinePlusGraceAndLeavesMemoryAMin
   auto capture = captures.Start(request);
   ASSERT_TRUE(capture.ok()) << capture.status();
   ASSERT_EQ(capture->state(), v1::Capture::RUNNING);
+  EXPECT_EQ(capture->reason(), v1::Capture::MANUAL);
   const std::string id = capture->capture_id();
   // A Kineto target's capture starts once the job can have polled and warmed up.
   const int64_t lead = kKinetoStartLeadMs * 1'000'000;
