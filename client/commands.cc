@@ -69,6 +69,9 @@ const std::vector<Command>& Commands() {
        "capture the job every DURATION (30m, 2h, 45s), kept by the\nserver across restarts; a run while a capture of "
        "the job\nis still running, or a missed one, is skipped",
        RunSchedule, nullptr, "job every duration_ms node"},
+      {"regressions", "[--job J]",
+       "profiles slower than their job's last 20 (step time, top\nkernels and ops past 3 scaled MADs and 5%), newest first",
+       nullptr, "fleetprof.v1.QueryService.ListRegressions"},
       {"schedules", "[--job J]", "the schedules, next run and last outcome", RunSchedules, nullptr, "job"},
       {"unschedule", "SCHEDULE_ID", "stop a schedule", RunUnschedule, nullptr, ""},
   };

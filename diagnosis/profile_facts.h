@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "fleetprof/v1/profile.pb.h"
+#include "fleetprof/v1/regression.pb.h"
 #include "timeline/timeline.h"
 
 namespace fleetprof::diagnosis {
@@ -50,6 +51,8 @@ struct ProfileFacts {
   std::vector<DeviceOp> device_ops;  // sorted by start
   std::vector<HostOp> host_ops;      // sorted by start
   bool truncated = false;            // kMaxFactEvents reached
+  // The records the server made when the profile was committed (server/ingest/regression_detector.h).
+  std::vector<v1::Regression> regressions;
 
   std::string_view name(uint32_t id) const { return timeline->name(id); }
   const std::string& track_id(uint32_t track) const { return timeline->track(track).id(); }

@@ -54,6 +54,7 @@ void PageableMemcpy(const ProfileFacts&, const Rule&, double, std::vector<v1::Fi
 void MemoryPressure(const ProfileFacts&, const Rule&, double, std::vector<v1::Finding>*);
 void UnoverlappedCommunication(const ProfileFacts&, const Rule&, double, std::vector<v1::Finding>*);
 void InputStall(const ProfileFacts&, const Rule&, double, std::vector<v1::Finding>*);
+void Regression(const ProfileFacts&, const Rule&, double, std::vector<v1::Finding>*);
 void StragglerRank(const JobFacts&, const Rule&, double, std::vector<v1::Finding>*);
 void LateRank(const JobFacts&, const Rule&, double, std::vector<v1::Finding>*);
 

@@ -112,6 +112,21 @@ std::vector<RuleEntry> OverlapRules() {
   };
 }
 
+// The profile against its job's recent profiles, judged when it was committed.
+std::vector<RuleEntry> HistoryRules() {
+  return {
+      {{"regression", RuleScope::kProfile, 0.05, 0.05, 100, false, "change over the baseline median",
+        "Made when the profile is committed: its step time and each of its 20 largest kernels (total device "
+        "time) and ops (total time), per step (per second of span without steps), against the same values of "
+        "the job's last 20 profiles before it (at least 5): a value above the median by more than "
+        "max(3 x 1.4826 x MAD, 5% of the median) is a regression record (fleetprof regressions). Metric: "
+        "(now - median) / median. Evidence: the baseline's profiles.",
+        "A robust z-score: 3 scaled median absolute deviations (1.4826 x MAD estimates one standard deviation "
+        "of normal noise); 5% is fleetprof's floor for noiseless series"},
+       Regression},
+  };
+}
+
 // Rules over the ranks of a job rather than one profile.
 std::vector<RuleEntry> JobRules() {
   return {
@@ -139,7 +154,8 @@ const std::vector<RuleEntry>& Table() {
   static const auto* table = [] {
     auto* out = new std::vector<RuleEntry>;
     for (const std::vector<RuleEntry>& family :
-         {CompilationRules(), DeviceActivityRules(), HostAndMemoryRules(), OverlapRules(), JobRules()}) {
+         {CompilationRules(), DeviceActivityRules(), HostAndMemoryRules(), OverlapRules(), HistoryRules(),
+          JobRules()}) {
       out->insert(out->end(), family.begin(), family.end());
     }
     return out;

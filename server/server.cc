@@ -227,10 +227,20 @@ absl::Status Server::BuildLayers() {
       *summary.add_device_samples() = std::move(sample);
     }
   };
+  if (!flags_.ingest.regression_webhook.empty()) {
+    regression_webhook_ = std::make_unique<RegressionWebhook>(flags_.ingest.regression_webhook, clock_);
+  }
+  regressions_ = std::make_unique<RegressionDetector>(
+      &storage_->regressions(), &metrics_, clock_, [webhook = regression_webhook_.get()](const v1::Regression& r) {
+        if (webhook != nullptr) webhook->Enqueue(r);
+      });
   ingestor_ = std::make_unique<Ingestor>(
       storage_.get(), &metrics_, ingest_limits, attach_device_samples,
       [this](const v1::ProfileInfo& info, const v1::ProfileSummary& summary) {
         job_metrics_->Observe(info.job(), summary);
+        if (auto found = regressions_->Observe(info, summary); !found.ok()) {
+          spdlog::warn("regressions of profile {} not judged: {}", info.profile_id(), std::string(found.status().message()));
+        }
         query_api_->Remember(info.profile_id(), summary);
         if (retention_) retention_->Nudge();
       },

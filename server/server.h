@@ -34,6 +34,8 @@
 #include "server/http/http_server.h"
 #include "server/ingest/ingestor.h"
 #include "server/ingest/job_metrics.h"
+#include "server/ingest/regression_detector.h"
+#include "server/ingest/regression_webhook.h"
 #include "server/query/query_api.h"
 #include "server/cluster_metrics.h"
 #include "server/server_flags.h"
@@ -91,6 +93,8 @@ class Server {
   std::shared_ptr<JobMetrics> job_metrics_;
   std::unique_ptr<QueryApi> query_api_;
   std::unique_ptr<Retention> retention_;  // made after the ingestor, which nudges it
+  std::unique_ptr<RegressionWebhook> regression_webhook_;  // --regression_webhook; null without
+  std::unique_ptr<RegressionDetector> regressions_;
   std::unique_ptr<Ingestor> ingestor_;
   std::unique_ptr<WorkerPool> upload_workers_;
   std::unique_ptr<IngestServiceImpl> ingest_service_;

@@ -104,7 +104,12 @@ ServerMetrics::ServerMetrics()
                          .Name("fleetprof_server_revoked_calls_total")
                          .Help("Calls in progress (streams, uploads) cancelled because a reload removed their token")
                          .Register(*registry_)
-                         .Add({})) {
+                         .Add({})),
+      regressions_(prometheus::BuildCounter()
+                       .Name("fleetprof_regressions_total")
+                       .Help("Regression records by job: a profile slower than the job's recent baseline "
+                             "(step time, a top kernel or op)")
+                       .Register(*registry_)) {
   storage_serving_.Set(1);
   for (const char* result : {"ok", "failed"}) token_reloads_.Add({{"result", result}});
   for (const char* reason : {"flush", "compaction", "write", "memtable", "manifest"}) {
@@ -171,5 +176,7 @@ void ServerMetrics::SetStoredProfiles(int64_t profiles, int64_t disk_bytes, int6
   events_bytes_.Set(static_cast<double>(events_bytes));
   raw_bytes_.Set(static_cast<double>(raw_bytes));
 }
+
+void ServerMetrics::RecordRegression(const std::string& job) { regressions_.Add({{"job", job}}).Increment(); }
 
 }  // namespace fleetprof

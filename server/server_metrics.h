@@ -40,6 +40,8 @@ class ServerMetrics {
   // A SIGHUP reload of the tokens file: ok, or failed (the previous principals stay);
   // `revoked_calls`: calls in progress cancelled because their token is gone.
   void RecordTokensReload(bool ok, int revoked_calls);
+  // One regression record of `job` (server/ingest/regression_detector.h).
+  void RecordRegression(const std::string& job);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -63,6 +65,7 @@ class ServerMetrics {
   prometheus::Family<prometheus::Counter>& token_reloads_;
   prometheus::Gauge& token_reload_failed_;
   prometheus::Counter& revoked_calls_;
+  prometheus::Family<prometheus::Counter>& regressions_;
 };
 
 }  // namespace fleetprof

@@ -24,7 +24,8 @@ Storage::Storage(std::unique_ptr<StorageEngine> engine)
       events_(&engine_->blobs()),
       agents_(&engine_->catalog(), &unreadable_),
       captures_(&engine_->catalog(), &unreadable_),
-      schedules_(&engine_->catalog(), &unreadable_) {}
+      schedules_(&engine_->catalog(), &unreadable_),
+      regressions_(&engine_->catalog(), &unreadable_) {}
 
 namespace {
 

@@ -8,6 +8,8 @@
 //   index      "t/" inv_time id                -> ""   (all profiles, newest ingest first)
 //              "j/" job \0 inv_time id         -> ""
 //              "l/" key=value \0 inv_time id   -> ""
+//              "h/" job \0 inv_time id         -> RegressionPoint (regression_store.h)
+//              "r/" job \0 inv_time id/n       -> Regression
 //   uploads    upload_id                       -> UploadRecord (partial or committed)
 //   agents     node                            -> AgentInfo
 //   captures   capture_id                      -> Capture
@@ -26,6 +28,7 @@
 #include "storage/event_store.h"
 #include "storage/fleet_tables.h"
 #include "storage/profile_table.h"
+#include "storage/regression_store.h"
 #include "storage/rocks_engine.h"
 #include "storage/storage_engine.h"
 #include "storage/upload_table.h"
@@ -49,6 +52,7 @@ class Storage {
   AgentTable& agents() { return agents_; }
   CaptureTable& captures() { return captures_; }
   ScheduleTable& schedules() { return schedules_; }
+  RegressionStore& regressions() { return regressions_; }
   StorageEngine& engine() { return *engine_; }
 
   // Blobs that no catalog record owns: event segments and summaries of profiles never committed
@@ -77,6 +81,7 @@ class Storage {
   AgentTable agents_;
   CaptureTable captures_;
   ScheduleTable schedules_;
+  RegressionStore regressions_;
 };
 
 }  // namespace fleetprof

@@ -1,6 +1,7 @@
 #include "server/ingest/ingest_flags.h"
 
 #include "common/flags.h"
+#include "server/ingest/regression_webhook.h"
 
 namespace fleetprof {
 
@@ -21,6 +22,9 @@ void IngestFlags::AddFlags(FlagSet* flags) {
                 "or the least recently profiled goes (profile gauges)");
   flags->AddInt("job_idle_minutes", &job_idle_minutes,
                 "per-job profile gauges disappear after this long without a new profile");
+  flags->AddString("regression_webhook", &regression_webhook,
+                   "http:// or https:// URL that each regression record is POSTed to as JSON (retried with "
+                   "backoff from a background queue; never holds ingest up); empty: none");
 }
 
 absl::StatusOr<IngestLimits> IngestFlags::Limits() const {
@@ -33,6 +37,9 @@ absl::StatusOr<IngestLimits> IngestFlags::Limits() const {
                          CheckFlagRange("max_job_series", max_job_series, 1, 1'000'000),
                          CheckFlagRange("job_idle_minutes", job_idle_minutes, 1, 1'000'000), trace_limits.Validate()}) {
     if (!s.ok()) return s;
+  }
+  if (!regression_webhook.empty()) {
+    if (absl::Status s = RegressionWebhook::CheckUrl(regression_webhook); !s.ok()) return s;
   }
   IngestLimits limits;
   limits.max_upload_bytes = max_upload_mb << 20;

@@ -3,6 +3,7 @@
 // how long an interrupted upload is kept. They register themselves on the server's FlagSet.
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "analysis/trace_limits.h"
@@ -22,6 +23,7 @@ struct IngestFlags {
   int64_t stale_upload_hours = 24;
   int64_t max_job_series = 1'000;
   int64_t job_idle_minutes = 15;
+  std::string regression_webhook;  // empty: none (server/ingest/regression_webhook.h)
 
   void AddFlags(FlagSet* flags);
   // INVALID_ARGUMENT naming the first flag out of its range.

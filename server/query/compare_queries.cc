@@ -189,6 +189,11 @@ absl::StatusOr<v1::DiagnoseResponse> QueryApi::ProfileDiagnosis(const v1::Diagno
     return timeline.status();
   }
   if (!facts.ok()) return facts.status();
+  if (auto regressions = ProfileRegressions(request.profile_id()); regressions.ok()) {
+    facts->regressions = *std::move(regressions);
+  } else {
+    return regressions.status();
+  }
   for (v1::Finding& f : diagnosis::DiagnoseProfile(*facts, thresholds)) *response.add_findings() = std::move(f);
   response.set_profile_id(request.profile_id());
   if (facts->truncated) {

@@ -128,6 +128,8 @@ class QueryApi {
   absl::StatusOr<v1::JobOpsResponse> JobOps(const v1::JobRequest& request);
   absl::StatusOr<v1::JobSeriesResponse> JobSeries(const v1::JobRequest& request);
   absl::StatusOr<v1::DiagnoseResponse> Diagnose(const v1::DiagnoseRequest& request);
+  // Regression records (server/ingest/regression_detector.h) of one job or all, newest first.
+  absl::StatusOr<v1::ListRegressionsResponse> ListRegressions(const v1::ListRegressionsRequest& request);
 
   // A job view reads at most this many profiles (newest first); more is RESOURCE_EXHAUSTED
   // asking for a narrower time range or label.
@@ -146,6 +148,8 @@ class QueryApi {
   // rules' descriptions, which Diagnose adds).
   absl::StatusOr<v1::DiagnoseResponse> JobDiagnosis(const v1::DiagnoseRequest& request,
                                                     const std::map<std::string, double>& thresholds);
+  // The regression records of one profile (for its `regression` findings).
+  absl::StatusOr<std::vector<v1::Regression>> ProfileRegressions(const std::string& profile_id);
   absl::StatusOr<v1::DiagnoseResponse> ProfileDiagnosis(const v1::DiagnoseRequest& request,
                                                         const std::map<std::string, double>& thresholds);
   // The profiles whose collectives late_rank reads, of those `job_request` selects (`points`

@@ -34,6 +34,8 @@ void AddQueryOperations(QueryApi* api, Operations* ops) {
   ops->AddUnary<ListProfilesRequest, ListProfilesResponse>(Method("ListProfiles"),
                                                            [api](const auto& r) { return api->ListProfiles(r); });
   ops->AddUnary<ListJobsRequest, ListJobsResponse>(Method("ListJobs"), [api](const auto& r) { return api->ListJobs(r); });
+  ops->AddUnary<ListRegressionsRequest, ListRegressionsResponse>(Method("ListRegressions"),
+                                                                 [api](const auto& r) { return api->ListRegressions(r); });
   ops->AddUnary<GetProfileRequest, GetProfileResponse>(
       Method("GetProfile"), [api](const auto& r) { return api->GetProfile(r.profile_id()); });
   ops->AddUnary<BreakdownRequest, OpBreakdownResponse>(Method("OpBreakdown"),

@@ -487,3 +487,43 @@ TEST(DiagnosisRules, ThresholdsAreCheckedByNameScopeAndRange) {
 
 }  // namespace
 }  // namespace fleetprof::diagnosis
+
+namespace fleetprof::diagnosis {
+namespace {
+
+// The server's regression records of a profile (server/ingest/regression_detector.h) become
+// findings, with the baseline's profiles as evidence; an override raises the bar.
+TEST(DiagnosisRules, RegressionRecordsBecomeFindingsWithTheirBaseline) {
+  ProfileFacts facts = SummaryOnlyFacts("p7", v1::ProfileSummary());
+  v1::Regression r;
+  r.set_profile_id("p7");
+  r.set_what("kernel");
+  r.set_name("gemm_kernel");
+  r.set_baseline_ns(100'000'000);
+  r.set_now_ns(130'000'000);
+  r.set_change(0.3);
+  for (const char* id : {"p1", "p2", "p3", "p4", "p5", "p6"}) r.add_baseline_profiles(id);
+  facts.regressions.push_back(r);
+  auto defaults = ResolveThresholds(RuleScope::kProfile, {});
+  ASSERT_TRUE(defaults.ok());
+  std::vector<v1::Finding> found;
+  for (v1::Finding& f : DiagnoseProfile(facts, *defaults)) {
+    if (f.rule() == "regression") found.push_back(std::move(f));
+  }
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_DOUBLE_EQ(found[0].metric(), 0.3);
+  EXPECT_DOUBLE_EQ(found[0].threshold(), 0.05);
+  EXPECT_NE(found[0].summary().find("kernel gemm_kernel"), std::string::npos) << found[0].summary();
+  ASSERT_EQ(found[0].evidence_size(), 6);
+  EXPECT_EQ(found[0].evidence(0).profile_id(), "p1");
+  EXPECT_EQ(found[0].evidence(0).track(), "profile:p1");
+
+  google::protobuf::Map<std::string, double> higher;
+  higher["regression"] = 0.5;
+  auto raised = ResolveThresholds(RuleScope::kProfile, higher);
+  ASSERT_TRUE(raised.ok());
+  for (const v1::Finding& f : DiagnoseProfile(facts, *raised)) EXPECT_NE(f.rule(), "regression");
+}
+
+}  // namespace
+}  // namespace fleetprof::diagnosis

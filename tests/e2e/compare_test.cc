@@ -276,7 +276,7 @@ TEST_F(CompareTest, DiagnosisOfCorpusTracesAndItsEvidence) {
     }
   }
   EXPECT_TRUE(idle) << json;
-  EXPECT_EQ(d["rules"].get_array().value().size(), 11u);  // every profile rule ran and says how
+  EXPECT_EQ(d["rules"].get_array().value().size(), 12u);  // every profile rule ran and says how
   auto res = http_->Get("/api/v1/profiles/" + id + "/diagnosis");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->body, json);

@@ -24,6 +24,7 @@ export const ROUTES = {
   ListCaptures: [{verb: 'GET', path: '/api/v1/captures'}],
   ListJobs: [{verb: 'GET', path: '/api/v1/jobs'}],
   ListProfiles: [{verb: 'GET', path: '/api/v1/profiles'}],
+  ListRegressions: [{verb: 'GET', path: '/api/v1/regressions'}],
   ListSchedules: [{verb: 'GET', path: '/api/v1/schedules'}],
   MemoryBreakdown: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}/memory'}],
   OpBreakdown: [{verb: 'GET', path: '/api/v1/profiles/{profile_id}/ops'}],
