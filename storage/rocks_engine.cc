@@ -1,8 +1,13 @@
 #include "storage/rocks_engine.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/db.h"
 #include "rocksdb/filter_policy.h"
@@ -92,6 +97,32 @@ rocksdb::ColumnFamilyOptions FamilyOptions(int family) {
   return options;
 }
 
+// AwaitBackgroundWork gives running flushes and compactions this long at most: a compaction of
+// a large database can take longer, and retention then measures it mid-way (over by what it
+// has written so far) rather than stop deleting while compactions keep coming, or hold up a
+// shutdown.
+constexpr int kBackgroundWaitPollMs = 20;
+constexpr int kBackgroundWaitPolls = 5'000 / kBackgroundWaitPollMs;
+
+// What du counts under `dir`: every file and folder at the disk blocks it holds, a file at its
+// size where that is more (a sparse file, a file system that reports no blocks).
+int64_t DiskBytesUnder(const std::string& dir) {
+  std::error_code ec;
+  int64_t total = 0;
+  auto add = [&total](const std::filesystem::path& path) {
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) return;  // gone meanwhile (a compaction's input)
+    const int64_t allocated = static_cast<int64_t>(st.st_blocks) * 512;
+    total += S_ISREG(st.st_mode) ? std::max<int64_t>(allocated, st.st_size) : allocated;
+  };
+  add(dir);
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    add(it->path());
+  }
+  return total;
+}
+
 int64_t FamilyDiskBytes(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* handle) {
   uint64_t tables = 0, blobs = 0;
   db->GetIntProperty(handle, "rocksdb.total-sst-files-size", &tables);
@@ -155,18 +186,14 @@ class RocksEngine : public StorageEngine {
     return usage;
   }
 
-  int64_t FolderBytes() const override {
-    std::error_code ec;
-    int64_t total = 0;
-    for (auto it = std::filesystem::recursive_directory_iterator(dir_, ec);
-         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-      std::error_code size_ec;
-      if (it->is_regular_file(size_ec)) {
-        const auto size = it->file_size(size_ec);
-        if (!size_ec) total += static_cast<int64_t>(size);
-      }
+  int64_t FolderBytes() const override { return DiskBytesUnder(dir_); }
+
+  void AwaitBackgroundWork() override {
+    // Polled: RocksDB 7.8 has no call that waits for running jobs without pausing new ones
+    // (PauseBackgroundWork would hold every flush, and so the uploads, behind a long compaction).
+    for (int i = 0; i < kBackgroundWaitPolls && BackgroundJobsRunning(); ++i) {
+      absl::SleepFor(absl::Milliseconds(kBackgroundWaitPollMs));
     }
-    return total;
   }
 
   int64_t CountEventBlocks() override {
@@ -177,6 +204,13 @@ class RocksEngine : public StorageEngine {
   }
 
  private:
+  bool BackgroundJobsRunning() {
+    uint64_t flushes = 0, compactions = 0;
+    db_->GetIntProperty("rocksdb.num-running-flushes", &flushes);
+    db_->GetIntProperty("rocksdb.num-running-compactions", &compactions);
+    return flushes + compactions > 0;
+  }
+
   std::string dir_;
   rocksdb::OptimisticTransactionDB* db_;  // owned
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
@@ -184,6 +218,32 @@ class RocksEngine : public StorageEngine {
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<BlobStore> blobs_;
 };
+
+// RocksDB's own files, beside the tables and blobs, all within --max_disk_mb (which counts the
+// folder as du does) and none growing without bound:
+void BoundOwnFiles(rocksdb::DBOptions* options) {
+  // No preallocated room: RocksDB fallocates 4 MiB ahead of the MANIFEST's few KiB and 1.1
+  // write buffers (8.8 MiB) ahead of a write-ahead log's first record. du counts that room, and
+  // at --max_disk_mb=40 it was the 4 MiB by which the folder stayed over the limit.
+  options->allow_fallocate = false;
+  // The info LOG: rolled at 512 KiB, with 3 old ones kept (at most 2 MiB; about 200 uploads'
+  // flushes each). Unrolled, it grew for as long as the server ran. RocksDB's statistics dump
+  // (10 families every 10 minutes) would be most of it: the server's own metrics say what an
+  // operator needs.
+  options->info_log_level = rocksdb::InfoLogLevel::INFO_LEVEL;
+  options->max_log_file_size = 512 << 10;
+  options->keep_log_file_num = 3;
+  options->stats_dump_period_sec = 0;
+  // The MANIFEST is rewritten from its current state past 1 MiB (about 1,500 uploads' edits)
+  // instead of RocksDB's 1 GiB.
+  options->max_manifest_file_size = 1 << 20;
+  // Write-ahead logs live until every family with records in them flushes; the catalog's
+  // families flush rarely, so RocksDB's own bound (4x every write buffer: 576 MiB here) was the
+  // only one. Past 32 MiB the families holding the oldest log flush. Logs are never recycled
+  // (recycle_log_file_num 0): a recycled log keeps its size.
+  options->max_total_wal_size = 32 << 20;
+  options->recycle_log_file_num = 0;
+}
 
 }  // namespace
 
@@ -201,7 +261,7 @@ absl::StatusOr<std::unique_ptr<StorageEngine>> OpenRocksEngine(const std::string
   // behind another family's flush.
   options.max_background_flushes = 2;
   options.max_background_compactions = 1;
-  options.keep_log_file_num = 4;
+  BoundOwnFiles(&options);
   options.max_open_files = store_options.max_open_files;
   options.listeners.push_back(health);
   if (store_options.env != nullptr) options.env = store_options.env;

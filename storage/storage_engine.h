@@ -43,8 +43,13 @@ class StorageEngine {
   // Makes buffered writes durable and lets the engine drop its logs (shutdown, retention).
   virtual absl::Status Flush() = 0;
   virtual StorageUsage Usage() = 0;
-  // Bytes of every file the engine keeps on this machine: what --max_disk_mb bounds.
+  // What --max_disk_mb bounds: the disk space of everything the engine keeps on this machine,
+  // as du counts it (each file at its allocated blocks, or its size where that is more; the
+  // folders too). Embedded: the whole --data_dir, RocksDB's logs and manifest included.
   virtual int64_t FolderBytes() const = 0;
+  // Waits a bounded while for the engine's flushes and compactions in flight, whose inputs and
+  // outputs are both on disk until they end, so that FolderBytes then counts what stays.
+  virtual void AwaitBackgroundWork() {}
   // Blocks of every event segment (tests: nothing left behind).
   virtual int64_t CountEventBlocks() = 0;
   // Who else serves this store (a cluster's replicas) and who leads; embedded: this process.

@@ -37,7 +37,11 @@ void RetentionFlags::AddFlags(FlagSet* flags) {
   flags->AddString("job_retention_days", &job_retention_days,
                    "per-job retention overriding --retention_days: JOB=DAYS[,JOB=DAYS...] (0: keep that job's)");
   flags->AddInt("max_disk_mb", &max_disk_mb,
-                "when the database folder is larger, the oldest profiles are deleted until it is not; 0: no limit");
+                "MiB of disk that everything under --data_dir may take, as du counts it (tables, blob files, "
+                "write-ahead logs, RocksDB's LOG and MANIFEST, uploads in progress); over it, the oldest profiles "
+                "are deleted one at a time until it is not (after each upload and every --retention_check_s). The "
+                "newest profile stays and an upload in progress is never cut: the folder may be over while uploads "
+                "land. 0: no limit");
   flags->AddString("capture_retention_days", &capture_retention_days, "captures older than this are deleted; 0: kept");
   flags->AddString("agent_expiry_days", &agent_expiry_days,
                    "disconnected agents not seen for this long are forgotten; 0: kept");

@@ -140,29 +140,44 @@ void Retention::ExpireByAge(int64_t now) {
   if (deleted > 0) spdlog::info("retention: removed {} profiles past their retention", deleted);
 }
 
+int64_t Retention::SettledDiskBytes() {
+  StorageEngine& engine = store_->engine();
+  if (absl::Status s = engine.Flush(); !s.ok()) spdlog::warn("retention: flush: {}", std::string(s.message()));
+  engine.AwaitBackgroundWork();
+  return engine.FolderBytes();
+}
+
 void Retention::EnforceDiskLimit() {
-  if (policy_.max_disk_bytes <= 0 || store_->engine().FolderBytes() <= policy_.max_disk_bytes) return;
-  // Memtables hold write-ahead logs on disk: flush them first, then measure again.
-  if (absl::Status s = store_->engine().Flush(); !s.ok()) spdlog::warn("retention: flush: {}", std::string(s.message()));
+  const int64_t limit = policy_.max_disk_bytes;
+  if (limit <= 0 || store_->engine().FolderBytes() <= limit) return;
+  // Measured on what stays, not on what is passing through: memtables hold write-ahead logs
+  // that a flush drops, and a running compaction has its inputs and outputs on disk at once.
+  // Each deletion compacts its profile's ranges before the next measure (ProfileTable::Delete),
+  // so no profile goes for space that compaction was about to give back.
+  int64_t used = SettledDiskBytes();
+  const int64_t before = used;
   int deleted = 0;
-  while (store_->engine().FolderBytes() > policy_.max_disk_bytes) {
+  bool only_newest_left = false;
+  while (used > limit) {
     std::string oldest;
     int seen = 0;
     absl::Status s = store_->profiles().ForEachOldestFirst([&](const v1::ProfileInfo& info) {
       if (oldest.empty()) oldest = info.profile_id();
       return ++seen < 2;  // stop at the second: the newest profile always stays
     });
+    if (!s.ok()) spdlog::warn("retention: {}", std::string(s.message()));
+    only_newest_left = s.ok() && seen < 2;
     if (!s.ok() || seen < 2 || !Delete(oldest, deleted_disk_)) break;
     ++deleted;
-    (void)store_->engine().Flush();  // the deletion's own log goes too
+    used = SettledDiskBytes();
   }
   if (deleted > 0) {
-    spdlog::info("retention: removed the {} oldest profiles; the database takes {} of --max_disk_mb {} MiB", deleted,
-                 store_->engine().FolderBytes(), policy_.max_disk_bytes >> 20);
+    spdlog::info("retention: removed the {} oldest profiles; --data_dir takes {} bytes on disk (was {}) of "
+                 "--max_disk_mb {} MiB", deleted, used, before, limit >> 20);
   }
-  if (store_->engine().FolderBytes() > policy_.max_disk_bytes) {
-    spdlog::warn("retention: the database ({} bytes) is over --max_disk_mb with only its newest profile left",
-                 store_->engine().FolderBytes());
+  if (only_newest_left) {
+    spdlog::warn("retention: --data_dir takes {} bytes on disk, over --max_disk_mb {} MiB, with only its newest "
+                 "profile left", used, limit >> 20);
   }
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Retention: what the server forgets, and when. Profiles older than their job's retention
-// (--retention_days, --job_retention_days JOB=DAYS overrides) go; when the database folder is
-// over --max_disk_mb, the oldest profiles go until it is under (the newest one always stays);
+// (--retention_days, --job_retention_days JOB=DAYS overrides) go; when --data_dir takes more
+// disk than --max_disk_mb (as du counts it: StorageEngine::FolderBytes), the oldest profiles go,
+// one at a time and measured again after each, until it does not (the newest one always stays);
 // captures older than --capture_retention_days and agents gone for --agent_expiry_days go
 // too. A profile is deleted through the same path as `fleetprof delete` (one synced write,
 // then compaction), so nothing of it stays half visible. Runs as a PeriodicLoop: after every
@@ -59,6 +60,9 @@ class Retention {
  private:
   void ExpireByAge(int64_t now);
   void EnforceDiskLimit();
+  // The folder's disk use once the engine's buffered writes are flushed and its running
+  // compactions have ended.
+  int64_t SettledDiskBytes();
   bool Delete(const std::string& profile_id, prometheus::Counter& counter);
 
   const RetentionPolicy policy_;
