@@ -4,6 +4,8 @@
 // with nsys's columns), a kernel diff of two exports, a trace window, and a flame graph whose
 // device total is the kernels' total.
 
+#include <algorithm>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -124,6 +126,33 @@ TEST_F(NsysServedTest, TwoExportsDiffByKernel) {
   CommandResult diff = cluster_.Cli({"diff", first, second, "--by", "kernel", "--json"});
   ASSERT_EQ(diff.exit_code, 0) << diff.err;
   EXPECT_NE(diff.out.find("saxpy"), std::string::npos) << diff.out.substr(0, 400);
+}
+
+// Someone else's SQLite file, cut short or not an export at all: the upload is refused with the
+// reason on one line, nothing is listed for it, and the server goes on answering.
+TEST_F(NsysServedTest, ABadExportIsRefusedClearlyAndTheServerKeepsServing) {
+  const std::string file = CorpusPath("nsys/saxpy_a100.sqlite.gz");
+  FLEETPROF_REQUIRE_PATH(file);
+  const std::string good = Upload(file);
+  CommandResult plain = RunCommand({"/bin/sh", "-c", "gzip -dc '" + file + "'"});
+  ASSERT_EQ(plain.exit_code, 0);
+  const std::string truncated = cluster_.root() + "/truncated.sqlite";
+  { std::ofstream(truncated, std::ios::binary) << plain.out.substr(0, plain.out.size() / 2); }
+  const std::string not_nsys = cluster_.root() + "/empty_db.sqlite";
+  { std::ofstream(not_nsys, std::ios::binary) << plain.out.substr(0, 100) << std::string(4096 - 100, '\0'); }
+  for (const std::string& bad : {truncated, not_nsys}) {
+    CommandResult r = cluster_.Cli({"upload", bad, "--job", "nsys"});
+    EXPECT_NE(r.exit_code, 0) << bad;
+    EXPECT_NE(r.err.find("SQLite"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+  }
+  CommandResult listed = cluster_.Cli({"profiles", "--job", "nsys", "--json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find(good), std::string::npos);
+  EXPECT_EQ(listed.out.find("truncated.sqlite"), std::string::npos) << listed.out;
+  EXPECT_EQ(listed.out.find("empty_db.sqlite"), std::string::npos) << listed.out;
+  CommandResult kernels = cluster_.Cli({"kernels", good, "--json"});
+  EXPECT_EQ(kernels.exit_code, 0) << kernels.err;
 }
 
 }  // namespace
