@@ -172,18 +172,27 @@ void HttpServer::Impl::Unregister(Registration registration) {
   connections.erase(registration);
 }
 
+std::vector<std::shared_ptr<HttpConnectionBase>> HttpServer::Impl::LiveConnections() {
+  std::vector<std::shared_ptr<HttpConnectionBase>> live;
+  absl::MutexLock lock(&mu);
+  live.reserve(connections.size());
+  for (const auto& weak : connections) {
+    if (std::shared_ptr<HttpConnectionBase> connection = weak.lock()) live.push_back(std::move(connection));
+  }
+  return live;
+}
+
 bool HttpServer::Impl::ShedOne() {
+  // Held outside mu: a connection whose last other reference goes while we look is destroyed
+  // when `live` goes, and its destructor unregisters under mu (under mu, that locked it twice).
+  const std::vector<std::shared_ptr<HttpConnectionBase>> live = LiveConnections();
   std::shared_ptr<HttpConnectionBase> oldest;
-  {
-    absl::MutexLock lock(&mu);
-    int64_t since = std::numeric_limits<int64_t>::max();
-    for (const auto& weak : connections) {
-      std::shared_ptr<HttpConnectionBase> connection = weak.lock();
-      if (connection == nullptr || !connection->waiting.load() || connection->shedding.load()) continue;
-      if (const int64_t t = connection->waiting_since_ns.load(); t < since) {
-        since = t;
-        oldest = std::move(connection);
-      }
+  int64_t since = std::numeric_limits<int64_t>::max();
+  for (const std::shared_ptr<HttpConnectionBase>& connection : live) {
+    if (!connection->waiting.load() || connection->shedding.load()) continue;
+    if (const int64_t t = connection->waiting_since_ns.load(); t < since) {
+      since = t;
+      oldest = connection;
     }
   }
   if (oldest == nullptr) return false;
@@ -289,12 +298,7 @@ void HttpServer::Stop() {
     s.acceptor->close(ignored);
   });
   // Requests being handled still answer (with "Connection: close"); waiting ones go now.
-  {
-    absl::MutexLock lock(&s.mu);
-    for (const auto& weak : s.connections) {
-      if (auto connection = weak.lock()) connection->CloseIfWaiting();
-    }
-  }
+  for (const std::shared_ptr<HttpConnectionBase>& connection : s.LiveConnections()) connection->CloseIfWaiting();
   const Stopwatch closing;
   const int64_t give_up_ms = int64_t{1000} * std::min(s.options.timeout_s, 10);
   while (s.open() > 0 && closing.ElapsedMillis() < give_up_ms) {

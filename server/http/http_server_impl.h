@@ -52,6 +52,9 @@ class HttpServer::Impl {
   Registration Register(const std::shared_ptr<HttpConnectionBase>& connection);
   void Unregister(Registration registration);
   bool ShedOne();  // false when no connection is waiting
+  // Strong references to the open connections, taken under mu and handed out: whoever drops the
+  // last one does it with mu free (a connection's destructor unregisters under mu).
+  std::vector<std::shared_ptr<HttpConnectionBase>> LiveConnections() ABSL_LOCKS_EXCLUDED(mu);
   int64_t open() const;
 
   const HttpServerOptions options;

@@ -623,7 +623,8 @@ TEST(LocalAttacker, StalledConnectionsDoNotBlindTheAgentsMetrics) {
     for (int i = 0; i < 6; ++i) {
       std::string body;
       worst = std::max(worst, scrape_ms(&body));
-      EXPECT_NE(body.find("fleetprof_agent_server_connected"), std::string::npos) << "scrape " << i << ": " << body;
+      EXPECT_NE(body.find("fleetprof_agent_server_connected"), std::string::npos)
+          << "scrape " << i << ": " << body << "\nagent log:\n" << cluster.AgentLog(agent);
     }
     std::cout << stalled << " stalled connections of uid 1001: the slowest of 6 scrapes took " << worst << " ms"
               << std::endl;
