@@ -109,7 +109,18 @@ ServerMetrics::ServerMetrics()
                        .Name("fleetprof_regressions_total")
                        .Help("Regression records by job: a profile slower than the job's recent baseline "
                              "(step time, a top kernel or op)")
-                       .Register(*registry_)) {
+                       .Register(*registry_)),
+      sampling_captures_(prometheus::BuildCounter()
+                             .Name("fleetprof_sampling_captures_total")
+                             .Help("Captures started, by why they ran: MANUAL, SCHEDULED, SAMPLED or TRIGGERED")
+                             .Register(*registry_)),
+      sampling_overhead_(prometheus::BuildGauge()
+                             .Name("fleetprof_sampling_overhead_ratio")
+                             .Help("Device-time captured by sampled captures over the fleet's device-time, in "
+                                   "the periods of the last hour (0 with sampling off)")
+                             .Register(*registry_)
+                             .Add({})) {
+  for (const char* reason : {"MANUAL", "SCHEDULED", "SAMPLED", "TRIGGERED"}) sampling_captures_.Add({{"reason", reason}});
   storage_serving_.Set(1);
   for (const char* result : {"ok", "failed"}) token_reloads_.Add({{"result", result}});
   for (const char* reason : {"flush", "compaction", "write", "memtable", "manifest"}) {
@@ -178,5 +189,11 @@ void ServerMetrics::SetStoredProfiles(int64_t profiles, int64_t disk_bytes, int6
 }
 
 void ServerMetrics::RecordRegression(const std::string& job) { regressions_.Add({{"job", job}}).Increment(); }
+
+void ServerMetrics::RecordCaptureStarted(const std::string& reason) {
+  sampling_captures_.Add({{"reason", reason}}).Increment();
+}
+
+void ServerMetrics::SetSamplingOverheadRatio(double ratio) { sampling_overhead_.Set(ratio); }
 
 }  // namespace fleetprof

@@ -42,6 +42,11 @@ class ServerMetrics {
   void RecordTokensReload(bool ok, int revoked_calls);
   // One regression record of `job` (server/ingest/regression_detector.h).
   void RecordRegression(const std::string& job);
+  // A capture started (fleetprof_sampling_captures_total): reason MANUAL, SCHEDULED, SAMPLED or
+  // TRIGGERED.
+  void RecordCaptureStarted(const std::string& reason);
+  // The sampler's captured over fleet device-time in the last hour (server/fleet/sampler.h).
+  void SetSamplingOverheadRatio(double ratio);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -66,6 +71,8 @@ class ServerMetrics {
   prometheus::Gauge& token_reload_failed_;
   prometheus::Counter& revoked_calls_;
   prometheus::Family<prometheus::Counter>& regressions_;
+  prometheus::Family<prometheus::Counter>& sampling_captures_;
+  prometheus::Gauge& sampling_overhead_;
 };
 
 }  // namespace fleetprof

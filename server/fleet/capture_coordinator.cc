@@ -173,6 +173,11 @@ v1::Capture NewCapture(const v1::StartCaptureRequest& request,
     t->set_job(target.job());
     t->set_kind(target.kind());
     t->set_pid(target.pid());
+    if (origin.reason == v1::Capture::SAMPLED) {
+      t->set_weight_device_ns(origin.weight_device_ns);
+      t->set_inclusion_probability(origin.inclusion_probability);
+      t->set_devices(origin.devices);
+    }
   }
   if (capture.targets().empty()) {
     capture.set_error(absl::StrCat(
@@ -309,6 +314,19 @@ std::string CaptureCoordinator::RunningCaptureOf(const std::string& job) {
   return "";
 }
 
+CaptureCoordinator::Running CaptureCoordinator::RunningTargets() {
+  Running running;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, active] : active_) {
+    if (active.capture.state() != v1::Capture::RUNNING) continue;
+    if (active.capture.reason() == v1::Capture::SAMPLED) ++running.sampled_captures;
+    for (const auto& t : active.capture.targets()) {
+      if (!IsFinal(t.state())) running.busy_targets.emplace(t.node(), t.target());
+    }
+  }
+  return running;
+}
+
 v1::Capture CaptureCoordinator::RecordSkipped(const v1::StartCaptureRequest& request,
                                               const Origin& origin, const std::string& reason) {
   const int64_t now = clock_->Now();
@@ -397,6 +415,7 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
     }
     started = Changed(active);
   }
+  if (!capture.targets().empty()) metrics_->RecordCaptureStarted(v1::Capture::Reason_Name(origin.reason));
   spdlog::info("capture started capture_id={} job={} targets={}", capture.capture_id(),
                request.job(), capture.targets_size());
   Store(started);

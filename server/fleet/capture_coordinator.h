@@ -38,6 +38,10 @@ struct CaptureOrigin {
   std::string schedule_id;  // SCHEDULED
   std::string trigger_id;   // TRIGGERED
   std::string evidence;     // TRIGGERED
+  // SAMPLED: put on every target (CaptureTarget.weight_device_ns, inclusion_probability, devices).
+  int64_t weight_device_ns = 0;
+  double inclusion_probability = 0;
+  int32_t devices = 0;
   static CaptureOrigin Scheduled(const std::string& schedule_id) {
     return {v1::Capture::SCHEDULED, schedule_id, "", ""};
   }
@@ -71,6 +75,13 @@ class CaptureCoordinator {
   absl::StatusOr<v1::Capture> Start(const v1::StartCaptureRequest& request, const Origin& origin = {});
   // The id of a RUNNING capture of `job`, or "" when there is none.
   std::string RunningCaptureOf(const std::string& job);
+  // The targets of RUNNING captures whose own state is not final yet, as (node, TargetName),
+  // and how many RUNNING captures are SAMPLED ones (the sampler's in flight).
+  struct Running {
+    std::set<std::pair<std::string, std::string>> busy_targets;
+    int sampled_captures = 0;
+  };
+  Running RunningTargets();
   // Stores a scheduled run that did not start: a capture in state SKIPPED, `reason` its error.
   v1::Capture RecordSkipped(const v1::StartCaptureRequest& request, const Origin& origin, const std::string& reason);
   absl::StatusOr<v1::Capture> Get(const std::string& capture_id);

@@ -1,0 +1,229 @@
+#include "server/fleet/sampler.h"
+
+#include <algorithm>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "common/text_checks.h"
+#include "server/server_metrics.h"
+#include "spdlog/spdlog.h"
+
+namespace fleetprof {
+namespace {
+
+constexpr int64_t kNanosPerMs = 1'000'000;
+constexpr int64_t kSecondNs = 1'000'000'000;
+// The state's one record, in the catalog's index table (storage.h lists the layout).
+constexpr std::string_view kStateKey = "sampling/state";
+
+uint64_t RandomSeed() {
+  std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) ^ device();
+}
+
+}  // namespace
+
+Sampler::Sampler(Catalog* catalog, SamplerFleet fleet, Clock* clock, ServerMetrics* metrics,
+                 std::function<bool()> leads)
+    : catalog_(catalog), fleet_(std::move(fleet)), clock_(clock), metrics_(metrics), leads_(std::move(leads)) {}
+
+Sampler::~Sampler() { loop_.reset(); }
+
+void Sampler::Start() {
+  loop_ = PeriodicLoop::StartOrLog(
+      "the sampler", clock_, [this](int64_t now) { return Tick(now); }, "sampled captures will not run");
+}
+
+absl::Status Sampler::CheckPolicy(const v1::SetSamplingRequest& r) {
+  if (r.every_ms() < kMinEveryMs || r.every_ms() > kMaxEveryMs) {
+    return absl::InvalidArgumentError(absl::StrCat("--every must lie between 1s and 7d (", kMinEveryMs, " to ",
+                                                   kMaxEveryMs, " ms), not ", r.every_ms(), " ms"));
+  }
+  if (r.duration_ms() < 0 || r.duration_ms() > 10 * 60 * 1000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("duration_ms must lie in 0..600000 (0: ", kDefaultDurationMs, "), not ", r.duration_ms()));
+  }
+  const int64_t duration_ms = r.duration_ms() == 0 ? kDefaultDurationMs : r.duration_ms();
+  if (duration_ms >= r.every_ms()) {
+    return absl::InvalidArgumentError(absl::StrCat("the period (--every, ", r.every_ms(),
+                                                   " ms) is too short: it must be longer than one capture (",
+                                                   duration_ms, " ms)"));
+  }
+  if (!(r.max_overhead() > 0 && r.max_overhead() <= 0.5)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_overhead must lie in (0, 0.5] (a fraction: 1% is 0.01), not ", r.max_overhead()));
+  }
+  if (r.max_concurrent() < 0 || r.max_concurrent() > kMaxConcurrentLimit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_concurrent must lie in 0..", kMaxConcurrentLimit, " (0: 16), not ", r.max_concurrent()));
+  }
+  if (r.labels_size() > kMaxLabels) {
+    return absl::InvalidArgumentError(absl::StrCat("at most ", kMaxLabels, " labels"));
+  }
+  for (const auto& [key, value] : r.labels()) {
+    if (key.empty()) return absl::InvalidArgumentError("a label needs a key (--label k=v)");
+    if (absl::Status s = CheckPrintableText("label key", key, 253); !s.ok()) return s;
+    if (absl::Status s = CheckPrintableText("label value", value, 253); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<std::pair<v1::SamplingState, std::string>>> Sampler::Load() {
+  auto bytes = catalog_->Get(CatalogTable::kIndex, kStateKey);
+  if (!bytes.ok()) return bytes.status();
+  if (!bytes->has_value()) return std::optional<std::pair<v1::SamplingState, std::string>>();
+  v1::SamplingState state;
+  if (!state.ParseFromString(**bytes)) return absl::DataLossError("the stored sampling state does not parse");
+  return std::optional<std::pair<v1::SamplingState, std::string>>(std::pair(std::move(state), **std::move(bytes)));
+}
+
+absl::Status Sampler::StoreIfUnchanged(const v1::SamplingState& state, const std::optional<std::string>& expected) {
+  CatalogWrite write;
+  if (expected.has_value()) {
+    write.RequireValue(CatalogTable::kIndex, std::string(kStateKey), *expected);
+  } else {
+    write.RequireAbsent(CatalogTable::kIndex, std::string(kStateKey));
+  }
+  write.Put(CatalogTable::kIndex, std::string(kStateKey), state.SerializeAsString());
+  write.sync = true;  // a period's picks are on disk before its captures start
+  return catalog_->Commit(write);
+}
+
+v1::SamplingStatus Sampler::StatusOf(const v1::SamplingState& state) const {
+  v1::SamplingStatus status;
+  const v1::SetSamplingRequest& policy = state.policy();
+  status.set_enabled(state.enabled());
+  status.set_every_ms(policy.every_ms());
+  status.set_duration_ms(policy.duration_ms());
+  status.set_max_overhead(policy.max_overhead());
+  *status.mutable_labels() = policy.labels();
+  status.set_max_concurrent(policy.max_concurrent());
+  status.set_periods(state.periods());
+  status.set_captures(state.captures());
+  status.set_skipped_busy(state.skipped_busy());
+  status.set_overhead_last_hour(SamplingPlan::OverheadLastHour(state, clock_->Now()));
+  if (state.enabled()) status.set_next_period_ns(state.period_start_ns() + policy.every_ms() * kNanosPerMs);
+  status.set_set_at_ns(state.set_at_ns());
+  status.set_set_by(state.set_by());
+  return status;
+}
+
+absl::StatusOr<v1::SamplingStatus> Sampler::Set(const v1::SetSamplingRequest& request, const Principal& caller) {
+  if (absl::Status s = CheckPolicy(request); !s.ok()) return s;
+  v1::SamplingState state;
+  *state.mutable_policy() = request;
+  if (request.duration_ms() == 0) state.mutable_policy()->set_duration_ms(kDefaultDurationMs);
+  if (request.max_concurrent() == 0) state.mutable_policy()->set_max_concurrent(SamplingPlan::kDefaultMaxConcurrent);
+  const int64_t now = clock_->Now();
+  state.set_enabled(true);
+  // The first period begins at the next tick, now: one period before it "ended" now.
+  state.set_period_start_ns(now - request.every_ms() * kNanosPerMs);
+  state.set_set_at_ns(now);
+  state.set_set_by(caller.name);
+  state.set_seed(fleet_.seed ? fleet_.seed() : RandomSeed());
+  {
+    absl::MutexLock lock(&mu_);
+    // Whatever is stored (a damaged record too) is replaced: the policy being set is the truth.
+    auto stored = catalog_->Get(CatalogTable::kIndex, kStateKey);
+    if (!stored.ok()) return stored.status();
+    if (absl::Status s = StoreIfUnchanged(state, *stored); !s.ok()) return s;
+  }
+  spdlog::info("sampling set every_ms={} duration_ms={} max_overhead={} max_concurrent={} by={} (p={})",
+               state.policy().every_ms(), state.policy().duration_ms(), state.policy().max_overhead(),
+               state.policy().max_concurrent(), caller.name, SamplingPlan::InclusionProbability(state.policy()));
+  if (loop_ != nullptr) loop_->Nudge();
+  return StatusOf(state);
+}
+
+absl::StatusOr<v1::SamplingStatus> Sampler::Get() {
+  absl::MutexLock lock(&mu_);
+  auto loaded = Load();
+  if (!loaded.ok()) return loaded.status();
+  if (!loaded->has_value()) return v1::SamplingStatus();
+  return StatusOf((*loaded)->first);
+}
+
+absl::StatusOr<v1::SamplingStatus> Sampler::Disable() {
+  absl::MutexLock lock(&mu_);
+  auto loaded = Load();
+  if (!loaded.ok()) return loaded.status();
+  if (!loaded->has_value()) return v1::SamplingStatus();
+  v1::SamplingState state = (*loaded)->first;
+  if (state.enabled()) {
+    state.set_enabled(false);
+    state.clear_pending();  // picks of a policy that is off never start
+    if (absl::Status s = StoreIfUnchanged(state, (*loaded)->second); !s.ok()) return s;
+    spdlog::info("sampling off after {} periods, {} captures", state.periods(), state.captures());
+  }
+  return StatusOf(state);
+}
+
+bool Sampler::ReserveTriggered(int64_t device_ns) {
+  absl::MutexLock lock(&mu_);
+  auto loaded = Load();
+  if (!loaded.ok()) return false;  // cannot tell what the budget has left
+  if (!loaded->has_value() || !(*loaded)->first.enabled()) return true;
+  v1::SamplingState state = (*loaded)->first;
+  if (state.spend().empty() || state.spend().rbegin()->period_start_ns() != state.period_start_ns()) return false;
+  v1::SamplingPeriodSpend* spend = state.mutable_spend(state.spend_size() - 1);
+  const int64_t budget = static_cast<int64_t>(state.policy().max_overhead() * static_cast<double>(spend->fleet_device_ns()));
+  if (device_ns < 0 || spend->captured_device_ns() + device_ns > budget) return false;
+  spend->set_captured_device_ns(spend->captured_device_ns() + device_ns);
+  return StoreIfUnchanged(state, (*loaded)->second).ok();
+}
+
+std::vector<v1::SamplingPick> Sampler::PlanTick(int64_t now, int64_t* next, int64_t* duration_ms) {
+  *next = now + kSecondNs;
+  absl::MutexLock lock(&mu_);
+  auto loaded = Load();
+  if (!loaded.ok()) {
+    spdlog::warn("sampling: the state cannot be read: {}", std::string(loaded.status().message()));
+    return {};
+  }
+  if (!loaded->has_value() || !(*loaded)->first.enabled()) {
+    if (metrics_ != nullptr) metrics_->SetSamplingOverheadRatio(0);
+    return {};
+  }
+  v1::SamplingState state = (*loaded)->first;
+  const int64_t every_ns = state.policy().every_ms() * kNanosPerMs;
+  *duration_ms = state.policy().duration_ms();
+  const std::vector<SampledTarget> targets = fleet_.live_targets();
+  bool changed = false;
+  if (now >= state.period_start_ns() + every_ns) {
+    // Periods that came due while no leader ran are not run late: the one holding `now` begins.
+    const int64_t start = state.period_start_ns() + (now - state.period_start_ns()) / every_ns * every_ns;
+    SamplingPlan::BeginPeriod(&state, targets, start);
+    changed = true;
+  }
+  PlanStep step;
+  if (!state.pending().empty()) step = SamplingPlan::Dispatch(&state, targets, fleet_.sampled_in_flight());
+  if (changed || !step.start.empty() || step.skipped_busy > 0 || step.dropped > 0) {
+    if (absl::Status s = StoreIfUnchanged(state, (*loaded)->second); !s.ok()) {
+      // Another replica (a leader that has not noticed it is not one) wrote first: its word stands.
+      spdlog::warn("sampling: state not stored, no capture started: {}", std::string(s.message()));
+      return {};
+    }
+  }
+  if (metrics_ != nullptr) metrics_->SetSamplingOverheadRatio(SamplingPlan::OverheadLastHour(state, now));
+  *next = state.period_start_ns() + every_ns;
+  if (!state.pending().empty()) {
+    // Waiting picks start as captures end: look again within half a capture.
+    *next = std::min(*next, now + std::max(kSecondNs, *duration_ms * kNanosPerMs / 2));
+  }
+  return std::move(step.start);
+}
+
+int64_t Sampler::Tick(int64_t now) {
+  if (leads_ && !leads_()) return now + kSecondNs;  // another replica samples
+  int64_t next = now + kSecondNs, duration_ms = 0;
+  for (const v1::SamplingPick& pick : PlanTick(now, &next, &duration_ms)) {
+    auto started = fleet_.start(pick, duration_ms);
+    if (!started.ok()) {
+      spdlog::warn("sampled capture of {} on {} (job {}) did not start: {}", pick.target(), pick.node(), pick.job(),
+                   std::string(started.status().message()));
+    }
+  }
+  return next;
+}
+
+}  // namespace fleetprof
