@@ -56,7 +56,10 @@ void AddQueryFlags(FlagSet* flags, CliOptions* options) {
   flags->AddString("capture_id", &options->capture_id, "job-trace, collectives: every profile of this capture");
   flags->AddRepeated("profile", &options->profiles, "job-trace, collectives: this profile (instead of --capture_id)");
   options->trace_limits.AddFlags(flags);
-  flags->AddString("every", &options->every, "schedule: how often to capture, e.g. 30m, 2h, 45s");
+  flags->AddString("every", &options->every, "schedule, sampling set: how often to capture, e.g. 30m, 2h, 45s, 7d");
+  flags->AddString("max_overhead", &options->max_overhead,
+                   "sampling set: the most of the fleet's device-time sampled captures may take in a period, e.g. 1%");
+  flags->AddInt("max_concurrent", &options->max_concurrent, "sampling set: sampled captures in flight at once (default 16)");
   flags->AddString("report", &options->report,
                    "stats: the reports to print, comma-separated (default: all five; e.g. cuda_gpu_kern_sum,nvtx_sum)");
   flags->AddRepeated("threshold", &options->thresholds, "diagnose: RULE=VALUE replaces a rule's default threshold");

@@ -72,6 +72,10 @@ const std::vector<Command>& Commands() {
       {"regressions", "[--job J]",
        "profiles slower than their job's last 20 (step time, top\nkernels and ops past 3 scaled MADs and 5%), newest first",
        nullptr, "fleetprof.v1.QueryService.ListRegressions"},
+      {"sampling", "[set --every D --duration_ms MS --max_overhead P% [--label k=v]... [--max_concurrent N] | off]",
+       "always-on profiling: each period capture live targets at random,\nevery target with the same probability, "
+       "within P% of the\nfleet's device-time; without set/off: the policy and its counters",
+       RunSampling, nullptr, "every duration_ms max_overhead label max_concurrent"},
       {"schedules", "[--job J]", "the schedules, next run and last outcome", RunSchedules, nullptr, "job"},
       {"unschedule", "SCHEDULE_ID", "stop a schedule", RunUnschedule, nullptr, ""},
   };

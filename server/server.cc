@@ -16,6 +16,7 @@
 #include "prometheus/text_serializer.h"
 #include "server/fleet/cluster_view.h"
 #include "server/fleet/fleet_operations.h"
+#include "server/fleet/sampling_operations.h"
 #include "server/http/connect_api.h"
 #include "server/http/http_access.h"
 #include "server/http/web_ui.h"
@@ -253,8 +254,12 @@ absl::Status Server::BuildLayers() {
   upload_workers_ = *std::move(upload_workers);
   ingest_service_ = std::make_unique<IngestServiceImpl>(ingestor_.get(), &grpc_access_, upload_workers_.get());
   scheduler_ = std::make_unique<CaptureScheduler>(&storage_->schedules(), captures_.get(), &metrics_, clock_, leads);
+  sampler_fleet_ = std::make_unique<SamplerFleetSource>(registry_.get(), captures_.get(), &storage_->profiles(), clock_);
+  sampler_ = std::make_unique<Sampler>(&storage_->engine().catalog(), sampler_fleet_->Fleet(), clock_, &metrics_, leads);
+  sampler_->Start();
   AddQueryOperations(query_api_.get(), &operations_);
   AddFleetOperations(captures_.get(), scheduler_.get(), registry_.get(), &operations_);
+  AddSamplingOperations(sampler_.get(), &operations_);
   AddClusterOperations(membership_.get(), &storage_->engine(), &operations_);
   if (!operations_.status().ok()) return operations_.status();
   retention_ = std::make_unique<Retention>(
@@ -281,6 +286,8 @@ absl::Status Server::StartGrpc(const TlsPem& pem) {
   capture_service_ = std::make_unique<CaptureServiceImpl>(captures_.get(), &grpc_access_, operations_);
   schedule_service_ = std::make_unique<TableServedService<v1::ScheduleService::Service>>(
       v1::ScheduleService::service_full_name(), operations_);
+  sampling_service_ = std::make_unique<TableServedService<v1::SamplingService::Service>>(
+      v1::SamplingService::service_full_name(), operations_);
   cluster_service_ = std::make_unique<TableServedService<v1::ClusterService::Service>>(
       v1::ClusterService::service_full_name(), operations_);
   agent_service_ = std::make_unique<AgentServiceImpl>(
@@ -326,6 +333,7 @@ absl::Status Server::StartGrpc(const TlsPem& pem) {
   builder.RegisterService(agent_service_.get());
   builder.RegisterService(capture_service_.get());
   builder.RegisterService(schedule_service_.get());
+  builder.RegisterService(sampling_service_.get());
   builder.RegisterService(cluster_service_.get());
   builder.RegisterCallbackGenericService(grpc_operations_.get());
   grpc_server_ = builder.BuildAndStart();

@@ -16,6 +16,7 @@
 #include "common/periodic_loop.h"
 #include "common/worker_pool.h"
 #include "fleetprof/v1/cluster.grpc.pb.h"
+#include "fleetprof/v1/sampling.grpc.pb.h"
 #include "fleetprof/v1/schedule.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/collectable.h"
@@ -24,6 +25,8 @@
 #include "server/fleet/capture_scheduler.h"
 #include "server/fleet/fleet_metrics.h"
 #include "server/fleet/retention.h"
+#include "server/fleet/sampler.h"
+#include "server/fleet/sampler_fleet.h"
 #include "server/grpc/agent_service.h"
 #include "server/grpc/capture_service.h"
 #include "server/grpc/grpc_access.h"
@@ -99,6 +102,8 @@ class Server {
   std::unique_ptr<WorkerPool> upload_workers_;
   std::unique_ptr<IngestServiceImpl> ingest_service_;
   std::unique_ptr<CaptureScheduler> scheduler_;
+  std::unique_ptr<SamplerFleetSource> sampler_fleet_;
+  std::unique_ptr<Sampler> sampler_;  // the sampling policy, run by the leader
   Operations operations_;  // every operation once: the HTTP binder and gRPC both serve from it
   std::unique_ptr<WorkerPool> query_workers_;
   std::unique_ptr<WorkerPool> fleet_workers_;
@@ -106,6 +111,7 @@ class Server {
   std::unique_ptr<QueryServiceImpl> query_service_;
   std::unique_ptr<CaptureServiceImpl> capture_service_;
   std::unique_ptr<TableServedService<v1::ScheduleService::Service>> schedule_service_;
+  std::unique_ptr<TableServedService<v1::SamplingService::Service>> sampling_service_;
   std::unique_ptr<TableServedService<v1::ClusterService::Service>> cluster_service_;
   std::unique_ptr<AgentServiceImpl> agent_service_;
   std::unique_ptr<grpc::Server> grpc_server_;
