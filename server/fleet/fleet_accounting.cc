@@ -9,6 +9,7 @@ namespace fleetprof {
 namespace {
 
 constexpr double kZ95 = 1.96;
+constexpr const char* kUnknown = "(unknown)";  // a node or device type the profile does not name
 constexpr const char* kDimensionNames[kFleetDimensions] = {"kernel", "op", "job", "node", "device_type"};
 
 int64_t Rounded(double ns) { return static_cast<int64_t>(std::llround(std::max(0.0, ns))); }
@@ -53,6 +54,11 @@ absl::StatusOr<FleetDimension> ParseFleetDimension(std::string_view by) {
 
 const char* FleetDimensionName(FleetDimension dimension) { return kDimensionNames[static_cast<int>(dimension)]; }
 
+int64_t FleetKeepHours(double retention_days) {
+  const double days = retention_days > 0 ? std::min<double>(retention_days, kFleetMaxKeepDays) : kFleetMaxKeepDays;
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(days * 24)));
+}
+
 absl::Status CheckSampledProfile(const SampledProfile& p) {
   if (p.job.empty()) return absl::InvalidArgumentError("a sampled profile without a job is not counted");
   if (p.weight_device_ns <= 0) return absl::InvalidArgumentError("a sampled profile stands for no device-time");
@@ -68,7 +74,7 @@ absl::Status CheckSampledProfile(const SampledProfile& p) {
   return absl::OkStatus();
 }
 
-void AddToCell(const SampledProfile& p, FleetCell* cell) {
+void AddToCell(const SampledProfile& p, FleetCell* cell, uint32_t dimensions) {
   const double pi = p.inclusion_probability;
   const double weight = static_cast<double>(p.weight_device_ns);
   const double per_ns = weight / static_cast<double>(p.span_device_ns);  // device-time each seen ns stands for
@@ -77,16 +83,67 @@ void AddToCell(const SampledProfile& p, FleetCell* cell) {
   cell->busy.Add(per_ns * static_cast<double>(p.busy_device_ns), pi);
   cell->idle.Add(per_ns * static_cast<double>(p.span_device_ns - p.busy_device_ns), pi);
   auto& rows = cell->rows;
-  for (const auto& [name, ns] : SummedByName(p.kernels)) {
-    AddRow(rows[static_cast<int>(FleetDimension::kKernel)], name, per_ns * static_cast<double>(ns), pi);
+  auto wanted = [dimensions](FleetDimension d) { return (dimensions >> static_cast<int>(d)) & 1u; };
+  if (wanted(FleetDimension::kKernel)) {
+    for (const auto& [name, ns] : SummedByName(p.kernels)) {
+      AddRow(rows[static_cast<int>(FleetDimension::kKernel)], name, per_ns * static_cast<double>(ns), pi);
+    }
   }
-  for (const auto& [name, ns] : SummedByName(p.ops)) {
-    AddRow(rows[static_cast<int>(FleetDimension::kOp)], name, per_ns * static_cast<double>(ns), pi);
+  if (wanted(FleetDimension::kOp)) {
+    for (const auto& [name, ns] : SummedByName(p.ops)) {
+      AddRow(rows[static_cast<int>(FleetDimension::kOp)], name, per_ns * static_cast<double>(ns), pi);
+    }
   }
   // A node or a device type holds the whole device-time the profile stands for, as a job does.
-  AddRow(rows[static_cast<int>(FleetDimension::kNode)], p.node.empty() ? "(unknown)" : p.node, weight, pi);
-  AddRow(rows[static_cast<int>(FleetDimension::kDeviceType)], p.device_type.empty() ? "(unknown)" : p.device_type,
-         weight, pi);
+  if (wanted(FleetDimension::kNode)) {
+    AddRow(rows[static_cast<int>(FleetDimension::kNode)], p.node.empty() ? kUnknown : p.node, weight, pi);
+  }
+  if (wanted(FleetDimension::kDeviceType)) {
+    AddRow(rows[static_cast<int>(FleetDimension::kDeviceType)], p.device_type.empty() ? kUnknown : p.device_type,
+           weight, pi);
+  }
+}
+
+void FleetCellToRollup(const FleetCell& cell, FleetDimension dimension, v1::FleetRollupCell* out) {
+  auto put = [](const FleetEstimate& e, v1::FleetRollupSum* sum) {
+    sum->set_device_ns(e.device_ns);
+    sum->set_variance(e.variance);
+  };
+  out->set_by(FleetDimensionName(dimension));
+  out->set_hour(cell.hour);
+  out->set_job(cell.job);
+  out->mutable_labels()->clear();
+  for (const auto& [k, v] : cell.labels) (*out->mutable_labels())[k] = v;
+  out->set_samples(cell.samples);
+  put(cell.total, out->mutable_total());
+  put(cell.busy, out->mutable_busy());
+  put(cell.idle, out->mutable_idle());
+  out->clear_rows();
+  for (const auto& [name, sum] : cell.rows[static_cast<int>(dimension)]) {
+    v1::FleetRollupRow* row = out->add_rows();
+    row->set_name(name);
+    put(sum.estimate, row->mutable_sum());
+    row->set_samples(sum.samples);
+  }
+}
+
+FleetCell FleetCellFromRollup(const v1::FleetRollupCell& record, FleetDimension dimension) {
+  auto get = [](const v1::FleetRollupSum& sum) { return FleetEstimate{sum.device_ns(), sum.variance()}; };
+  FleetCell cell;
+  cell.hour = record.hour();
+  cell.job = record.job();
+  cell.labels.insert(record.labels().begin(), record.labels().end());
+  cell.samples = record.samples();
+  cell.total = get(record.total());
+  cell.busy = get(record.busy());
+  cell.idle = get(record.idle());
+  auto& rows = cell.rows[static_cast<int>(dimension)];
+  for (const v1::FleetRollupRow& row : record.rows()) {
+    FleetRowSum& sum = rows[row.name()];
+    sum.estimate.Add(get(row.sum()));
+    sum.samples += row.samples();
+  }
+  return cell;
 }
 
 void CapCellRows(int max_rows, FleetCell* cell) {
@@ -122,14 +179,6 @@ int64_t FleetFirstHour(const v1::FleetTopRequest& request, int64_t now_ns) {
   return FleetHourOf(now_ns - window_ns);
 }
 
-bool FleetCellMatches(const FleetCell& cell, const v1::FleetTopRequest& request) {
-  for (const auto& [key, value] : request.labels()) {
-    auto it = cell.labels.find(key);
-    if (it == cell.labels.end() || it->second != value) return false;
-  }
-  return true;
-}
-
 FleetTopBuilder::FleetTopBuilder(const v1::FleetTopRequest& request, int64_t since_ns)
     : request_(request), dimension_(ParseFleetDimension(request.by()).value()), since_ns_(since_ns) {}
 
@@ -148,6 +197,25 @@ void FleetTopBuilder::Add(const FleetCell& cell) {
     FleetRowSum& row = rows_[name];
     row.estimate.Add(sum.estimate);
     row.samples += sum.samples;
+  }
+}
+
+void FleetTopBuilder::Add(const v1::FleetRollupCell& record) {
+  auto add = [](const v1::FleetRollupSum& from, FleetEstimate& to) { to.Add(FleetEstimate{from.device_ns(), from.variance()}); };
+  samples_ += record.samples();
+  add(record.total(), total_);
+  add(record.busy(), busy_);
+  add(record.idle(), idle_);
+  if (dimension_ == FleetDimension::kJob) {
+    FleetRowSum& row = rows_[record.job()];
+    add(record.total(), row.estimate);
+    row.samples += record.samples();
+    return;
+  }
+  for (const v1::FleetRollupRow& r : record.rows()) {
+    FleetRowSum& row = rows_[r.name()];
+    add(r.sum(), row.estimate);
+    row.samples += r.samples();
   }
 }
 
@@ -198,7 +266,7 @@ v1::FleetTopResponse FleetAccumulator::Top(const v1::FleetTopRequest& request, i
   }
   FleetTopBuilder builder(request, first_hour * kFleetHourNs);
   for (auto it = cells_.lower_bound(Key{first_hour, "", {}}); it != cells_.end(); ++it) {
-    if (FleetCellMatches(it->second, request)) builder.Add(it->second);
+    if (FleetLabelsMatch(it->second.labels, request)) builder.Add(it->second);
   }
   return builder.Finish();
 }

@@ -28,6 +28,11 @@ inline constexpr int64_t kFleetHourNs = 3600LL * 1000 * 1000 * 1000;
 inline constexpr int64_t kFleetDefaultWindowNs = 24 * kFleetHourNs;
 // The bucket a cell's rows past its cap are folded into (storage bounds a cell's rows).
 inline constexpr std::string_view kFleetOtherRow = "(other)";
+// Stored cells: rows kept per grouping of a cell, and the days cells are kept (or
+// --retention_days when shorter): a window reaches back at most that far.
+inline constexpr int kFleetMaxRowsPerCell = 200;
+inline constexpr int64_t kFleetMaxKeepDays = 35;
+inline constexpr int64_t kFleetMaxSinceMs = kFleetMaxKeepDays * 24 * 3600 * 1000;
 
 // One sampled target's profile as fleet accounting counts it.
 struct SampledProfile {
@@ -48,6 +53,8 @@ inline constexpr int kFleetDimensions = 5;
 // naming the choices.
 absl::StatusOr<FleetDimension> ParseFleetDimension(std::string_view by);
 const char* FleetDimensionName(FleetDimension dimension);
+// How many hours of cells are kept with `retention_days` (0: forever) of profiles.
+int64_t FleetKeepHours(double retention_days);
 
 // A Horvitz-Thompson sum: the estimate and its variance.
 struct FleetEstimate {
@@ -82,8 +89,10 @@ struct FleetCell {
 // Whether `p` can be counted: a job, a positive weight and span, 0 < probability <= 1, busy
 // within the span. Says what is wrong otherwise.
 absl::Status CheckSampledProfile(const SampledProfile& p);
-// Adds `p`'s estimates to `cell` (which must be p's hour, job and labels). REQUIRES: p checked.
-void AddToCell(const SampledProfile& p, FleetCell* cell);
+// Adds `p`'s estimates to `cell` (which must be p's hour, job and labels): the totals, and the
+// rows of the dimensions in `dimensions` (bit 1 << FleetDimension). REQUIRES: p checked.
+inline constexpr uint32_t kAllFleetDimensions = (1u << kFleetDimensions) - 1;
+void AddToCell(const SampledProfile& p, FleetCell* cell, uint32_t dimensions = kAllFleetDimensions);
 // Keeps each dimension's `max_rows` - 1 largest rows of `cell` and folds the rest into
 // kFleetOtherRow (its samples: the most any folded row had, at most the cell's samples).
 void CapCellRows(int max_rows, FleetCell* cell);
@@ -93,8 +102,20 @@ inline int64_t FleetHourOf(int64_t committed_ns) {
 }
 // The first hour a request at `now_ns` counts: the window rounded out to whole hours.
 int64_t FleetFirstHour(const v1::FleetTopRequest& request, int64_t now_ns);
-// Whether `cell` is in a request's label selection (every pair matches).
-bool FleetCellMatches(const FleetCell& cell, const v1::FleetTopRequest& request);
+// Whether labels are in a request's selection (every pair of the request's matches).
+template <typename LabelMap>
+bool FleetLabelsMatch(const LabelMap& labels, const v1::FleetTopRequest& request) {
+  for (const auto& [key, value] : request.labels()) {
+    auto it = labels.find(key);
+    if (it == labels.end() || it->second != value) return false;
+  }
+  return true;
+}
+
+// A cell's grouping as a stored record (FleetRollupCell: totals and that grouping's rows; kJob
+// has totals only), and back.
+void FleetCellToRollup(const FleetCell& cell, FleetDimension dimension, v1::FleetRollupCell* out);
+FleetCell FleetCellFromRollup(const v1::FleetRollupCell& record, FleetDimension dimension);
 
 // Merges cells (already selected: in the window, labels matching) into the answer to `request`.
 class FleetTopBuilder {
@@ -102,6 +123,8 @@ class FleetTopBuilder {
   // REQUIRES: request.by() parses (ParseFleetDimension).
   FleetTopBuilder(const v1::FleetTopRequest& request, int64_t since_ns);
   void Add(const FleetCell& cell);
+  // The same from a stored record of the request's grouping.
+  void Add(const v1::FleetRollupCell& record);
   // Rows by device_ns, largest first (then by name), at most request.limit() when positive.
   v1::FleetTopResponse Finish() const;
 

@@ -1,0 +1,70 @@
+#pragma once
+// Fleet accounting's rollups kept at commit (issue 42, item 3): when a profile of a SAMPLED
+// capture is committed, its exact shares (kernels[], ops[], the devices' busy time and span)
+// and the device-time its capture target stands for are added to its (hour, job, labels) cell
+// in the catalog (storage/fleet_rollup_store.h). FleetTop (server/query/fleet_top_query.h)
+// answers from the cells of the window only, never from profiles.
+//
+// Bounds: a cell keeps the kFleetMaxRowsPerCell - 1 largest rows of each grouping and folds
+// the rest into "(other)". Cells are kept kFleetMaxKeepDays, or --retention_days when that is
+// shorter; the first commit of each hour deletes the older ones. Deleting a profile does not
+// subtract it: the rollups count what was sampled, as a counter does.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "fleetprof/v1/capture.pb.h"
+#include "fleetprof/v1/profile.pb.h"
+#include "prometheus/counter.h"
+#include "prometheus/registry.h"
+#include "server/fleet/fleet_accounting.h"
+#include "storage/fleet_rollup_store.h"
+
+namespace fleetprof {
+
+// The sampled profile `info` (committed at `committed_ns`) counts as, when its capture_id
+// label names `capture`, a SAMPLED one with a target of the profile's node and job that carries
+// a weight. nullopt otherwise (not sampled: nothing to count). Devices: the target's, at least
+// the profile's own; span: devices x the profile's span; busy: its devices' busy time; labels:
+// the profile's, less those a capture's upload carries (capture_id, source, pid, clocks).
+std::optional<SampledProfile> SampledProfileOf(const v1::ProfileInfo& info, const v1::ProfileSummary& summary,
+                                               const v1::Capture& capture, int64_t committed_ns);
+
+class FleetRollupWriter {
+ public:
+  // The capture a capture_id names (CaptureCoordinator::Get).
+  using CaptureLookup = std::function<absl::StatusOr<v1::Capture>(const std::string& capture_id)>;
+
+  // `retention_days` 0: profiles are kept forever (cells kFleetMaxKeepDays). `metrics` (may be
+  // null) gets fleetprof_fleet_{busy,idle}_device_seconds_total and
+  // fleetprof_fleet_sampled_profiles_total. Nothing is owned.
+  FleetRollupWriter(FleetRollupStore* store, Clock* clock, double retention_days, CaptureLookup capture_of,
+                    prometheus::Registry* metrics);
+
+  // Runs once `info` is committed: a profile of a SAMPLED capture (SampledProfileOf) is added
+  // to its cell, stamped with the clock's time now; any other is left alone.
+  absl::Status Observe(const v1::ProfileInfo& info, const v1::ProfileSummary& summary);
+  // Adds `p` to its cell (CheckSampledProfile first: INVALID_ARGUMENT saying why it cannot be
+  // counted); once per hour of the clock, deletes the cells past the keep.
+  absl::Status Add(const SampledProfile& p);
+
+ private:
+  absl::Status ExpireOnceAnHour(int64_t hour_now);
+
+  FleetRollupStore* store_;
+  Clock* clock_;
+  int64_t keep_hours_;
+  CaptureLookup capture_of_;
+  // Estimates of the fleet's device-seconds, summed as profiles are counted (never subtracted).
+  prometheus::Counter* busy_seconds_ = nullptr;
+  prometheus::Counter* idle_seconds_ = nullptr;
+  prometheus::Counter* profiles_ = nullptr;
+  std::atomic<int64_t> expired_at_hour_{INT64_MIN};
+};
+
+}  // namespace fleetprof
