@@ -131,8 +131,10 @@ absl::Status Agent::Start() {
       channel, [this] { return Hello(); }, [this] { return Heartbeat(); },
       [this](const v1::ServerMessage& message) {
         if (message.has_capture()) captures_->Run(message.capture());
+        if (message.has_device_triggers()) device_triggers_.SetTriggers(message.device_triggers());
       },
       config_.clock);
+  live_link_ = link_.get();
   discover_ = std::thread([this] { DiscoverLoop(); });  // reads link_: start it after
   link_->Start();
   spdlog::info("fleetprof-agent ready node={} server={} metrics=http://{}/metrics trace_dirs={} targets={}",
@@ -177,6 +179,7 @@ absl::Status Agent::StartMetrics() {
   sampling.interval = std::chrono::milliseconds(std::max<int64_t>(config_.sample_interval_ms, 100));
   sampling.max_job_series = static_cast<size_t>(std::max<int64_t>(config_.max_job_series, 1));
   sampling.clock = config_.clock;
+  sampling.on_round = [this](const NvmlSnapshot& round, int64_t monotonic_ns) { OnDeviceRound(round, monotonic_ns); };
   sampler_ = std::make_unique<MetricsSampler>(sampling, registry_);
   if (absl::Status s = sampler_->Start(); !s.ok()) return s;
 
@@ -333,6 +336,17 @@ v1::AgentHeartbeat Agent::Heartbeat() {
   }
   link_gauge_->Set(link_->connected() ? 1 : 0);
   return beat;
+}
+
+void Agent::OnDeviceRound(const NvmlSnapshot& round, int64_t monotonic_ns) {
+  for (v1::TriggerFiring& firing : device_triggers_.Observe(round, monotonic_ns)) {
+    spdlog::info("device trigger {} of job {} fired: {}", firing.trigger_id(), firing.job(), firing.evidence());
+    ServerLink* link = live_link_.load();
+    if (link == nullptr) continue;  // not linked yet: the condition will hold again
+    v1::AgentMessage message;
+    *message.mutable_trigger_firing() = std::move(firing);
+    link->Send(message);
+  }
 }
 
 void Agent::DiscoverLoop() {

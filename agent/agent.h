@@ -19,6 +19,7 @@
 #include "agent/capture_runner.h"
 #include "agent/server_link.h"
 #include "agent/trace_uploader.h"
+#include "collectors/device_trigger_evaluator.h"
 #include "collectors/dynolog_api.h"
 #include "collectors/job_owners.h"
 #include "collectors/kineto_endpoint.h"
@@ -92,6 +93,8 @@ class Agent {
   // Logs which uids' Kineto processes go unreported, when that changes.
   void LogLeftOutTargets(const std::map<int64_t, size_t>& left_out);
   void DiscoverLoop();
+  // One NVML round of the sampler, judged against the device triggers; firings go to the server.
+  void OnDeviceRound(const NvmlSnapshot& round, int64_t monotonic_ns);
   static constexpr int64_t kLinkGaugeIntervalNs = 100'000'000;
 
   AgentConfig config_;
@@ -108,6 +111,10 @@ class Agent {
   std::unique_ptr<DynologApiServer> dynolog_;
   std::unique_ptr<CaptureRunner> captures_;
   std::unique_ptr<ServerLink> link_;
+  // The server's device triggers, judged on the sampler's rounds (which start before link_:
+  // live_link_ says when firings can be sent).
+  DeviceTriggerEvaluator device_triggers_;
+  std::atomic<ServerLink*> live_link_{nullptr};
 
   absl::Mutex mu_;
   std::vector<v1::Target> discovered_ ABSL_GUARDED_BY(mu_);  // XLA jobs found in /proc, refreshed by DiscoverLoop

@@ -9,6 +9,9 @@ namespace fleetprof {
 namespace {
 
 constexpr int64_t kNanosPerMs = 1'000'000;
+// Held this much past the cooldown: the server's cooldown starts when a firing arrives, a
+// little after it was sent here, and a firing that arrived early would only be suppressed.
+constexpr int64_t kHoldMarginNs = 1'000'000'000;
 
 // The value the condition reads, percent; nullopt when NVML did not give it.
 std::optional<double> PercentOf(const v1::DeviceCondition& condition, const DeviceSample& device) {
@@ -99,7 +102,7 @@ std::vector<v1::TriggerFiring> DeviceTriggerEvaluator::Observe(const NvmlSnapsho
       firings.push_back(std::move(firing));
       // One firing per window: every device starts afresh, and the cooldown holds the next.
       state.past_since.clear();
-      state.held_until = now_ns + state.trigger.cooldown_ms() * kNanosPerMs;
+      state.held_until = now_ns + state.trigger.cooldown_ms() * kNanosPerMs + kHoldMarginNs;
       break;
     }
   }

@@ -5,7 +5,7 @@
 // and device of the trigger's job (a device where a process of the job holds memory), it keeps
 // since when the value has been past the bound, on the sampler's monotonic clock; once that
 // lasts the trigger's window it fires (TriggerFiring, with the value and the window in words)
-// and holds the trigger back for its cooldown, on the same clock. A sample where the value is
+// and holds the trigger back for its cooldown (and a second more), on the same clock. A sample where the value is
 // within the bound, or unknown, starts the window afresh. Thread-safe: the link's reader sets
 // the triggers while the sampler observes.
 

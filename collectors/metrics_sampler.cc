@@ -61,7 +61,9 @@ NvmlSnapshot MetricsSampler::LatestDevices() const {
 
 void MetricsSampler::SampleOnce() {
   NvmlSnapshot devices = nvml_.Sample();
+  const int64_t sampled_at = options_.clock->MonotonicNanos();
   exporter_.ExportDevices(devices);
+  if (options_.on_round) options_.on_round(devices, sampled_at);
   {
     absl::MutexLock lock(&mutex_);
     latest_devices_ = std::move(devices);

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -39,6 +40,9 @@ class MetricsSampler {
     const Clock* clock = RealClock();  // the rounds' schedule
     size_t max_job_series = 100;  // job label values per family; the rest: job="other"
     std::shared_ptr<JobOwners> job_owners;  // who holds each job name (HostCollector::Options)
+    // Each device round as it is taken, with the clock's monotonic time of it, on the sampling
+    // thread (the agent's device triggers judge it): must return quickly.
+    std::function<void(const NvmlSnapshot& round, int64_t monotonic_ns)> on_round;
   };
 
   // Registers the metric families in `registry`; starts nothing yet.

@@ -11,16 +11,19 @@
 #include "common/safe_paths.h"
 #include "common/stopwatch.h"
 #include "common/system_time.h"
+#include "diagnosis/rules.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "prometheus/text_serializer.h"
 #include "server/fleet/cluster_view.h"
 #include "server/fleet/fleet_operations.h"
 #include "server/fleet/sampling_operations.h"
+#include "server/fleet/trigger_operations.h"
 #include "server/http/connect_api.h"
 #include "server/http/http_access.h"
 #include "server/http/web_ui.h"
 #include "server/query/query_operations.h"
+#include "server/query/fleet_top_query.h"
 #include "spdlog/spdlog.h"
 
 namespace fleetprof {
@@ -207,6 +210,11 @@ absl::Status Server::BuildLayers() {
   job_metrics_ = std::make_shared<JobMetrics>(clock_, std::chrono::minutes(flags_.ingest.job_idle_minutes),
                                               static_cast<size_t>(flags_.ingest.max_job_series));
   query_api_ = std::make_unique<QueryApi>(storage_.get(), &metrics_);
+  fleet_rollup_store_ = std::make_unique<FleetRollupStore>(&storage_->engine().catalog(), storage_->unreadable());
+  fleet_rollups_ = std::make_unique<FleetRollupWriter>(
+      fleet_rollup_store_.get(), clock_, retention_policy.retention_days,
+      [this](const std::string& id) { return captures_->Get(id); }, metrics_.registry().get());
+  fleet_top_ = std::make_unique<FleetTopQuery>(fleet_rollup_store_.get(), clock_, &metrics_);
   // Another replica's delete reaches this one's caches through the catalog's watch.
   storage_->engine().catalog().Watch(CatalogWatcher{
       .changed =
@@ -235,12 +243,19 @@ absl::Status Server::BuildLayers() {
       &storage_->regressions(), &metrics_, clock_, [webhook = regression_webhook_.get()](const v1::Regression& r) {
         if (webhook != nullptr) webhook->Enqueue(r);
       });
+  BuildTriggers();
   ingestor_ = std::make_unique<Ingestor>(
       storage_.get(), &metrics_, ingest_limits, attach_device_samples,
       [this](const v1::ProfileInfo& info, const v1::ProfileSummary& summary) {
         job_metrics_->Observe(info.job(), summary);
         if (auto found = regressions_->Observe(info, summary); !found.ok()) {
           spdlog::warn("regressions of profile {} not judged: {}", info.profile_id(), std::string(found.status().message()));
+        } else {
+          triggers_->OnRegressions(info.job(), *found);
+        }
+        triggers_->OnProfileCommitted(info);
+        if (absl::Status counted = fleet_rollups_->Observe(info, summary); !counted.ok()) {
+          spdlog::warn("profile {} not counted in the fleet's rollups: {}", info.profile_id(), std::string(counted.message()));
         }
         query_api_->Remember(info.profile_id(), summary);
         if (retention_) retention_->Nudge();
@@ -257,9 +272,12 @@ absl::Status Server::BuildLayers() {
   sampler_fleet_ = std::make_unique<SamplerFleetSource>(registry_.get(), captures_.get(), &storage_->profiles(), clock_);
   sampler_ = std::make_unique<Sampler>(&storage_->engine().catalog(), sampler_fleet_->Fleet(), clock_, &metrics_, leads);
   sampler_->Start();
+  reserve_triggered_ = [sampler = sampler_.get()](int64_t device_ns) { return sampler->ReserveTriggered(device_ns); };
   AddQueryOperations(query_api_.get(), &operations_);
+  AddFleetTopOperation(fleet_top_.get(), &operations_);
   AddFleetOperations(captures_.get(), scheduler_.get(), registry_.get(), &operations_);
   AddSamplingOperations(sampler_.get(), &operations_);
+  AddTriggerOperations(trigger_store_.get(), triggers_.get(), &operations_);
   AddClusterOperations(membership_.get(), &storage_->engine(), &operations_);
   if (!operations_.status().ok()) return operations_.status();
   retention_ = std::make_unique<Retention>(
@@ -271,6 +289,20 @@ absl::Status Server::BuildLayers() {
       },
       metrics_.registry().get(), clock_, leads, [m = membership_.get()] { return m->ClockOffsetNs(); });
   return absl::OkStatus();
+}
+
+void Server::BuildTriggers() {
+  std::vector<std::string> rules;
+  TriggerRunner::Hooks hooks;
+  for (const diagnosis::Rule& rule : diagnosis::Rules()) {
+    rules.push_back(rule.name);
+    if (rule.scope == diagnosis::RuleScope::kJob) hooks.job_rules.insert(rule.name);
+  }
+  trigger_store_ = std::make_unique<TriggerStore>(&storage_->engine().catalog(), storage_->unreadable(), clock_, rules);
+  hooks.reserve = [this](int64_t device_ns) { return !reserve_triggered_ || reserve_triggered_(device_ns); };
+  hooks.diagnose = [this](const v1::DiagnoseRequest& request) { return query_api_->Diagnose(request); };
+  triggers_ = std::make_unique<TriggerRunner>(trigger_store_.get(), captures_.get(), registry_.get(),
+                                              metrics_.registry().get(), clock_, std::move(hooks));
 }
 
 absl::Status Server::StartGrpc(const TlsPem& pem) {
@@ -288,6 +320,8 @@ absl::Status Server::StartGrpc(const TlsPem& pem) {
       v1::ScheduleService::service_full_name(), operations_);
   sampling_service_ = std::make_unique<TableServedService<v1::SamplingService::Service>>(
       v1::SamplingService::service_full_name(), operations_);
+  trigger_service_ = std::make_unique<TableServedService<v1::TriggerService::Service>>(
+      v1::TriggerService::service_full_name(), operations_);
   cluster_service_ = std::make_unique<TableServedService<v1::ClusterService::Service>>(
       v1::ClusterService::service_full_name(), operations_);
   agent_service_ = std::make_unique<AgentServiceImpl>(
@@ -299,6 +333,12 @@ absl::Status Server::StartGrpc(const TlsPem& pem) {
         });
       },
       operations_);
+  // Device triggers: each agent gets them as it connects, and its firings are judged off
+  // gRPC's callback threads (they read and write the catalog).
+  agent_service_->set_on_connected([this](const std::string& node) { triggers_->AgentConnected(node); });
+  agent_service_->set_on_trigger_firing([this](const std::string& node, const v1::TriggerFiring& firing) {
+    fleet_workers_->Post([this, node, firing] { triggers_->OnAgentFiring(node, firing); });
+  });
 
   grpc::EnableDefaultHealthCheckService(true);
   // Reflection serves the API's schema to any caller it cannot ask for a token; with tokens
@@ -334,6 +374,7 @@ absl::Status Server::StartGrpc(const TlsPem& pem) {
   builder.RegisterService(capture_service_.get());
   builder.RegisterService(schedule_service_.get());
   builder.RegisterService(sampling_service_.get());
+  builder.RegisterService(trigger_service_.get());
   builder.RegisterService(cluster_service_.get());
   builder.RegisterCallbackGenericService(grpc_operations_.get());
   grpc_server_ = builder.BuildAndStart();

@@ -18,15 +18,19 @@
 #include "fleetprof/v1/cluster.grpc.pb.h"
 #include "fleetprof/v1/sampling.grpc.pb.h"
 #include "fleetprof/v1/schedule.grpc.pb.h"
+#include "fleetprof/v1/trigger.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/collectable.h"
 #include "server/fleet/agent_registry.h"
 #include "server/fleet/capture_coordinator.h"
 #include "server/fleet/capture_scheduler.h"
 #include "server/fleet/fleet_metrics.h"
+#include "server/fleet/fleet_rollups.h"
 #include "server/fleet/retention.h"
 #include "server/fleet/sampler.h"
 #include "server/fleet/sampler_fleet.h"
+#include "server/fleet/trigger_runner.h"
+#include "server/fleet/trigger_store.h"
 #include "server/grpc/agent_service.h"
 #include "server/grpc/capture_service.h"
 #include "server/grpc/grpc_access.h"
@@ -39,6 +43,7 @@
 #include "server/ingest/job_metrics.h"
 #include "server/ingest/regression_detector.h"
 #include "server/ingest/regression_webhook.h"
+#include "server/query/fleet_top_query.h"
 #include "server/query/query_api.h"
 #include "server/cluster_metrics.h"
 #include "server/server_flags.h"
@@ -74,6 +79,8 @@ class Server {
   absl::Status OpenStorage();
   absl::Status OpenClusterStorage();
   absl::Status BuildLayers();
+  // The trigger store and runner (rules from the diagnosis table), before the ingestor.
+  void BuildTriggers();
   absl::Status StartGrpc(const TlsPem& pem);
   absl::Status StartHttp();
   // Registers this replica (a cluster of one when embedded) once both listeners are up.
@@ -98,6 +105,15 @@ class Server {
   std::unique_ptr<Retention> retention_;  // made after the ingestor, which nudges it
   std::unique_ptr<RegressionWebhook> regression_webhook_;  // --regression_webhook; null without
   std::unique_ptr<RegressionDetector> regressions_;
+  // Fleet accounting: sampled profiles' sums per hour and job, kept at commit; FleetTop reads them.
+  std::unique_ptr<FleetRollupStore> fleet_rollup_store_;
+  std::unique_ptr<FleetRollupWriter> fleet_rollups_;
+  std::unique_ptr<FleetTopQuery> fleet_top_;
+  std::unique_ptr<TriggerStore> trigger_store_;
+  // Before the ingestor, whose commits it hears: it goes after it. reserve_triggered_ asks the
+  // sampling budget for a firing's device-time (Sampler::ReserveTriggered); unset: allowed.
+  std::unique_ptr<TriggerRunner> triggers_;
+  std::function<bool(int64_t device_ns)> reserve_triggered_;
   std::unique_ptr<Ingestor> ingestor_;
   std::unique_ptr<WorkerPool> upload_workers_;
   std::unique_ptr<IngestServiceImpl> ingest_service_;
@@ -112,6 +128,7 @@ class Server {
   std::unique_ptr<CaptureServiceImpl> capture_service_;
   std::unique_ptr<TableServedService<v1::ScheduleService::Service>> schedule_service_;
   std::unique_ptr<TableServedService<v1::SamplingService::Service>> sampling_service_;
+  std::unique_ptr<TableServedService<v1::TriggerService::Service>> trigger_service_;
   std::unique_ptr<TableServedService<v1::ClusterService::Service>> cluster_service_;
   std::unique_ptr<AgentServiceImpl> agent_service_;
   std::unique_ptr<grpc::Server> grpc_server_;

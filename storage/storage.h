@@ -54,6 +54,8 @@ class Storage {
   ScheduleTable& schedules() { return schedules_; }
   RegressionStore& regressions() { return regressions_; }
   StorageEngine& engine() { return *engine_; }
+  // Where a table of a layer above counts its records that do not parse (UnreadableRecords).
+  UnreadableLog* unreadable() { return &unreadable_; }
 
   // Blobs that no catalog record owns: event segments and summaries of profiles never committed
   // (or deleted by a process that died before their blobs went), bytes of uploads without a record.

@@ -67,6 +67,9 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::S
         reply.mutable_clock_reply()->set_server_ns(service_->clock()->Now());
         Send(outbox_, reply);
       }
+      if (in_.has_trigger_firing() && service_->on_trigger_firing()) {
+        service_->on_trigger_firing()(node_, in_.trigger_firing());
+      }
       if (in_.has_capture_update() && service_->on_update()) {
         // No read is outstanding until `done`, so the stream cannot finish (nor this reactor be
         // freed) while the update is handled.
@@ -175,6 +178,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::S
     node_ = node;
     session_ = *session;
     service_->access()->SetStepDeadline(context_, 0);
+    if (service_->on_connected()) service_->on_connected()(node_);
     return grpc::Status::OK;
   }
 

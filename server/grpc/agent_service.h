@@ -5,6 +5,7 @@
 // agents with a few threads; work happens only when a message arrives or leaves.
 
 #include <functional>
+#include <string>
 
 #include "common/clock.h"
 #include "fleetprof/v1/agent.grpc.pb.h"
@@ -36,6 +37,17 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
 
   grpc::ServerBidiReactor<v1::AgentMessage, v1::ServerMessage>* Connect(grpc::CallbackServerContext* context) override;
 
+  // Called on gRPC's callback threads, so neither may block. Set before the server starts.
+  // `on_connected`: an agent's hello was accepted (it can be sent commands now).
+  void set_on_connected(std::function<void(const std::string& node)> on_connected) {
+    on_connected_ = std::move(on_connected);
+  }
+  // `on_trigger_firing`: an agent's device trigger fired (agent.proto, TriggerFiring).
+  using FiringHandler = std::function<void(const std::string& node, const v1::TriggerFiring&)>;
+  void set_on_trigger_firing(FiringHandler on_firing) { on_trigger_firing_ = std::move(on_firing); }
+  const std::function<void(const std::string&)>& on_connected() const { return on_connected_; }
+  const FiringHandler& on_trigger_firing() const { return on_trigger_firing_; }
+
   // What one stream needs of the service (agent_service.cc's reactor).
   AgentRegistry* registry() const { return registry_; }
   const GrpcAccess* access() const { return access_; }
@@ -49,6 +61,8 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   const Clock* clock_;
   int64_t heartbeat_interval_ms_;
   UpdateHandler on_update_;
+  std::function<void(const std::string&)> on_connected_;
+  FiringHandler on_trigger_firing_;
 };
 
 }  // namespace fleetprof

@@ -87,8 +87,8 @@ TEST(DeviceTriggerEvaluatorTest, TheCooldownHoldsTheNextFiringThenItFiresAgain) 
   for (int64_t t = 0; t <= 10 * kSecond; t += 100'000'000) {
     if (!evaluator.Observe(Round(0.1), t).empty()) at.push_back(t);
   }
-  // At 1 s (the window), then each time the 3 s cooldown ends: 4 s, 7 s, 10 s.
-  EXPECT_EQ(at, (std::vector<int64_t>{1 * kSecond, 4 * kSecond, 7 * kSecond, 10 * kSecond}));
+  // At 1 s (the window), then each time the 3 s cooldown and the 1 s margin end: 5 s, 9 s.
+  EXPECT_EQ(at, (std::vector<int64_t>{1 * kSecond, 5 * kSecond, 9 * kSecond}));
 }
 
 TEST(DeviceTriggerEvaluatorTest, OnlyTheJobsDevicesCount) {

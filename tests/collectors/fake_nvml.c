@@ -22,9 +22,12 @@
  *                                   device 1 answers GPU_IS_LOST (15); 0 or unset: never
  *   FAKE_NVML_EXTRA_PROCESSES=N     N more processes on device 0, pids 100000.., 1 MiB each
  *   FAKE_NVML_DRIVER_GONE_AFTER=N   after N calls, nvmlDeviceGetCount_v2 answers DRIVER_NOT_LOADED
+ *   FAKE_NVML_UTILIZATION_FILE=F    device 0's gpu utilization is the number in file F, read at each
+ *                                   call (a test changes it to make a drop); unreadable: the script's
  *
  * Test hooks (not NVML): fake_nvml_insufficient_size_answers(), fake_nvml_shutdown_calls().
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,6 +188,15 @@ FAKE_EXPORT int nvmlDeviceGetUtilizationRates(void* handle, FakeUtilization* uti
   if (result != kSuccess) return result;
   utilization->gpu = device->gpu_percent;
   utilization->memory = device->memory_percent;
+  const char* path = getenv("FAKE_NVML_UTILIZATION_FILE");
+  if (device == &devices[0] && path != NULL) {
+    FILE* file = fopen(path, "r");
+    unsigned int percent = 0;
+    if (file != NULL) {
+      if (fscanf(file, "%u", &percent) == 1 && percent <= 100) utilization->gpu = percent;
+      fclose(file);
+    }
+  }
   return kSuccess;
 }
 
