@@ -49,6 +49,8 @@ struct CliOptions {
   int64_t until_ns = 0;
   std::vector<std::string> thresholds;  // "rule=value"
   std::string every;                     // schedule: "30m"
+  std::string when;                      // trigger add: "device_utilization < 30% for 5s"
+  std::string cooldown;                  // trigger add: "10m"
   std::string max_overhead;              // sampling set: "1%"
   int64_t max_concurrent = 0;            // sampling set
   std::string report;                    // stats: "cuda_gpu_kern_sum,nvtx_sum"
@@ -83,6 +85,8 @@ int RunDiagnose(const CliOptions& options);
 int RunSchedule(const CliOptions& options);
 int RunSchedules(const CliOptions& options);
 int RunUnschedule(const CliOptions& options);
+int RunTrigger(const CliOptions& options);
+int RunTriggers(const CliOptions& options);
 int RunSampling(const CliOptions& options);
 
 // Prints "fleetprof: <message>" to stderr and returns 1.

@@ -60,6 +60,9 @@ void AddQueryFlags(FlagSet* flags, CliOptions* options) {
   flags->AddString("max_overhead", &options->max_overhead,
                    "sampling set: the most of the fleet's device-time sampled captures may take in a period, e.g. 1%");
   flags->AddInt("max_concurrent", &options->max_concurrent, "sampling set: sampled captures in flight at once (default 16)");
+  flags->AddString("when", &options->when,
+                   "trigger add: the condition: device_utilization < N% for D, device_memory > N% for D, rule NAME or regression");
+  flags->AddString("cooldown", &options->cooldown, "trigger add: least time between two firings, e.g. 10m (default), 45s, 2h");
   flags->AddString("report", &options->report,
                    "stats: the reports to print, comma-separated (default: all five; e.g. cuda_gpu_kern_sum,nvtx_sum)");
   flags->AddRepeated("threshold", &options->thresholds, "diagnose: RULE=VALUE replaces a rule's default threshold");

@@ -77,6 +77,12 @@ const std::vector<Command>& Commands() {
        "within P% of the\nfleet's device-time; without set/off: the policy and its counters",
        RunSampling, nullptr, "every duration_ms max_overhead label max_concurrent"},
       {"schedules", "[--job J]", "the schedules, next run and last outcome", RunSchedules, nullptr, "job"},
+      {"trigger", "add --job J --when EXPR [--duration_ms MS] [--cooldown D] | rm TRIGGER_ID",
+       "capture the job when EXPR holds: device_utilization < N% for D,\ndevice_memory > N% for D (on the agents' "
+       "NVML samples),\nrule NAME (a diagnosis rule on a new profile), regression;\nat most once per cooldown "
+       "(default 10m)",
+       RunTrigger, nullptr, "job when duration_ms cooldown"},
+      {"triggers", "[--job J]", "the triggers, how often each fired and what fired it last", RunTriggers, nullptr, "job"},
       {"unschedule", "SCHEDULE_ID", "stop a schedule", RunUnschedule, nullptr, ""},
   };
   return *commands;
