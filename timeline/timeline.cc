@@ -53,6 +53,8 @@ absl::StatusOr<std::shared_ptr<const Timeline>> Timeline::Load(TimelineReader& r
         for (size_t j = 0; j < below.size(); j += 4) {
           Extent run = below[j];
           for (size_t k = j + 1; k < std::min(below.size(), j + 4); ++k) {
+            // Blocks of a level are in start order: each part starts at or after the one before.
+            run.max_gap_ns = std::max({run.max_gap_ns, below[k].start_ns - run.end_ns, below[k].max_gap_ns});
             run.end_ns = std::max(run.end_ns, below[k].end_ns);
             run.count += below[k].count;
             run.max_value = std::max(run.max_value, below[k].max_value);

@@ -4,6 +4,7 @@
 // Blocks themselves are read per query through TimelineReader.
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -50,13 +51,21 @@ class Timeline {
     int64_t end_ns = 0;
     int64_t count = 0;
     int64_t max_value = 0;
+    // The widest gap inside the run: the most any block starts after the end of the blocks
+    // before it in the run (at most that: each part's own gaps are measured within the part).
+    // A single block has none (INT64_MIN).
+    int64_t max_gap_ns = std::numeric_limits<int64_t>::min();
   };
   // Calls `add(extent)` for runs of the blocks [first, end) of a level, each run as long as
-  // possible with an extent of at most `max_span_ns` (a single block may be longer). Runs of
-  // 4^k blocks are precomputed, so a whole zoomed-out level costs a few hundred calls.
+  // possible with an extent of at most `max_span_ns` (a single block may be longer), or with
+  // every gap inside it under `join_gap_ns`: merged blocks join what lies closer than that
+  // (trace_window.cc), so such a run folds into the same merged block as its parts would,
+  // and a level without wide gaps costs a few calls whatever its length. Runs of 4^k blocks
+  // are precomputed; without gaps to join, a whole zoomed-out level costs a few hundred calls
+  // (one per max_span_ns, at most 4^k blocks each).
   template <typename Add>
   void FoldBlocks(uint32_t track, int level_index, uint32_t first, uint32_t end, int64_t max_span_ns,
-                  Add&& add) const;
+                  int64_t join_gap_ns, Add&& add) const;
 
   // The events of block `block` of `level_index` (an index into track.levels()).
   absl::Status ReadBlock(TimelineReader& reader, uint32_t track, int level_index, uint32_t block,
@@ -79,17 +88,18 @@ class Timeline {
 
 template <typename Add>
 void Timeline::FoldBlocks(uint32_t track, int level_index, uint32_t first, uint32_t end, int64_t max_span_ns,
-                          Add&& add) const {
+                          int64_t join_gap_ns, Add&& add) const {
   const auto& runs = runs_[track][static_cast<size_t>(level_index)];
   uint32_t i = first;
   while (i < end) {
-    // The largest aligned run starting at i that fits in [i, end) and in max_span_ns.
+    // The largest aligned run starting at i that fits in [i, end), and in max_span_ns or
+    // without a gap of join_gap_ns. (A run failing both has a parent failing both.)
     size_t k = 0;
     while (k + 1 < runs.size()) {
       const uint32_t size = uint32_t{1} << (2 * (k + 1));
       if (i % size != 0 || i + size > end) break;
       const Extent& e = runs[k + 1][i / size];
-      if (e.end_ns - e.start_ns > max_span_ns) break;
+      if (e.end_ns - e.start_ns > max_span_ns && e.max_gap_ns >= join_gap_ns) break;
       ++k;
     }
     add(runs[k][i >> (2 * k)]);

@@ -51,6 +51,10 @@ class Folder {
     }
   }
 
+  // Items closer than this join into one merged block (Emit): any run of items each starting
+  // less than this after the end of those before it folds into the same block as one item.
+  int64_t join_gap_ns() const { return step_; }
+
   void Emit(bool counter, v1::TraceTrack* track) {
     std::vector<Item>& items = use_bins_ ? bins_ : items_;
     if (!use_bins_) {
@@ -286,9 +290,9 @@ std::pair<uint32_t, uint32_t> WindowFiller::FoldBlocksInside(uint32_t ti, int li
       blocks.begin());
   // Runs up to a few resolution steps long: a merged block is drawn a few pixels wide at
   // most, and a zoomed-out level costs hundreds of additions instead of one per block.
-  t_.FoldBlocks(ti, li, inside_first, inside_end, spec_.resolution * kFoldRunSteps, [&](const Timeline::Extent& e) {
-    folder.Add(e.start_ns, e.end_ns, e.count, e.max_value);
-  });
+  // Runs without a gap of a step fold whole, however long: they join into one merged block.
+  t_.FoldBlocks(ti, li, inside_first, inside_end, spec_.resolution * kFoldRunSteps, folder.join_gap_ns(),
+                [&](const Timeline::Extent& e) { folder.Add(e.start_ns, e.end_ns, e.count, e.max_value); });
   return {inside_first, inside_end};
 }
 
