@@ -104,6 +104,8 @@ TEST(TriggerTest, ABadConditionIsRefusedWithTheGrammarAndTheAcceptanceFormParses
                           "\"for_ms\":5000"}) {
     EXPECT_NE(listed.out.find(key), std::string::npos) << key << " in " << listed.out;
   }
+  // The HTTP API answers what the CLI prints.
+  EXPECT_EQ(HttpGet(cluster.http_addr(), "/api/v1/triggers") + "\n", listed.out);
   CommandResult removed = cluster.Cli({"trigger", "rm", id});
   EXPECT_EQ(removed.exit_code, 0) << removed.err;
   EXPECT_EQ(cluster.Cli({"triggers", "--json"}).out, "{\"triggers\":[]}\n");
@@ -151,6 +153,12 @@ TEST(TriggerTest, AUtilizationDropFiresOneTriggeredCapturePerCooldownAndTheTrigg
   listed = cluster.Cli({"triggers", "--json"});
   EXPECT_NE(listed.out.find("\"trigger_id\":\"" + id + "\""), std::string::npos) << listed.out;
   EXPECT_EQ(listed.out.find("\"fired\":0"), std::string::npos) << listed.out;
+  // The reconnected agent has the trigger again: another drop fires again.
+  const size_t before = Triggered(cluster, "train").size();
+  std::ofstream(utilization) << "12\n";
+  ASSERT_TRUE(Eventually(30, [&] { return Triggered(cluster, "train").size() > before; }))
+      << cluster.ServerLog() << cluster.AgentLog(agent);
+  EXPECT_NE(Triggered(cluster, "train").front().evidence.find("device 0 utilization 12% < 30%"), std::string::npos);
 }
 
 TEST(TriggerTest, RuleLateRankFiresOnceOnAJobWhoseNewProfilesHaveALateRank) {

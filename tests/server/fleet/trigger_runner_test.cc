@@ -4,6 +4,7 @@
 // suppresses; `rule` and `regression` triggers fire from the commit hooks; a new agent gets the
 // device triggers on connect.
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -183,6 +184,33 @@ TEST_F(TriggerRunnerTest, AFiringStartsOneTriggeredCapturePerCooldown) {
   EXPECT_EQ(stored.last_capture_id(), captures[0].capture_id());  // newest first
   EXPECT_EQ(Counter("fleetprof_trigger_firings_total", {{"kind", "device_utilization"}}), 2);
   EXPECT_EQ(Counter("fleetprof_trigger_suppressed_total", {{"kind", "device_utilization"}, {"reason", "cooldown"}}), 2);
+}
+
+// Two replicas (two runners and coordinators on one catalog) that see one condition at once
+// start one capture: the cooldown is claimed by compare-and-set.
+TEST_F(TriggerRunnerTest, TwoReplicasFiringAtOnceStartOneCapture) {
+  StartRunner();
+  auto other_captures = std::make_unique<CaptureCoordinator>(storage_.get(), registry_.get(), &metrics_, &clock_);
+  auto other_metrics = std::make_shared<prometheus::Registry>();
+  TriggerRunner other(store_.get(), other_captures.get(), registry_.get(), other_metrics.get(), &clock_, {});
+  const v1::Trigger t = Add("device_utilization < 30% for 5s", 60'000);
+  std::atomic<int> started{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      TriggerRunner& runner = i % 2 == 0 ? *runner_ : other;
+      for (int n = 0; n < 10; ++n) {
+        if (runner.Fire(t.trigger_id(), "device 0 utilization 10% < 30% for 5.0 s", 1) == TriggerRunner::Outcome::kStarted) {
+          started.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(started.load(), 1);
+  const v1::Trigger stored = Stored(t.trigger_id());
+  EXPECT_EQ(stored.fired(), 1);
+  EXPECT_EQ(stored.suppressed(), 79);
 }
 
 TEST_F(TriggerRunnerTest, TheSamplingBudgetSuppressesAFiringWithoutUsingItsCooldown) {
