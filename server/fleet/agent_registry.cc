@@ -247,6 +247,13 @@ std::vector<v1::AgentInfo> AgentRegistry::List() {
   return out;
 }
 
+std::vector<v1::AgentInfo> AgentRegistry::ListNode(const std::string& node) {
+  absl::MutexLock lock(&mu_);
+  auto it = agents_.find(node);
+  if (it == agents_.end()) return {};
+  return {it->second};
+}
+
 absl::StatusOr<v1::ListAgentsResponse> AgentRegistry::ListAgents() {
   // Cluster mode: every replica's agents, from the catalog; this replica's own from memory.
   std::map<std::string, v1::AgentInfo> listed;

@@ -96,6 +96,8 @@ class AgentRegistry {
     return static_cast<int64_t>(sessions_.size());
   }
   std::vector<v1::AgentInfo> List();
+  // The agent of `node` alone (none or one): a capture of one node's target need not copy them all.
+  std::vector<v1::AgentInfo> ListNode(const std::string& node);
   // Every agent as the API shows it: connected ones with their latest device samples. In
   // cluster mode the catalog's error when it cannot be read (UNAVAILABLE naming etcd): an
   // empty list would say "no agents" when the truth is "cannot tell".

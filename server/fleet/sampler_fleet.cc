@@ -31,6 +31,7 @@ std::vector<SampledTarget> SamplerFleetSource::LiveTargets() {
   }
   const CaptureCoordinator::Running running = captures_->RunningTargets();
   const int64_t now = clock_->Now();
+  std::map<std::string, JobFacts> facts_of;  // each job's facts once per call, not per target
   for (const v1::AgentInfo& agent : agents->agents()) {
     if (agent.state() != v1::AgentInfo::CONNECTED) continue;
     // NVML's view: devices where the job's processes hold memory, and the job's targets here.
@@ -46,7 +47,9 @@ std::vector<SampledTarget> SamplerFleetSource::LiveTargets() {
       t.node = agent.node();
       t.target = TargetName(target);
       t.job = target.job();
-      const JobFacts facts = FactsOf(t.job, now);
+      auto known = facts_of.find(t.job);
+      if (known == facts_of.end()) known = facts_of.emplace(t.job, FactsOf(t.job, now)).first;
+      const JobFacts& facts = known->second;
       t.labels = facts.labels;
       if (auto n = nvml_devices.find(t.job); n != nvml_devices.end()) {
         const int32_t sharing = std::max(1, targets_of_job[t.job]);
