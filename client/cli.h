@@ -51,6 +51,7 @@ struct CliOptions {
   std::string every;                     // schedule: "30m"
   std::string when;                      // trigger add: "device_utilization < 30% for 5s"
   std::string cooldown;                  // trigger add: "10m"
+  std::string since;                     // fleet top: the window, "24h" (default), "7d"
   std::string max_overhead;              // sampling set: "1%"
   int64_t max_concurrent = 0;            // sampling set
   std::string report;                    // stats: "cuda_gpu_kern_sum,nvtx_sum"
@@ -88,6 +89,7 @@ int RunUnschedule(const CliOptions& options);
 int RunTrigger(const CliOptions& options);
 int RunTriggers(const CliOptions& options);
 int RunSampling(const CliOptions& options);
+int RunFleet(const CliOptions& options);
 
 // Prints "fleetprof: <message>" to stderr and returns 1.
 int Fail(const std::string& message);

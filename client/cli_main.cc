@@ -50,7 +50,10 @@ void AddQueryFlags(FlagSet* flags, CliOptions* options) {
   flags->AddRepeated("track", &options->tracks, "trace: only this track id (see the tracks of a first query)");
   flags->AddString("search", &options->search, "trace: only events whose name contains this (any case)");
   flags->AddBool("args", &options->args_wanted, "trace: each event's arguments (category, kind, correlation)");
-  flags->AddString("by", &options->by, "diff: op (default), kernel or scope (enclosing user annotation)");
+  flags->AddString("by", &options->by,
+                   "diff: op (default), kernel or scope (enclosing user annotation); fleet top: kernel (default), op, "
+                   "job, node or device_type");
+  flags->AddString("since", &options->since, "fleet top: the window back from now, e.g. 24h (default), 2h, 7d");
   flags->AddInt("since_ns", &options->since_ns, "job-ops, job-series, diagnose --job: profiles ending at or after this");
   flags->AddInt("until_ns", &options->until_ns, "job-ops, job-series, diagnose --job: profiles starting at or before this");
   flags->AddString("capture_id", &options->capture_id, "job-trace, collectives: every profile of this capture");

@@ -76,6 +76,10 @@ const std::vector<Command>& Commands() {
        "always-on profiling: each period capture live targets at random,\nevery target with the same probability, "
        "within P% of the\nfleet's device-time; without set/off: the policy and its counters",
        RunSampling, nullptr, "every duration_ms max_overhead label max_concurrent"},
+      {"fleet", "top [--by kernel|op|job|node|device_type] [--since D] [--label k=v]... [--limit N]",
+       "where the fleet's device-time went, estimated from the sampled\nprofiles: device-time, 95% interval, share and "
+       "samples per\nrow, with busy and idle totals (default --by kernel, --since 24h)",
+       RunFleet, nullptr, "by since label limit"},
       {"schedules", "[--job J]", "the schedules, next run and last outcome", RunSchedules, nullptr, "job"},
       {"trigger", "add --job J --when EXPR [--duration_ms MS] [--cooldown D] | rm TRIGGER_ID",
        "capture the job when EXPR holds: device_utilization < N% for D,\ndevice_memory > N% for D (on the agents' "

@@ -44,6 +44,19 @@ std::string DeviceTypeOf(const v1::ProfileSummary& summary) {
   return "";
 }
 
+// The profile's span: its start to its end, or its devices' first start to last end when the
+// summary has no bounds of its own.
+int64_t SpanOf(const v1::ProfileSummary& summary) {
+  if (summary.end_ns() > summary.start_ns()) return summary.end_ns() - summary.start_ns();
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (const v1::DeviceBreakdown& d : summary.devices()) {
+    if (d.end_ns() <= d.start_ns()) continue;
+    first = std::min(first, d.start_ns());
+    last = std::max(last, d.end_ns());
+  }
+  return last > first ? last - first : 0;
+}
+
 }  // namespace
 
 std::optional<SampledProfile> SampledProfileOf(const v1::ProfileInfo& info, const v1::ProfileSummary& summary,
@@ -63,7 +76,7 @@ std::optional<SampledProfile> SampledProfileOf(const v1::ProfileInfo& info, cons
   p.weight_device_ns = target->weight_device_ns();
   p.inclusion_probability = target->inclusion_probability();
   const int64_t devices = std::max<int64_t>({1, target->devices(), summary.devices_size()});
-  const int64_t span = std::max<int64_t>(0, summary.end_ns() - summary.start_ns());
+  const int64_t span = SpanOf(summary);
   p.span_device_ns = devices * span;
   for (const v1::DeviceBreakdown& d : summary.devices()) p.busy_device_ns += std::max<int64_t>(0, d.busy_ns());
   p.busy_device_ns = std::min(p.busy_device_ns, p.span_device_ns);

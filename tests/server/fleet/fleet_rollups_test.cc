@@ -235,6 +235,15 @@ TEST_F(FleetRollupsTest, CountsOnlyProfilesOfSampledCaptures) {
   EXPECT_EQ(p->weight_device_ns, 8 * kFleetHourNs);
   EXPECT_DOUBLE_EQ(p->inclusion_probability, 0.25);
   ASSERT_EQ(p->kernels.size(), 2u);
+  // A summary without bounds of its own spans its devices' first start to last end.
+  v1::ProfileSummary unbounded = TwoDeviceSummary();
+  unbounded.clear_start_ns();
+  unbounded.clear_end_ns();
+  unbounded.mutable_devices(0)->set_start_ns(500);
+  unbounded.mutable_devices(0)->set_end_ns(8'500);
+  unbounded.mutable_devices(1)->set_start_ns(2'500);
+  unbounded.mutable_devices(1)->set_end_ns(10'500);
+  EXPECT_EQ(SampledProfileOf(info, unbounded, sampled, clock_.Now())->span_device_ns, 4 * 10'000);
 
   ASSERT_TRUE(writer_.Observe(info, TwoDeviceSummary()).ok());
   v1::ProfileInfo other_pid = info;
