@@ -21,6 +21,9 @@ Checks, in order (one line each; the first failure ends the run with exit status
   (g) with --compare-with ID2: /compare shows a bar per profile in each row; a status filter
       goes into the URL.
   (h) with --job JOB: /jobs/JOB shows ranks, series dots, findings and the summed kernels.
+  (i) with --expect-fleet-kernel NAME and --expect-fleet-job JOB: /fleet's accounting card shows
+      that kernel among its top kernels and that job among its top jobs, each with an interval
+      and a share, the busy and idle totals, and the sampling status.
 Throughout: every request must go to the server's own host and port, and the page must log no
 console error and throw no exception (except the 404 that (e) provokes on purpose).
 Screenshots (PNG) go to --screenshots DIR; their paths are printed at the end.
@@ -472,6 +475,35 @@ def check_fleet(b, args):
           f"and refreshes ({shot})")
 
 
+def check_fleet_accounting(b, args):
+    b.navigate("/fleet")
+    rows = ("(by) => [...document.querySelectorAll(`.fleet-top[data-by='${by}'] tr.fleet-top-row`)]"
+            ".map(tr => ({name: tr.dataset.name, cells: [...tr.cells].map(td => td.textContent)}))")
+    b.wait_for(f"({rows})('kernel').length > 0 && ({rows})('job').length > 0",
+               "the fleet page's top kernels and jobs", timeout=30)
+    kernels = b.evaluate(f"({rows})('kernel')")
+    jobs = b.evaluate(f"({rows})('job')")
+    if args.expect_fleet_kernel not in [r["name"] for r in kernels]:
+        raise CheckFailed(f"(i) top kernels lack {args.expect_fleet_kernel!r}: {[r['name'] for r in kernels][:5]}")
+    if args.expect_fleet_job and args.expect_fleet_job not in [r["name"] for r in jobs]:
+        raise CheckFailed(f"(i) top jobs lack {args.expect_fleet_job!r}: {[r['name'] for r in jobs]}")
+    for r in kernels + jobs:
+        # name, device-time, 95% interval (low – high), share, samples
+        if "–" not in r["cells"][2] or "%" not in r["cells"][3] or not r["cells"][4].strip():
+            raise CheckFailed(f"(i) a fleet row lacks its interval, share or samples: {r}")
+    idle = b.evaluate("document.querySelector('.fleet-totals .fleet-idle')?.textContent || ''")
+    if "%" not in idle:
+        raise CheckFailed(f"(i) the idle total shows no share: {idle!r}")
+    sampling = b.evaluate("document.querySelector('.fleet-sampling')?.textContent || ''")
+    if not sampling.startswith("Sampling"):
+        raise CheckFailed(f"(i) no sampling status on the fleet page: {sampling!r}")
+    b.wait_for(NO_ERROR_BANNER, "no error banner")
+    shot = b.screenshot("fleet-accounting")
+    b.assert_clean("(i) fleet accounting")
+    print(f"ok   (i) fleet page shows {len(kernels)} top kernels including {args.expect_fleet_kernel[:40]!r}, "
+          f"{len(jobs)} jobs, idle {idle}, {sampling[:40]!r}… ({shot})")
+
+
 CAPTURE_STATE = ("(() => { const view = document.querySelector('.capture-view'); if (!view) return null;"
                  " return {id: view.dataset.captureId, state: view.dataset.state,"
                  " error: view.querySelector('.capture-error')?.textContent || '',"
@@ -883,6 +915,8 @@ def main():
     parser.add_argument("--job-trace-capture", default="")
     parser.add_argument("--job-trace-ranks", type=int, default=0)
     parser.add_argument("--token", default="", help="the server wants this token: check the prompt, then use it")
+    parser.add_argument("--expect-fleet-kernel", default="", help="a kernel the fleet page's top kernels must show")
+    parser.add_argument("--expect-fleet-job", default="", help="a job the fleet page's top jobs must show")
     args = parser.parse_args()
     os.makedirs(args.screenshots, exist_ok=True)
     if not os.path.exists(args.chromium):
@@ -905,6 +939,8 @@ def main():
             checks.append(check_job_trace)
         if args.flame:
             checks.append(check_flame)
+        if args.expect_fleet_kernel:
+            checks.append(check_fleet_accounting)
         if args.token:
             checks.insert(0, check_token_prompt)
         if args.capture_job:

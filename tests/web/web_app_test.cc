@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "auth/token_hash.h"
 #include "gtest/gtest.h"
@@ -137,6 +138,49 @@ TEST_F(WebAppTest, TheJobTraceShowsEveryRankOnOneClockAndHighlightsACollectiveOn
                   "--job-trace-ranks", "4", "--screenshots", screenshots},
                  240);
   EXPECT_EQ(browser.exit_code, 0) << browser.out << browser.err;
+  std::cout << browser.out;
+}
+
+// Fleet accounting on /fleet: sampled captures of an XLA stand-in (job fleet-train) feed the
+// rollups; the page shows the top kernel the API answers, the job, idle time and sampling status.
+TEST_F(WebAppTest, TheFleetPageShowsTheSampledDeviceTimeWithIntervals) {
+  FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
+  const std::string ready = cluster_.root() + "/xprof.ready";
+  ChildProcess standin;
+  standin.Start({kPython, Source("tests/xprof/profiler_standin.py"), "--mode", "emit", "--record",
+                 cluster_.root() + "/xprof.requests.json", "--ready", ready, "--sleep_ms", "100", "--xspace",
+                 CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")},
+                cluster_.root() + "/xprof.log");
+  const std::string port_json = WaitForFile(ready, 30);
+  ASSERT_FALSE(port_json.empty()) << "the XLA profiler stand-in did not start";
+  const std::string port(absl::StripAsciiWhitespace(
+      port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1)));
+  ASSERT_GE(cluster_.StartAgent({"--node=xla-node", "--target=job=fleet-train,xprof=127.0.0.1:" + port}), 0);
+  ASSERT_TRUE(Eventually(20, [&] { return cluster_.Cli({"agents", "--json"}).out.find("xla-node") != std::string::npos; }));
+  ASSERT_EQ(cluster_.Cli({"sampling", "set", "--every", "2s", "--duration_ms", "200", "--max_overhead", "50%"}).exit_code,
+            0);
+  std::string top;
+  ASSERT_TRUE(Eventually(60, [&] {
+    top = cluster_.Cli({"fleet", "top", "--json", "--limit", "1"}).out;
+    return top.find("\"samples\":0") == std::string::npos && top.find("\"rows\":[{") != std::string::npos;
+  })) << top << cluster_.ServerLog();
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(top).get(doc), simdjson::SUCCESS) << top;
+  const std::string top_kernel(std::string_view(doc["rows"].at(0)["name"]));
+  const std::string profiles = cluster_.Cli({"profiles", "--job", "fleet-train", "--json"}).out;
+  const std::string id = JsonStringField(profiles, "profile_id");
+  ASSERT_FALSE(id.empty()) << profiles;
+
+  const std::string screenshots = std::string(FLEETPROF_BIN_DIR) + "/../web-screenshots/fleet";
+  fs::create_directories(screenshots);
+  CommandResult browser =
+      RunCommand({kPython, Source("tests/web/browser_check.py"), "--url", "http://" + cluster_.http_addr(),
+                  "--profile-id", id, "--expect-agent", "xla-node", "--expect-fleet-kernel", top_kernel,
+                  "--expect-fleet-job", "fleet-train", "--screenshots", screenshots},
+                 240);
+  EXPECT_EQ(browser.exit_code, 0) << browser.out << browser.err << cluster_.ServerLog();
+  EXPECT_NE(browser.out.find("ok   (i)"), std::string::npos) << browser.out;
   std::cout << browser.out;
 }
 

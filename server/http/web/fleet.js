@@ -1,6 +1,8 @@
-// fleetprof web app — the fleet page (/fleet): agents, their targets and their devices now.
+// fleetprof web app — the fleet page (/fleet): where the fleet's device-time went
+// (fleet-accounting.js), then agents, their targets and their devices now.
 
 import {api, apiPath, badge, clear, clearBanner, emptyBlock, enc, exactTitle, fmtAgo, fmtBytes, fmtInt, fmtPct, h, isoDate, loadingBlock, num, showError, stat, urlWith} from './core.js';
+import {fleetAccountingCard} from './fleet-accounting.js';
 import {poll} from './poll.js';
 
 const FLEET_REFRESH_MS = 2000;
@@ -71,9 +73,11 @@ export async function renderFleetPage(page) {
   const updated = h('span', {class: 'refresh-note muted', id: 'fleet-updated'});
   page.main.append(
     h('div', {class: 'page-head'}, h('h1', null, 'Fleet'),
-      h('p', {class: 'explain'}, 'Node agents connected to this server, the processes they can capture and ' +
+      h('p', {class: 'explain'}, 'Where the fleet\'s device-time went, from the sampled profiles; then the node ' +
+        'agents connected to this server, the processes they can capture and ' +
         'their devices right now (memory used / total and utilization). Refreshes every 2 s. '), updated),
-    h('section', {class: 'card'}, holder));
+    fleetAccountingCard(page),
+    h('section', {class: 'card'}, h('div', {class: 'card-head'}, h('h2', null, 'Agents')), holder));
   let failing = false;
   await poll(page, {
     request: () => api(apiPath('ListAgents')),
