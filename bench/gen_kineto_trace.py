@@ -151,8 +151,9 @@ def repeat_offsets(events, body):
             max(steps) - min(steps) + 1 if steps else 0)
 
 
-def write_document(out, doc, meta, body, offsets, target_bytes):
-    """Streams the document; returns (repetitions, bytes written)."""
+def write_document(out, doc, meta, body, offsets, target_bytes, repetitions=None):
+    """Streams the document: `repetitions` copies when given, else as many as reach
+    `target_bytes`; returns (repetitions, bytes written)."""
     written = 0
 
     def emit(text):
@@ -166,7 +167,7 @@ def write_document(out, doc, meta, body, offsets, target_bytes):
         if meta.pieces:
             emit(meta.render((0, 0, 0)))
         rep = 0
-        while rep == 0 or written < target_bytes:
+        while rep == 0 or (rep < repetitions if repetitions else written < target_bytes):
             if rep > 0 or meta.pieces:
                 emit(",\n")
             emit(body.render(tuple(rep * o for o in offsets)))
@@ -197,8 +198,9 @@ def write_document(out, doc, meta, body, offsets, target_bytes):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
-    parser.add_argument("--size-mb", type=float, required=True,
-                        help="minimum uncompressed output size in MiB")
+    size = parser.add_mutually_exclusive_group(required=True)
+    size.add_argument("--size-mb", type=float, help="minimum uncompressed output size in MiB")
+    size.add_argument("--repetitions", type=int, help="exactly this many copies of the corpus events")
     parser.add_argument("--from", dest="source", default=DEFAULT_CORPUS)
     args = parser.parse_args()
 
@@ -207,13 +209,15 @@ def main():
     offsets = repeat_offsets(events, body)
     event_count = len(events)
     events.clear()  # the templates hold all that is needed; free the parsed dicts
-    target = int(args.size_mb * 1024 * 1024)
+    if args.repetitions is not None and args.repetitions < 1:
+        parser.error("--repetitions must be at least 1")
+    target = int((args.size_mb or 0) * 1024 * 1024)
     if args.out.endswith(".gz"):
         out = gzip.open(args.out, "wb", compresslevel=6)
     else:
         out = open(args.out, "wb", buffering=1 << 20)
     with out:
-        reps, written = write_document(out, doc, meta, body, offsets, target)
+        reps, written = write_document(out, doc, meta, body, offsets, target, args.repetitions)
     print(f"{args.out}: {written} bytes uncompressed, {reps} repetitions of "
           f"{event_count} events, ts +{offsets[TS]} us and ids +{offsets[ID]} per repetition",
           file=sys.stderr)

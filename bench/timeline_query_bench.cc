@@ -1,5 +1,6 @@
 // Where a trace-window query spends its time, without HTTP: opens a stopped server's data
-// directory and times, for one profile, the window query itself and its JSON apart.
+// directory and times, for one profile, the window query itself and its JSON apart, with what
+// each answer holds (events listed, merged blocks, JSON bytes) and the block reads it took.
 //   timeline_query_bench --data_dir DIR --profile ID [--queries 200]
 
 #include <algorithm>
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(7);
   auto run = [&](const char* what, auto make) {
     std::vector<double> q, j;
+    int64_t listed = 0, merged = 0, bytes = 0;
     reader->blocks = 0;
     reader->get_ms = 0;
     for (int i = 0; i < queries; ++i) {
@@ -90,10 +92,18 @@ int main(int argc, char** argv) {
       auto c = std::chrono::steady_clock::now();
       q.push_back(Ms(b - a));
       j.push_back(Ms(c - b));
+      for (const auto& track : window->tracks()) {
+        listed += track.events_size();
+        merged += track.merged_size();
+      }
+      bytes += static_cast<int64_t>(json.size());
     }
     Report(what, q, j);
-    std::printf("  %-40s %.1f block reads per query, %.3f ms of them in storage\n", "",
-                static_cast<double>(reader->blocks) / queries, reader->get_ms / queries);
+    const double n = queries;
+    std::printf("  %-40s %.1f block reads per query, %.3f ms of them in storage; answers hold %.0f events, "
+                "%.0f merged blocks, %.0f JSON bytes on average\n",
+                "", static_cast<double>(reader->blocks) / n, reader->get_ms / n, static_cast<double>(listed) / n,
+                static_cast<double>(merged) / n, static_cast<double>(bytes) / n);
   };
   run("whole profile, default resolution", [] { return fleetprof::v1::TraceWindowRequest(); });
   run("random 1 ms windows, default resolution", [&] {
