@@ -309,6 +309,15 @@ TEST(SamplingSimulation, TheSamplerPicksWhatThePlanPicksAndAFailoverChangesNothi
     EXPECT_EQ(split.started[i].first, whole.started[i].first) << i;
     EXPECT_EQ(split.started[i].second.SerializeAsString(), whole.started[i].second.SerializeAsString()) << i;
   }
+  // Hence the same fleet answer, estimates and intervals.
+  std::map<std::string, const SimTarget*> by_target;
+  for (const SimTarget& t : synthetic) by_target[t.target.target] = &t;
+  FleetAccumulator whole_sums, split_sums;
+  for (const auto& [at, pick] : whole.started) whole_sums.Add(ProfileOf(*by_target.at(pick.target()), pick, at));
+  for (const auto& [at, pick] : split.started) split_sums.Add(ProfileOf(*by_target.at(pick.target()), pick, at));
+  const v1::FleetTopResponse whole_top = TopKernels(whole_sums), split_top = TopKernels(split_sums);
+  EXPECT_GT(whole_top.rows_size(), 20);
+  EXPECT_EQ(split_top.SerializeAsString(), whole_top.SerializeAsString());
 }
 
 TEST(SamplingSimulation, AReplicaThatDoesNotLeadStartsNothing) {
