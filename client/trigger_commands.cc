@@ -43,7 +43,8 @@ std::string TriggerTable(const v1::ListTriggersResponse& response) {
   for (const v1::Trigger& t : response.triggers()) {
     table.AddRow({t.trigger_id(), t.job(), t.when(), absl::FormatDuration(absl::Milliseconds(t.duration_ms())),
                   absl::FormatDuration(absl::Milliseconds(t.cooldown_ms())), absl::StrCat(t.fired()),
-                  absl::StrCat(t.suppressed()), WhenFired(t), Ellipsize(t.last_evidence().empty() ? "-" : t.last_evidence(), 60)});
+                  absl::StrCat(t.suppressed()), WhenFired(t),
+                  Ellipsize(t.last_evidence().empty() ? "-" : t.last_evidence(), 60)});
   }
   return table.Render();
 }
@@ -70,8 +71,8 @@ int AddTrigger(const CliOptions& options) {
   } else {
     std::cout << "trigger " << trigger.trigger_id() << ": job " << trigger.job() << " when " << trigger.when()
               << ", captures " << trigger.duration_ms() << " ms, at most once every "
-              << absl::FormatDuration(absl::Milliseconds(trigger.cooldown_ms()))
-              << " (fleetprof captures --job " << trigger.job() << " lists what it starts)\n";
+              << absl::FormatDuration(absl::Milliseconds(trigger.cooldown_ms())) << " (fleetprof captures --job "
+              << trigger.job() << " lists what it starts)\n";
   }
   return 0;
 }

@@ -80,8 +80,8 @@ bool DeviceTriggerEvaluator::Judge(State& state, const DeviceSample& device, int
   firing->set_window_ms((now - since) / kNanosPerMs);
   firing->set_devices(devices);
   firing->set_evidence(absl::StrFormat("device %u %s %.4g%% %s %.4g%% for %.1f s", device.index,
-                                       memory ? "memory" : "utilization", *percent, c.below() ? "<" : ">",
-                                       c.percent(), static_cast<double>(now - since) / 1e9));
+                                       memory ? "memory" : "utilization", *percent, c.below() ? "<" : ">", c.percent(),
+                                       static_cast<double>(now - since) / 1e9));
   return true;
 }
 

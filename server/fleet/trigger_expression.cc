@@ -15,8 +15,8 @@ namespace {
 constexpr size_t kMaxWhenBytes = 256;
 
 absl::Status Refuse(absl::string_view when, absl::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("trigger condition '", when, "': ", why, "; the grammar is ",
-                                                 kTriggerGrammar));
+  return absl::InvalidArgumentError(
+      absl::StrCat("trigger condition '", when, "': ", why, "; the grammar is ", kTriggerGrammar));
 }
 
 // Splits on spaces, with <, > and % as tokens of their own ("<30%" reads as "<", "30", "%").
@@ -39,7 +39,8 @@ absl::StatusOr<TriggerCondition> ParseDevice(absl::string_view when, const std::
                                                  : v1::DeviceCondition::DEVICE_MEMORY);
   // metric op N [%] for D
   size_t i = 1;
-  if (i >= t.size() || (t[i] != "<" && t[i] != ">")) return Refuse(when, "a device condition needs < or > after its metric");
+  if (i >= t.size() || (t[i] != "<" && t[i] != ">"))
+    return Refuse(when, "a device condition needs < or > after its metric");
   device.set_below(t[i] == "<");
   ++i;
   double percent = 0;
@@ -50,7 +51,8 @@ absl::StatusOr<TriggerCondition> ParseDevice(absl::string_view when, const std::
   device.set_percent(percent);
   ++i;
   if (i < t.size() && t[i] == "%") ++i;
-  if (i >= t.size() || t[i] != "for") return Refuse(when, "a device condition needs `for D`, how long the value stays past the bound");
+  if (i >= t.size() || t[i] != "for")
+    return Refuse(when, "a device condition needs `for D`, how long the value stays past the bound");
   ++i;
   if (i + 1 != t.size()) return Refuse(when, "`for` takes one duration and nothing follows it");
   absl::StatusOr<int64_t> for_ms = ParseTriggerDurationMs(t[i]);
@@ -80,7 +82,8 @@ absl::StatusOr<int64_t> ParseTriggerDurationMs(absl::string_view text) {
         absl::StrCat("'", s, "' is not a duration (a number and one of ms, s, m, h, d: 500ms, 5s, 2m, 1h)"));
   }
   const double ms = value * unit_ms;
-  if (ms < 1 || ms > 1e15) return absl::InvalidArgumentError(absl::StrCat("duration '", s, "' must lie between 1ms and a few years"));
+  if (ms < 1 || ms > 1e15)
+    return absl::InvalidArgumentError(absl::StrCat("duration '", s, "' must lie between 1ms and a few years"));
   return static_cast<int64_t>(std::llround(ms));
 }
 

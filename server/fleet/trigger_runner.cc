@@ -35,10 +35,11 @@ v1::ServerMessage DeviceTriggersOf(const v1::ListTriggersResponse& all) {
 
 std::string RegressionEvidence(const v1::Regression& r) {
   const std::string what = r.what() == "step_time" ? std::string("step time") : absl::StrCat(r.what(), " ", r.name());
-  return absl::StrFormat("regression in profile %s of job %s: %s %.3f ms now against a baseline median of %.3f ms "
-                         "(%+.1f%%, %d profiles)",
-                         r.profile_id(), r.job(), what, r.now_ns() / 1e6, r.baseline_ns() / 1e6, r.change() * 100,
-                         r.baseline_profiles_size());
+  return absl::StrFormat(
+      "regression in profile %s of job %s: %s %.3f ms now against a baseline median of %.3f ms "
+      "(%+.1f%%, %d profiles)",
+      r.profile_id(), r.job(), what, r.now_ns() / 1e6, r.baseline_ns() / 1e6, r.change() * 100,
+      r.baseline_profiles_size());
 }
 
 const char* OutcomeName(TriggerRunner::Outcome outcome) {
@@ -57,14 +58,17 @@ const char* OutcomeName(TriggerRunner::Outcome outcome) {
 TriggerRunner::TriggerRunner(TriggerStore* store, CaptureCoordinator* captures, AgentRegistry* agents,
                              prometheus::Registry* metrics, Clock* clock, Hooks hooks)
     : store_(store), captures_(captures), agents_(agents), clock_(clock), hooks_(std::move(hooks)) {
-  firings_ = &prometheus::BuildCounter()
-                  .Name("fleetprof_trigger_firings_total")
-                  .Help("trigger firings that started a capture, by kind (device_utilization, device_memory, rule, regression)")
-                  .Register(*metrics);
-  suppressed_ = &prometheus::BuildCounter()
-                     .Name("fleetprof_trigger_suppressed_total")
-                     .Help("trigger firings held back, by kind and reason (cooldown, budget: the sampling budget refused)")
-                     .Register(*metrics);
+  firings_ =
+      &prometheus::BuildCounter()
+           .Name("fleetprof_trigger_firings_total")
+           .Help(
+               "trigger firings that started a capture, by kind (device_utilization, device_memory, rule, regression)")
+           .Register(*metrics);
+  suppressed_ =
+      &prometheus::BuildCounter()
+           .Name("fleetprof_trigger_suppressed_total")
+           .Help("trigger firings held back, by kind and reason (cooldown, budget: the sampling budget refused)")
+           .Register(*metrics);
   auto checks = WorkerPool::Start("the trigger checks", 1);
   if (checks.ok()) {
     checks_ = *std::move(checks);
@@ -108,8 +112,7 @@ TriggerRunner::Outcome TriggerRunner::Fire(const std::string& trigger_id, const 
   Outcome outcome = Outcome::kStarted;
   if (CoolingDown(t0, now)) {
     outcome = Outcome::kCooldown;
-  } else if (hooks_.reserve &&
-             !hooks_.reserve(t0.duration_ms() * kNanosPerMs * std::clamp(devices, 1, kMaxDevices))) {
+  } else if (hooks_.reserve && !hooks_.reserve(t0.duration_ms() * kNanosPerMs * std::clamp(devices, 1, kMaxDevices))) {
     outcome = Outcome::kBudget;
   }
   if (outcome != Outcome::kStarted) {
@@ -144,11 +147,14 @@ TriggerRunner::Outcome TriggerRunner::Fire(const std::string& trigger_id, const 
   const std::string capture_id = capture.ok() ? capture->capture_id() : "";
   spdlog::info("trigger {} fired for job {}: {}; capture {}", trigger_id, t0.job(), evidence,
                capture.ok() ? capture_id : absl::StrCat("not started: ", capture.status().message()));
-  store_->Update(trigger_id, [&](v1::Trigger& t) {
-    if (t.last_fired_ns() != now) return false;  // fired again since: that firing's capture stands
-    t.set_last_capture_id(capture_id);
-    return true;
-  }).IgnoreError();
+  store_
+      ->Update(trigger_id,
+               [&](v1::Trigger& t) {
+                 if (t.last_fired_ns() != now) return false;  // fired again since: that firing's capture stands
+                 t.set_last_capture_id(capture_id);
+                 return true;
+               })
+      .IgnoreError();
   return capture.ok() ? Outcome::kStarted : Outcome::kFailed;
 }
 

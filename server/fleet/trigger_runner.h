@@ -57,8 +57,8 @@ class TriggerRunner {
 
   // None of the pointers is owned; each outlives the runner. Starts the refresh loop and the
   // thread of the commit hooks.
-  TriggerRunner(TriggerStore* store, CaptureCoordinator* captures, AgentRegistry* agents,
-                prometheus::Registry* metrics, Clock* clock, Hooks hooks);
+  TriggerRunner(TriggerStore* store, CaptureCoordinator* captures, AgentRegistry* agents, prometheus::Registry* metrics,
+                Clock* clock, Hooks hooks);
   ~TriggerRunner();
 
   // Fires trigger `trigger_id` with `evidence` (see the header comment); `devices`, at least 1,
@@ -100,8 +100,8 @@ class TriggerRunner {
   v1::ServerMessage device_triggers_ ABSL_GUARDED_BY(mu_);  // what agents hold, as last sent
   std::string device_triggers_bytes_ ABSL_GUARDED_BY(mu_);
   std::atomic<int> queued_{0};
-  std::unique_ptr<WorkerPool> checks_;    // the commit hooks' thread
-  std::unique_ptr<PeriodicLoop> loop_;    // last: stops first
+  std::unique_ptr<WorkerPool> checks_;  // the commit hooks' thread
+  std::unique_ptr<PeriodicLoop> loop_;  // last: stops first
 };
 
 }  // namespace fleetprof

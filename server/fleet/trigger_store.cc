@@ -121,7 +121,8 @@ absl::StatusOr<std::optional<v1::Trigger>> TriggerStore::Update(const std::strin
     if (s.ok()) return std::optional<v1::Trigger>(std::move(trigger));
     if (!absl::IsAborted(s)) return s;  // ABORTED: another replica wrote it first; read again
   }
-  return absl::AbortedError(absl::StrCat("trigger ", trigger_id, ": changed by others ", kUpdateTries, " times in a row"));
+  return absl::AbortedError(
+      absl::StrCat("trigger ", trigger_id, ": changed by others ", kUpdateTries, " times in a row"));
 }
 
 }  // namespace fleetprof

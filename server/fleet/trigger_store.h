@@ -31,7 +31,9 @@ class TriggerStore {
 
   // `known_rules`: the diagnosis rules a `rule NAME` may name. Neither pointer is owned.
   TriggerStore(Catalog* catalog, UnreadableLog* unreadable, Clock* clock, std::vector<std::string> known_rules)
-      : catalog_(catalog), records_(catalog, CatalogTable::kIndex, "trigger", unreadable), clock_(clock),
+      : catalog_(catalog),
+        records_(catalog, CatalogTable::kIndex, "trigger", unreadable),
+        clock_(clock),
         known_rules_(std::move(known_rules)) {}
 
   // A trigger of `caller`, who may remove it later. INVALID_ARGUMENT (showing the grammar)

@@ -51,22 +51,27 @@ TEST(TriggerReplicaTest, ATriggerAddedOnOneReplicaFiresFromAnAgentOnAnother) {
   const std::string utilization = a.root() + "/utilization";
   std::ofstream(utilization) << "87\n";
   ::setenv("FAKE_NVML_UTILIZATION_FILE", utilization.c_str(), 1);
-  const int agent = a.StartAgent({"--node=gpu-a", std::string("--nvml_library=") + FAKE_NVML_PATH, "--proc_root=" + proc,
-                                  "--sample_interval_ms=100"});
+  const int agent = a.StartAgent({"--node=gpu-a", std::string("--nvml_library=") + FAKE_NVML_PATH,
+                                  "--proc_root=" + proc, "--sample_interval_ms=100"});
   ::unsetenv("FAKE_NVML_UTILIZATION_FILE");
   ASSERT_GE(agent, 0);
-  ASSERT_TRUE(Eventually(30, [&] { return b.Cli({"agents", "--json"}).out.find("\"node\":\"gpu-a\"") != std::string::npos; }));
+  ASSERT_TRUE(Eventually(30, [&] {
+    return b.Cli({"agents", "--json"}).out.find("\"node\":\"gpu-a\"") != std::string::npos;
+  }));
 
   CommandResult added = b.Cli({"trigger", "add", "--job", "train", "--when", "device_utilization < 30% for 1s",
                                "--cooldown", "1h", "--duration_ms", "200", "--json"});
   ASSERT_EQ(added.exit_code, 0) << added.err;
   const std::string id = JsonStringField(added.out, "trigger_id");
-  ASSERT_TRUE(Eventually(20, [&] { return a.ServerLog().find("device triggers: 1 sent to 1 connected agents") != std::string::npos; }))
-      << a.ServerLog();
+  ASSERT_TRUE(Eventually(20, [&] {
+    return a.ServerLog().find("device triggers: 1 sent to 1 connected agents") != std::string::npos;
+  })) << a.ServerLog();
   std::ofstream(utilization) << "10\n";
-  ASSERT_TRUE(Eventually(30, [&] {
-    return b.Cli({"triggers", "--json"}).out.find("\"fired\":1") != std::string::npos;
-  })) << a.ServerLog() << a.AgentLog(agent);
+  ASSERT_TRUE(Eventually(30,
+                         [&] {
+                           return b.Cli({"triggers", "--json"}).out.find("\"fired\":1") != std::string::npos;
+                         }))
+      << a.ServerLog() << a.AgentLog(agent);
   for (TestCluster* replica : {&a, &b}) {
     CommandResult captures = replica->Cli({"captures", "--job", "train", "--json"});
     EXPECT_EQ(CountOf(captures.out, "\"reason\":\"TRIGGERED\""), 1) << captures.out;

@@ -13,7 +13,8 @@ namespace {
 
 constexpr int64_t kSecond = 1'000'000'000;
 
-v1::DeviceTriggers UtilizationBelow(double percent, int64_t for_ms, int64_t cooldown_ms, const std::string& job = "train") {
+v1::DeviceTriggers UtilizationBelow(double percent, int64_t for_ms, int64_t cooldown_ms,
+                                    const std::string& job = "train") {
   v1::DeviceTriggers set;
   v1::DeviceTrigger* t = set.add_triggers();
   t->set_trigger_id("g1");

@@ -99,9 +99,9 @@ TEST(TriggerTest, ABadConditionIsRefusedWithTheGrammarAndTheAcceptanceFormParses
   ASSERT_FALSE(id.empty());
   CommandResult listed = cluster.Cli({"triggers", "--json"});
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
-  for (const char* key : {"\"trigger_id\":\"", "\"job\":\"train\"", "\"when\":\"device_utilization < 30% for 5s\"",
-                          "\"duration_ms\":2000", "\"cooldown_ms\":600000", "\"fired\":0", "\"last_fired_ns\":0",
-                          "\"for_ms\":5000"}) {
+  for (const char* key :
+       {"\"trigger_id\":\"", "\"job\":\"train\"", "\"when\":\"device_utilization < 30% for 5s\"",
+        "\"duration_ms\":2000", "\"cooldown_ms\":600000", "\"fired\":0", "\"last_fired_ns\":0", "\"for_ms\":5000"}) {
     EXPECT_NE(listed.out.find(key), std::string::npos) << key << " in " << listed.out;
   }
   // The HTTP API answers what the CLI prints.
@@ -124,8 +124,8 @@ TEST(TriggerTest, AUtilizationDropFiresOneTriggeredCapturePerCooldownAndTheTrigg
                                         "--proc_root=" + proc, "--sample_interval_ms=100"});
   ::unsetenv("FAKE_NVML_UTILIZATION_FILE");
   ASSERT_GE(agent, 0);
-  const std::string id = AddTrigger(
-      cluster, {"--job", "train", "--when", "device_utilization < 30% for 1s", "--cooldown", "3s", "--duration_ms", "200"});
+  const std::string id = AddTrigger(cluster, {"--job", "train", "--when", "device_utilization < 30% for 1s",
+                                              "--cooldown", "3s", "--duration_ms", "200"});
   ASSERT_FALSE(id.empty());
   // The device stays busy: nothing fires.
   ASSERT_TRUE(Eventually(10, [&] { return cluster.AgentLog(agent).find("connected to server") != std::string::npos; }));
@@ -137,7 +137,8 @@ TEST(TriggerTest, AUtilizationDropFiresOneTriggeredCapturePerCooldownAndTheTrigg
   std::vector<TriggeredCapture> captures = Triggered(cluster, "train");
   for (size_t i = 0; i < captures.size(); ++i) {
     EXPECT_EQ(captures[i].trigger_id, id);
-    EXPECT_NE(captures[i].evidence.find("device 0 utilization 10% < 30% for "), std::string::npos) << captures[i].evidence;
+    EXPECT_NE(captures[i].evidence.find("device 0 utilization 10% < 30% for "), std::string::npos)
+        << captures[i].evidence;
     EXPECT_NE(captures[i].evidence.find(" s on node gpu-node"), std::string::npos) << captures[i].evidence;
     // Once per cooldown: newest first, each at least 3 s after the one before.
     if (i > 0) EXPECT_GE(captures[i - 1].created_at_ns - captures[i].created_at_ns, 3'000'000'000) << i;
@@ -202,8 +203,7 @@ std::string WriteTrace(const std::string& path, int gemm_us) {
     const int ts = 1000 + i * 90000;
     out << R"(,{"ph":"X","cat":"kernel","name":"gemm_kernel","pid":0,"tid":7,"ts":)" << ts << R"(,"dur":)" << gemm_us
         << "}";
-    out << R"(,{"ph":"X","cat":"kernel","name":"copy_kernel","pid":0,"tid":7,"ts":)" << ts + 60000
-        << R"(,"dur":2000})";
+    out << R"(,{"ph":"X","cat":"kernel","name":"copy_kernel","pid":0,"tid":7,"ts":)" << ts + 60000 << R"(,"dur":2000})";
   }
   out << "]}";
   return path;

@@ -59,12 +59,12 @@ TEST(TriggerExpressionTest, UnknownRuleIsRefusedListingTheKnownRules) {
 }
 
 TEST(TriggerExpressionTest, BadExpressionsAreInvalidArgumentsShowingTheGrammar) {
-  for (const char* bad : {"", "device_utilization", "device_utilization 30% for 5s", "device_utilization < 130% for 5s",
-                          "device_utilization < -1% for 5s", "device_utilization < 30%", "device_utilization < 30% 5s",
-                          "device_utilization < 30% for", "device_utilization < 30% for 5 s",
-                          "device_utilization < 30% for 5s and more", "device_utilization < x% for 5s",
-                          "device_temperature > 80% for 5s", "regression now", "rule", "rule a b",
-                          "device_memory > 50% for 25h", "device_utilization < nan% for 5s"}) {
+  for (const char* bad :
+       {"", "device_utilization", "device_utilization 30% for 5s", "device_utilization < 130% for 5s",
+        "device_utilization < -1% for 5s", "device_utilization < 30%", "device_utilization < 30% 5s",
+        "device_utilization < 30% for", "device_utilization < 30% for 5 s", "device_utilization < 30% for 5s and more",
+        "device_utilization < x% for 5s", "device_temperature > 80% for 5s", "regression now", "rule", "rule a b",
+        "device_memory > 50% for 25h", "device_utilization < nan% for 5s"}) {
     auto c = ParseTriggerCondition(bad, kRules);
     ASSERT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     const std::string message(c.status().message());

@@ -200,7 +200,8 @@ TEST_F(TriggerRunnerTest, TwoReplicasFiringAtOnceStartOneCapture) {
     threads.emplace_back([&, i] {
       TriggerRunner& runner = i % 2 == 0 ? *runner_ : other;
       for (int n = 0; n < 10; ++n) {
-        if (runner.Fire(t.trigger_id(), "device 0 utilization 10% < 30% for 5.0 s", 1) == TriggerRunner::Outcome::kStarted) {
+        if (runner.Fire(t.trigger_id(), "device 0 utilization 10% < 30% for 5.0 s", 1) ==
+            TriggerRunner::Outcome::kStarted) {
           started.fetch_add(1);
         }
       }
@@ -306,13 +307,14 @@ TEST_F(TriggerRunnerTest, AConnectingAgentGetsTheDeviceTriggers) {
   v1::AgentHello hello;
   hello.set_node("gpu-1");
   ASSERT_TRUE(registry_
-                  ->Connected(hello,
-                              [&](const v1::ServerMessage& m) {
-                                absl::MutexLock lock(&mu);
-                                sent.push_back(m);
-                                return true;
-                              },
-                              [] {})
+                  ->Connected(
+                      hello,
+                      [&](const v1::ServerMessage& m) {
+                        absl::MutexLock lock(&mu);
+                        sent.push_back(m);
+                        return true;
+                      },
+                      [] {})
                   .ok());
   runner_->Refresh(clock_.Now());
   runner_->AgentConnected("gpu-1");
