@@ -333,11 +333,11 @@ absl::Status Server::StartGrpc(const TlsPem& pem) {
         });
       },
       operations_);
-  // Device triggers: each agent gets them as it connects, and its firings are judged off
-  // gRPC's callback threads (they read and write the catalog).
+  // Device triggers: each agent gets them as it connects; its firings queue on the runner's
+  // thread (they read and write the catalog, never on gRPC's callback threads).
   agent_service_->set_on_connected([this](const std::string& node) { triggers_->AgentConnected(node); });
   agent_service_->set_on_trigger_firing([this](const std::string& node, const v1::TriggerFiring& firing) {
-    fleet_workers_->Post([this, node, firing] { triggers_->OnAgentFiring(node, firing); });
+    triggers_->OnAgentFiring(node, firing);
   });
 
   grpc::EnableDefaultHealthCheckService(true);

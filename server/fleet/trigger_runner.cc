@@ -164,6 +164,10 @@ void TriggerRunner::OnAgentFiring(const std::string& node, const v1::TriggerFiri
     spdlog::warn("node {}: a trigger firing without a printable trigger id and evidence was ignored", node);
     return;
   }
+  Queue("a device trigger's firing", [this, node, firing] { FireFromAgent(node, firing); });
+}
+
+void TriggerRunner::FireFromAgent(const std::string& node, const v1::TriggerFiring& firing) {
   absl::StatusOr<std::optional<v1::Trigger>> found = store_->Find(firing.trigger_id());
   if (!found.ok()) {
     spdlog::warn("node {}: trigger {} not fired: {}", node, firing.trigger_id(), std::string(found.status().message()));
@@ -179,7 +183,10 @@ void TriggerRunner::Queue(const char* what, std::function<void()> work) {
   if (checks_ == nullptr) return;
   if (queued_.fetch_add(1) >= kMaxQueuedChecks) {
     queued_.fetch_sub(1);
-    spdlog::warn("{} not checked: {} trigger checks are waiting already", what, kMaxQueuedChecks);
+    // Said once per 1,000 dropped: a flood must not become a flood of log lines too.
+    if (dropped_.fetch_add(1) % 1000 == 0) {
+      spdlog::warn("{} not checked: {} trigger checks are waiting already", what, kMaxQueuedChecks);
+    }
     return;
   }
   checks_->Post([this, work = std::move(work)] {

@@ -9,8 +9,8 @@
 // - `rule NAME`, run when a profile of the job is committed (OnProfileCommitted);
 // - `regression`, when the regression detector made a record for the job (OnRegressions).
 // Cluster: the cooldown is claimed by compare-and-set on the stored trigger, so replicas that
-// see one condition start one capture. The commit hooks queue their work on a thread of the
-// runner's own: ingest never waits on a diagnosis.
+// see one condition start one capture. The commit hooks and the agents' firings queue their
+// work on a thread of the runner's own: ingest never waits on a diagnosis, nor gRPC on the catalog.
 
 #include <atomic>
 #include <functional>
@@ -65,7 +65,9 @@ class TriggerRunner {
   // sizes the device-time asked of the budget (devices x the capture's duration).
   Outcome Fire(const std::string& trigger_id, const std::string& evidence, int devices);
 
-  // An agent's firing. Blocks on the catalog: call it off gRPC's callback threads.
+  // An agent's firing, judged on the runner's thread (at most kMaxQueuedChecks waiting, so a
+  // node that floods firings cannot grow the server's memory). Returns at once: safe on gRPC's
+  // callback threads.
   void OnAgentFiring(const std::string& node, const v1::TriggerFiring& firing);
   // A profile was committed: its job's `rule` triggers run their rule. Returns at once.
   void OnProfileCommitted(const v1::ProfileInfo& info);
@@ -83,6 +85,7 @@ class TriggerRunner {
   int64_t Refresh(int64_t now) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  void FireFromAgent(const std::string& node, const v1::TriggerFiring& firing);
   void CheckRules(const v1::ProfileInfo& info);
   void FireRegressions(const std::string& job, const v1::Regression& first);
   // Queues `work` on the hooks' thread, unless kMaxQueuedChecks are waiting.
@@ -100,6 +103,7 @@ class TriggerRunner {
   v1::ServerMessage device_triggers_ ABSL_GUARDED_BY(mu_);  // what agents hold, as last sent
   std::string device_triggers_bytes_ ABSL_GUARDED_BY(mu_);
   std::atomic<int> queued_{0};
+  std::atomic<int64_t> dropped_{0};
   std::unique_ptr<WorkerPool> checks_;  // the commit hooks' thread
   std::unique_ptr<PeriodicLoop> loop_;  // last: stops first
 };

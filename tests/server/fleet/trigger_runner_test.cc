@@ -298,6 +298,31 @@ TEST_F(TriggerRunnerTest, ARegressionTriggerFiresOnARecordForItsJobOnly) {
   EXPECT_EQ(Stored(t.trigger_id()).fired(), 1);
 }
 
+TEST_F(TriggerRunnerTest, AnAgentsFiringCountsOnlyForItsTriggersJobAndNamesTheNode) {
+  StartRunner();
+  const v1::Trigger device = Add("device_utilization < 30% for 5s", 60'000);
+  const v1::Trigger regression = Add("regression", 60'000);
+  v1::TriggerFiring firing;
+  firing.set_trigger_id(device.trigger_id());
+  firing.set_job("other");  // not the trigger's job
+  firing.set_evidence("device 0 utilization 10% < 30% for 5.1 s");
+  runner_->OnAgentFiring("gpu-1", firing);
+  firing.set_trigger_id(regression.trigger_id());  // not a device trigger
+  firing.set_job("train");
+  runner_->OnAgentFiring("gpu-1", firing);
+  firing.set_trigger_id(device.trigger_id());
+  firing.set_evidence(std::string("bad\x01evidence"));  // not printable
+  runner_->OnAgentFiring("gpu-1", firing);
+  firing.set_evidence("device 0 utilization 10% < 30% for 5.1 s");
+  runner_->OnAgentFiring("gpu-1", firing);
+  runner_.reset();  // runs what is queued
+  std::vector<v1::Capture> captures = Triggered();
+  ASSERT_EQ(captures.size(), 1u);
+  EXPECT_EQ(captures[0].trigger_id(), device.trigger_id());
+  EXPECT_EQ(captures[0].evidence(), "device 0 utilization 10% < 30% for 5.1 s on node gpu-1");
+  EXPECT_EQ(Stored(regression.trigger_id()).fired(), 0);
+}
+
 TEST_F(TriggerRunnerTest, AConnectingAgentGetsTheDeviceTriggers) {
   StartRunner();
   Add("device_utilization < 30% for 5s");
