@@ -122,6 +122,12 @@ MappedBytes& MappedBytes::operator=(MappedBytes&& other) noexcept {
 
 MappedBytes::~MappedBytes() { Release(); }
 
+void MappedBytes::Discard(size_t bytes) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t whole = std::min(bytes, capacity_) / page * page;
+  if (whole > 0) ::madvise(data_, whole, MADV_DONTNEED);
+}
+
 void MappedBytes::Release() {
   if (data_ != nullptr && !Kept().Give(data_, capacity_)) ::munmap(data_, capacity_);
   data_ = nullptr;

@@ -7,6 +7,7 @@
 // KeepFreedEventMemory). Pages never written cost nothing, so capacity is cheap.
 // The part of std::vector's interface the analysis uses.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -43,6 +44,8 @@ class MappedBytes {
   // kernel refuses, as an allocator would.
   void Grow(size_t bytes, size_t used);
   void Release();
+  // Gives the pages wholly below byte `bytes` back to the kernel; they read as zeros after.
+  void Discard(size_t bytes);
   void Swap(MappedBytes& other) noexcept;
 
   char* data() const { return data_; }
@@ -95,6 +98,10 @@ class EventArray {
     }
   }
   void clear() { size_ = 0; }
+  // Gives the memory of the whole pages below item `n` back to the kernel, for an array read
+  // front to back once and then dropped (two readers' events joined): those items read as
+  // zeros after.
+  void DiscardBefore(size_t n) { bytes_.Discard(std::min(n, size_) * sizeof(T)); }
   void swap(EventArray& other) noexcept {
     bytes_.Swap(other.bytes_);
     const size_t n = size_;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,6 +47,38 @@ class FileSource : public ByteSource {
 
   const std::string& name() const override { return name_; }
 
+  // The same open file (through /proc, so a rename or replacement of the path since does not
+  // matter), with an offset of its own.
+  std::unique_ptr<ByteSource> Reopen() const override {
+    const int fd = ::open(absl::StrCat("/proc/self/fd/", fd_).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return nullptr;
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    return std::make_unique<FileSource>(fd, name_);
+  }
+
+  int64_t SizeHint() const override {
+    struct stat st;
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) return -1;
+    return static_cast<int64_t>(st.st_size);
+  }
+
+  absl::StatusOr<uint64_t> Skip(uint64_t n) override {
+    const int64_t size = SizeHint();
+    if (size < 0) return ByteSource::Skip(n);  // a pipe: read through
+    uint64_t skipped = std::min<uint64_t>(n, block_end_ - block_pos_);
+    block_pos_ += skipped;
+    const uint64_t left = offset_ < static_cast<uint64_t>(size) ? static_cast<uint64_t>(size) - offset_ : 0;
+    const uint64_t seek = std::min(n - skipped, left);
+    if (seek > 0) {
+      if (::lseek(fd_, static_cast<off_t>(seek), SEEK_CUR) < 0) {
+        return absl::DataLossError(
+            absl::StrCat(name_, ": seek failed at byte ", offset_, ": ", std::strerror(errno)));
+      }
+      offset_ += seek;
+    }
+    return skipped + seek;
+  }
+
  private:
   absl::StatusOr<size_t> ReadFd(char* buf, size_t n) {
     for (;;) {
@@ -70,23 +103,27 @@ class FileSource : public ByteSource {
 
 class StringSource : public ByteSource {
  public:
-  StringSource(std::string name, std::string data, size_t max_chunk)
+  StringSource(std::string name, std::shared_ptr<const std::string> data, size_t max_chunk)
       : name_(std::move(name)),
         data_(std::move(data)),
         max_chunk_(std::max<size_t>(1, max_chunk)) {}
 
   absl::StatusOr<size_t> Read(char* buf, size_t n) override {
-    size_t take = std::min({n, max_chunk_, data_.size() - pos_});
-    std::memcpy(buf, data_.data() + pos_, take);
+    size_t take = std::min({n, max_chunk_, data_->size() - pos_});
+    std::memcpy(buf, data_->data() + pos_, take);
     pos_ += take;
     return take;
   }
 
   const std::string& name() const override { return name_; }
+  std::unique_ptr<ByteSource> Reopen() const override {
+    return std::make_unique<StringSource>(name_, data_, max_chunk_);
+  }
+  int64_t SizeHint() const override { return static_cast<int64_t>(data_->size()); }
 
  private:
   std::string name_;
-  std::string data_;
+  std::shared_ptr<const std::string> data_;
   size_t max_chunk_;
   size_t pos_ = 0;
 };
@@ -123,6 +160,18 @@ class PrefixedByteSource : public ByteSource {
     return inner_->Read(buf, n);
   }
   const std::string& name() const override { return inner_->name(); }
+  std::unique_ptr<ByteSource> Reopen() const override { return inner_->Reopen(); }
+  int64_t SizeHint() const override { return inner_->SizeHint(); }
+  bool SkipReadsThrough() const override { return inner_->SkipReadsThrough(); }
+  void StopReading() override { inner_->StopReading(); }
+  absl::StatusOr<uint64_t> Skip(uint64_t n) override {
+    const uint64_t take = std::min<uint64_t>(n, prefix_.size() - pos_);
+    pos_ += take;
+    if (take == n) return take;
+    absl::StatusOr<uint64_t> rest = inner_->Skip(n - take);
+    if (!rest.ok()) return rest;
+    return take + *rest;
+  }
 
  private:
   std::string prefix_;
@@ -137,7 +186,20 @@ std::unique_ptr<ByteSource> PrefixedSource(std::string prefix, std::unique_ptr<B
 }
 
 std::unique_ptr<ByteSource> OpenStringSource(std::string name, std::string data, size_t max_chunk) {
-  return std::make_unique<StringSource>(std::move(name), std::move(data), max_chunk);
+  return std::make_unique<StringSource>(
+      std::move(name), std::make_shared<const std::string>(std::move(data)), max_chunk);
+}
+
+absl::StatusOr<uint64_t> ByteSource::Skip(uint64_t n) {
+  char scratch[16 << 10];
+  uint64_t skipped = 0;
+  while (skipped < n) {
+    absl::StatusOr<size_t> got = Read(scratch, std::min<uint64_t>(sizeof(scratch), n - skipped));
+    if (!got.ok()) return got.status();
+    if (*got == 0) break;
+    skipped += *got;
+  }
+  return skipped;
 }
 
 }  // namespace fleetprof::analysis

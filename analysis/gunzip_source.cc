@@ -122,45 +122,97 @@ class CompressedInput {
 // Defers the sniffing to the first Read, because MaybeGunzip cannot return a Status.
 class SniffingSource : public ByteSource {
  public:
-  explicit SniffingSource(std::unique_ptr<ByteSource> inner)
-      : inner_(std::move(inner)), name_(inner_->name()) {}
+  // `lean`: a reopened source, whose inflate thread keeps less ahead (GunzipSource).
+  SniffingSource(std::unique_ptr<ByteSource> inner, bool lean)
+      : inner_(std::move(inner)), raw_(inner_.get()), name_(inner_->name()), lean_(lean) {}
 
   absl::StatusOr<size_t> Read(char* buf, size_t n) override {
-    if (resolved_ == nullptr) {
-      std::string prefix;
-      char head[2];
-      while (prefix.size() < 2) {
-        absl::StatusOr<size_t> got = inner_->Read(head, 2 - prefix.size());
-        if (!got.ok()) return got.status();
-        if (*got == 0) break;
-        prefix.append(head, *got);
-      }
-      if (LooksGzipped(prefix)) {
-        resolved_ = std::make_unique<GunzipSource>(std::move(inner_), std::move(prefix));
-      } else {
-        resolved_ = PrefixedSource(std::move(prefix), std::move(inner_));
-      }
-    }
+    if (absl::Status s = Resolve(); !s.ok()) return s;
     return resolved_->Read(buf, n);
+  }
+  absl::StatusOr<uint64_t> Skip(uint64_t n) override {
+    if (absl::Status s = Resolve(); !s.ok()) return s;
+    return resolved_->Skip(n);
   }
   const std::string& name() const override { return name_; }
 
+  bool SkipReadsThrough() const override { return gzipped_; }
+  void StopReading() override {
+    if (resolved_ != nullptr) resolved_->StopReading();
+  }
+  // raw_ is owned by resolved_ once resolved, and its Reopen may run beside a read.
+  std::unique_ptr<ByteSource> Reopen() const override {
+    std::unique_ptr<ByteSource> again = raw_->Reopen();
+    if (again == nullptr) return nullptr;
+    return std::make_unique<SniffingSource>(std::move(again), /*lean=*/true);
+  }
+
+  // Plain: the inner size. Gzip: the length the last member records (ISIZE, modulo 2^32), read
+  // from a reopened source; wrong for several members, which only makes a split uneven.
+  int64_t SizeHint() const override {
+    const int64_t size = raw_->SizeHint();
+    if (!gzipped_) return resolved_ != nullptr ? size : -1;
+    if (size < 18) return -1;
+    std::unique_ptr<ByteSource> again = raw_->Reopen();
+    if (again == nullptr) return -1;
+    absl::StatusOr<uint64_t> skipped = again->Skip(static_cast<uint64_t>(size - 4));
+    if (!skipped.ok() || *skipped != static_cast<uint64_t>(size - 4)) return -1;
+    unsigned char tail[4];
+    size_t filled = 0;
+    while (filled < 4) {
+      absl::StatusOr<size_t> got = again->Read(reinterpret_cast<char*>(tail) + filled, 4 - filled);
+      if (!got.ok() || *got == 0) return -1;
+      filled += *got;
+    }
+    return static_cast<int64_t>(tail[0] | tail[1] << 8 | tail[2] << 16 | static_cast<uint32_t>(tail[3]) << 24);
+  }
+
  private:
+  absl::Status Resolve() {
+    if (resolved_ != nullptr) return absl::OkStatus();
+    std::string prefix;
+    char head[2];
+    while (prefix.size() < 2) {
+      absl::StatusOr<size_t> got = inner_->Read(head, 2 - prefix.size());
+      if (!got.ok()) return got.status();
+      if (*got == 0) break;
+      prefix.append(head, *got);
+    }
+    if (LooksGzipped(prefix)) {
+      gzipped_ = true;
+      resolved_ = lean_ ? std::make_unique<GunzipSource>(std::move(inner_), std::move(prefix),
+                                                         GunzipSource::kLeanBuffers, GunzipSource::kLeanBufferBytes,
+                                                         GunzipSource::kLeanInBufferBytes)
+                        : std::make_unique<GunzipSource>(std::move(inner_), std::move(prefix));
+    } else {
+      resolved_ = PrefixedSource(std::move(prefix), std::move(inner_));
+    }
+    return absl::OkStatus();
+  }
+
   std::unique_ptr<ByteSource> inner_;
+  ByteSource* raw_;
   std::string name_;
+  bool lean_;
+  bool gzipped_ = false;
   std::unique_ptr<ByteSource> resolved_;
 };
 
 }  // namespace
 
 std::unique_ptr<ByteSource> MaybeGunzip(std::unique_ptr<ByteSource> inner) {
-  return std::make_unique<SniffingSource>(std::move(inner));
+  return std::make_unique<SniffingSource>(std::move(inner), /*lean=*/false);
 }
 
-GunzipSource::GunzipSource(std::unique_ptr<ByteSource> inner, std::string prefix)
-    : inner_(std::move(inner)), name_(inner_->name()), prefix_(std::move(prefix)) {
-  for (int i = 0; i < kOutBuffers; ++i) {
-    out_buffers_.push_back(std::make_unique<char[]>(kOutBufferBytes));
+GunzipSource::GunzipSource(std::unique_ptr<ByteSource> inner, std::string prefix, int buffers,
+                           size_t buffer_bytes, size_t in_buffer_bytes)
+    : inner_(std::move(inner)),
+      name_(inner_->name()),
+      prefix_(std::move(prefix)),
+      out_buffer_bytes_(buffer_bytes),
+      in_buffer_bytes_(in_buffer_bytes) {
+  for (int i = 0; i < buffers; ++i) {
+    out_buffers_.push_back(std::make_unique<char[]>(out_buffer_bytes_));
     free_.push_back(out_buffers_.back().get());
   }
   auto worker = StartThread(absl::StrCat("the inflate thread of ", name_), [this] { RunInflate(); });
@@ -172,19 +224,30 @@ GunzipSource::GunzipSource(std::unique_ptr<ByteSource> inner, std::string prefix
   worker_ = *std::move(worker);
 }
 
-GunzipSource::~GunzipSource() {
+GunzipSource::~GunzipSource() { StopReading(); }
+
+void GunzipSource::StopReading() {
   {
     absl::MutexLock lock(&mu_);
     cancelled_ = true;
   }
   stop_.store(true, std::memory_order_relaxed);
   if (worker_.joinable()) worker_.join();
+  // The worker is gone: nothing refers to the buffers any more.
+  absl::MutexLock lock(&mu_);
+  ready_.clear();
+  free_.clear();
+  current_ = Chunk{};
+  current_pos_ = 0;
+  done_ = true;
+  if (sticky_error_.ok()) sticky_error_ = absl::CancelledError(absl::StrCat(name_, ": no longer read"));
+  out_buffers_.clear();
 }
 
-absl::StatusOr<size_t> GunzipSource::Read(char* buf, size_t n) {
+absl::StatusOr<bool> GunzipSource::NextChunk() {
   if (!sticky_error_.ok()) return sticky_error_;
   while (current_pos_ == current_.size) {
-    if (done_) return 0;
+    if (done_) return false;
     absl::MutexLock lock(&mu_);
     if (current_.data != nullptr) {
       free_.push_back(current_.data);
@@ -203,12 +266,33 @@ absl::StatusOr<size_t> GunzipSource::Read(char* buf, size_t n) {
       sticky_error_ = end_status_;
       return sticky_error_;
     }
-    return 0;
+    return false;
   }
+  return true;
+}
+
+absl::StatusOr<size_t> GunzipSource::Read(char* buf, size_t n) {
+  absl::StatusOr<bool> more = NextChunk();
+  if (!more.ok()) return more.status();
+  if (!*more) return 0;
   size_t take = std::min(n, current_.size - current_pos_);
   std::memcpy(buf, current_.data + current_pos_, take);
   current_pos_ += take;
   return take;
+}
+
+// As Read, without copying what is skipped.
+absl::StatusOr<uint64_t> GunzipSource::Skip(uint64_t n) {
+  uint64_t skipped = 0;
+  while (skipped < n) {
+    absl::StatusOr<bool> more = NextChunk();
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    const uint64_t take = std::min<uint64_t>(n - skipped, current_.size - current_pos_);
+    current_pos_ += take;
+    skipped += take;
+  }
+  return skipped;
 }
 
 char* GunzipSource::AcquireFree() {
@@ -241,7 +325,7 @@ void GunzipSource::RunInflate() { PublishEnd(Inflate()); }
 // Inflates every gzip member of inner_ in turn. Offsets in errors count compressed bytes
 // from the start of the file, the only position a user can check with other tools.
 absl::Status GunzipSource::Inflate() {
-  CompressedInput input(prefix_, kInBufferBytes);
+  CompressedInput input(prefix_, in_buffer_bytes_);
   bool member_done = false;
   char* out = nullptr;
   size_t out_len = 0;
@@ -283,7 +367,7 @@ absl::Status GunzipSource::Inflate() {
           break;
       }
     }
-    const int ret = input.InflateInto(out, &out_len, kOutBufferBytes);
+    const int ret = input.InflateInto(out, &out_len, out_buffer_bytes_);
     if (ret < 0 || ret == ISAL_NEED_DICT) {
       flush();
       return absl::DataLossError(absl::StrCat(name_, ": corrupt gzip stream at compressed byte ",
@@ -296,7 +380,7 @@ absl::Status GunzipSource::Inflate() {
       return absl::DataLossError(
           absl::StrCat(name_, ": truncated gzip stream at compressed byte ", input.read_total()));
     }
-    if (out_len == kOutBufferBytes) flush();
+    if (out_len == out_buffer_bytes_) flush();
   }
 }
 

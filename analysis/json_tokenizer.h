@@ -27,7 +27,7 @@ inline bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c
 
 class JsonTokenizer {
  public:
-  static constexpr size_t kDefaultBufferBytes = 1 << 20;
+  static constexpr size_t kDefaultBufferBytes = 128 << 10;
   // Object keys longer than this are truncated (no key fleetprof reads comes close).
   static constexpr size_t kMaxKeyBytes = 4096;
 
@@ -62,6 +62,14 @@ class JsonTokenizer {
   }
   // True when only whitespace remains. REQUIRES: ok().
   bool AtEnd();
+
+  // For a tokenizer whose source starts at stream byte `offset`, at an element of an array
+  // other than its first (the far part of a file that a second thread reads): offsets count
+  // from `offset`, and the first NextElement reads a value with no ',' before it. Call first.
+  void ResumeInArray(uint64_t offset) {
+    base_offset_ = offset;
+    after_open_ = true;
+  }
 
   // Consumes '{' / '['. Then call NextMember / NextElement until *done.
   bool BeginObject();

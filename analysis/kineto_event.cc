@@ -97,6 +97,7 @@ void KinetoRawEvent::Reset() {
   ts_ns = dur_ns = 0;
   out_of_range.clear();
   has_device = has_correlation = has_memory_device_id = false;
+  correlation = 0;  // copied into every record: never the previous event's
   has_total_allocated = has_bytes = has_copy_bytes = has_msg_nelems = has_dtype = false;
 }
 

@@ -29,6 +29,21 @@
 namespace fleetprof::analysis {
 
 // Reads `source` to its end into `out` (format, events, metadata).
+//
+// A source that can be read twice (a file: ByteSource::Reopen) of at least
+// SetKinetoSplitMinBytes bytes (8 MiB by default, after gunzip) is read by two threads: a second
+// one skips to the middle, guesses where an event starts there and reads from it to the end of
+// the event array into events of its own, while this one reads from the start. When this reader
+// reaches an event at the very byte guessed, the second one's events are appended (names
+// re-interned in their order) and reading goes on after the array with its tokenizer; when it
+// does not (a wrong guess, an error or a limit in the far part), the far part is dropped and this
+// reader reads on alone. Either way the result, errors included, is that of one reader.
 absl::Status ReadKinetoJson(ByteSource& source, TraceEvents* out);
+
+// The smallest stream (bytes, as SizeHint says) that two threads read; 0: never. For tests, and
+// for measuring one thread against two.
+void SetKinetoSplitMinBytes(uint64_t bytes);
+// How many far parts this process's readers took over (for tests: that a split happened).
+int64_t KinetoFarPartsTaken();
 
 }  // namespace fleetprof::analysis

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -24,25 +26,63 @@ namespace {
 class CappedSource : public ByteSource {
  public:
   CappedSource(ByteSource& inner, int64_t max_mb) : inner_(inner), max_mb_(max_mb) {}
+  CappedSource(std::unique_ptr<ByteSource> owned, int64_t max_mb)
+      : inner_(*owned), max_mb_(max_mb), owned_(std::move(owned)) {}
   absl::StatusOr<size_t> Read(char* buf, size_t n) override {
     absl::StatusOr<size_t> got = inner_.Read(buf, n);
     if (!got.ok()) return got;
-    read_ += *got;
+    return Count(*got);
+  }
+  absl::StatusOr<uint64_t> Skip(uint64_t n) override {
+    absl::StatusOr<uint64_t> got = inner_.Skip(n);
+    if (!got.ok()) return got;
+    absl::StatusOr<size_t> counted = Count(*got);
+    if (!counted.ok()) return counted.status();
+    return *got;
+  }
+  const std::string& name() const override { return inner_.name(); }
+  std::unique_ptr<ByteSource> Reopen() const override {
+    std::unique_ptr<ByteSource> again = inner_.Reopen();
+    if (again == nullptr) return nullptr;
+    return std::make_unique<CappedSource>(std::move(again), max_mb_);
+  }
+  int64_t SizeHint() const override { return inner_.SizeHint(); }
+  bool SkipReadsThrough() const override { return inner_.SkipReadsThrough(); }
+  void StopReading() override { inner_.StopReading(); }
+
+ private:
+  absl::StatusOr<size_t> Count(size_t got) {
+    read_ += got;
     if (read_ > static_cast<uint64_t>(max_mb_) << 20) {
       return TraceLimitError(name(), "MiB after decompression", max_mb_, "max_trace_mb", read_);
     }
     return got;
   }
-  const std::string& name() const override { return inner_.name(); }
 
- private:
   ByteSource& inner_;
   int64_t max_mb_;
+  std::unique_ptr<ByteSource> owned_;  // when reopened
   uint64_t read_ = 0;
 };
 
-TraceSummary Summarize(const TraceEvents& events) {
+// From this many events on, the call tree and the stats reports (read-only, like the other
+// views) are computed on a thread of their own beside the other views.
+constexpr size_t kParallelSummaryEvents = 50000;
+
+TraceSummary Summarize(const TraceEvents& events, SummaryParts parts, bool spare_thread) {
   TraceSummary summary;
+  std::optional<std::thread> extras;
+  if (parts == SummaryParts::kAll) {
+    auto compute = [&summary, &events] {
+      summary.call_tree = BuildCallTree(events);
+      summary.stats = ComputeStatsReports(events);
+    };
+    if (spare_thread && events.activity.size() + events.host.size() >= kParallelSummaryEvents) {
+      absl::StatusOr<std::thread> thread = StartThread("the call tree of a trace", compute);
+      if (thread.ok()) extras = *std::move(thread);
+    }
+    if (!extras.has_value()) compute();
+  }
   summary.format = events.format;
   summary.events = events.events;
   summary.skipped_events = events.skipped_events;
@@ -70,8 +110,7 @@ TraceSummary Summarize(const TraceEvents& events) {
   summary.steps = StepBreakdown(events);
   summary.memory = MemoryBreakdown(events);
   summary.xla_ops = events.xla_ops;
-  summary.call_tree = BuildCallTree(events);
-  summary.stats = ComputeStatsReports(events);
+  if (extras.has_value()) extras->join();
   MakeStringsValidUtf8(&summary);
   return summary;
 }
@@ -93,7 +132,8 @@ TraceFormat DetectTraceFormat(const std::string& file_name, std::string_view fir
 }
 
 absl::StatusOr<TraceSummary> AnalyzeTrace(ByteSource& source, TraceFormat format,
-                                          TraceEventsSink* sink, const TraceLimits& limits) {
+                                          TraceEventsSink* sink, const TraceLimits& limits,
+                                          SummaryParts parts) {
   if (absl::Status valid = limits.Validate(); !valid.ok()) return valid;
   const TraceFormatSpec* spec = FindTraceFormat(format);
   if (spec == nullptr) {
@@ -106,7 +146,7 @@ absl::StatusOr<TraceSummary> AnalyzeTrace(ByteSource& source, TraceFormat format
   events.limits = limits;
   CappedSource capped(source, limits.max_trace_mb);
   if (absl::Status status = spec->read(capped, &events); !status.ok()) return status;
-  if (sink == nullptr) return Summarize(events);
+  if (sink == nullptr) return Summarize(events, parts, /*spare_thread=*/true);
   // The sink (the server's event store) and the summaries only read the events: on a thread of
   // its own the sink is off the upload's critical path. Without a thread, one after the other.
   absl::Status consumed = absl::UnknownError("the sink did not run");
@@ -114,16 +154,17 @@ absl::StatusOr<TraceSummary> AnalyzeTrace(ByteSource& source, TraceFormat format
                               [&consumed, sink, &events] { consumed = sink->Consume(events); });
   if (!consumer.ok()) {
     if (absl::Status status = sink->Consume(events); !status.ok()) return status;
-    return Summarize(events);
+    return Summarize(events, parts, /*spare_thread=*/false);
   }
-  TraceSummary summary = Summarize(events);
+  TraceSummary summary = Summarize(events, parts, /*spare_thread=*/false);
   consumer->join();
   if (!consumed.ok()) return consumed;
   return summary;
 }
 
 absl::StatusOr<TraceSummary> AnalyzeTraceStream(std::unique_ptr<ByteSource> raw, TraceFormat format,
-                                                TraceEventsSink* sink, const TraceLimits& limits) {
+                                                TraceEventsSink* sink, const TraceLimits& limits,
+                                                SummaryParts parts) {
   std::unique_ptr<ByteSource> plain = MaybeGunzip(std::move(raw));
   // Sniff the first bytes after gunzip, then hand them back to the reader.
   std::string head(64, '\0');
@@ -138,14 +179,14 @@ absl::StatusOr<TraceSummary> AnalyzeTraceStream(std::unique_ptr<ByteSource> raw,
   if (filled == 0) return absl::InvalidArgumentError(absl::StrCat(plain->name(), ": empty trace (no bytes)"));
   if (format == TraceFormat::kUnknown) format = DetectTraceFormat(plain->name(), head);
   std::unique_ptr<ByteSource> source = PrefixedSource(std::move(head), std::move(plain));
-  return AnalyzeTrace(*source, format, sink, limits);  // names the formats it knows when it is neither
+  return AnalyzeTrace(*source, format, sink, limits, parts);  // names the formats it knows when it is neither
 }
 
 absl::StatusOr<TraceSummary> AnalyzeTraceFile(const std::string& path, TraceEventsSink* sink,
-                                              const TraceLimits& limits) {
+                                              const TraceLimits& limits, SummaryParts parts) {
   absl::StatusOr<std::unique_ptr<ByteSource>> file = OpenFileSource(path);
   if (!file.ok()) return file.status();
-  return AnalyzeTraceStream(*std::move(file), TraceFormat::kUnknown, sink, limits);
+  return AnalyzeTraceStream(*std::move(file), TraceFormat::kUnknown, sink, limits, parts);
 }
 
 }  // namespace fleetprof::analysis

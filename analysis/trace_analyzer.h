@@ -26,6 +26,11 @@ class TraceEventsSink {
   virtual absl::Status Consume(const TraceEvents& events) = 0;
 };
 
+// What a summary holds beyond the views every answer shows: the call tree (flame graphs) and
+// the nsys stats reports, a sixth of a large trace's analysis, which `fleetprof analyze` and
+// the profile answer leave out.
+enum class SummaryParts { kAll, kWithoutTreeAndStats };
+
 // Reads `source` (already decompressed) to its end and returns the summary. Memory grows
 // only with what the summaries need (per-event compact records), never with the text.
 // Errors name the source, the byte offset and what was expected.
@@ -33,18 +38,21 @@ class TraceEventsSink {
 // is refused with RESOURCE_EXHAUSTED naming the flag to raise (trace_limits.h).
 absl::StatusOr<TraceSummary> AnalyzeTrace(ByteSource& source, TraceFormat format,
                                           TraceEventsSink* sink = nullptr,
-                                          const TraceLimits& limits = TraceLimits());
+                                          const TraceLimits& limits = TraceLimits(),
+                                          SummaryParts parts = SummaryParts::kAll);
 
 // The one way a file or an upload becomes a summary: gunzips `raw` when it is gzip, then reads
 // it as a trace of `format`, or for kUnknown of the format its first bytes (else `raw`'s
 // name) show. INVALID_ARGUMENT, naming the source, for an empty or unrecognised stream.
 absl::StatusOr<TraceSummary> AnalyzeTraceStream(std::unique_ptr<ByteSource> raw, TraceFormat format,
                                                 TraceEventsSink* sink = nullptr,
-                                                const TraceLimits& limits = TraceLimits());
+                                                const TraceLimits& limits = TraceLimits(),
+                                                SummaryParts parts = SummaryParts::kAll);
 
 // For the CLI and tests: opens `path` and analyses it (AnalyzeTraceStream).
 absl::StatusOr<TraceSummary> AnalyzeTraceFile(const std::string& path,
                                               TraceEventsSink* sink = nullptr,
-                                              const TraceLimits& limits = TraceLimits());
+                                              const TraceLimits& limits = TraceLimits(),
+                                              SummaryParts parts = SummaryParts::kAll);
 
 }  // namespace fleetprof::analysis

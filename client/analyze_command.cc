@@ -13,7 +13,9 @@ namespace fleetprof::cli {
 
 int RunAnalyze(const CliOptions& options) {
   if (options.args.size() != 1) return FailUsage("analyze");
-  auto analysed = analysis::AnalyzeTraceFile(options.args[0], nullptr, options.trace_limits);
+  // The call tree and stats reports are not part of this answer (cleared below): not computed.
+  auto analysed = analysis::AnalyzeTraceFile(options.args[0], nullptr, options.trace_limits,
+                                             analysis::SummaryParts::kWithoutTreeAndStats);
   if (!analysed.ok()) return Fail(std::string(analysed.status().message()));
   v1::ProfileSummary summary = SummaryToProto(*analysed);
   // As the server's profile answer: the tree is the flame graph's, the reports `stats`'s.
