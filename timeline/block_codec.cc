@@ -66,14 +66,15 @@ void EncodeBlock(const std::vector<TimelineEvent>& events, bool counter, std::st
   }
 }
 
-absl::Status DecodeBlock(std::string_view bytes, bool counter, uint32_t names,
-                         std::vector<TimelineEvent>* events) {
+absl::Status DecodeBlock(std::string_view bytes, bool counter, uint32_t names, std::vector<TimelineEvent>* events,
+                         int64_t stop_start, uint64_t* declared) {
   events->clear();
   Cursor in(bytes);
   const absl::Status damaged = absl::DataLossError("damaged event block");
   uint64_t count;
   // Each event takes at least 5 bytes, so a count beyond that is damage, not an allocation.
   if (!in.Varint(&count) || count > bytes.size() / 5 + 1) return damaged;
+  if (declared != nullptr) *declared = count;
   events->resize(count);
   int64_t previous = 0;
   for (uint64_t i = 0; i < count; ++i) {
@@ -91,6 +92,10 @@ absl::Status DecodeBlock(std::string_view bytes, bool counter, uint32_t names,
       e.start = previous + static_cast<int64_t>(start);
     }
     previous = e.start;
+    if (e.start >= stop_start) {  // sorted by start: the rest starts later still
+      events->resize(i);
+      return absl::OkStatus();
+    }
     if (dur > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() - (e.start > 0 ? e.start : 0)) ||
         name >= names || category >= names) {
       return damaged;

@@ -4,6 +4,7 @@
 // error, never a read past its end.
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,8 +34,11 @@ struct TimelineEvent {
 
 // Appends `events` (sorted by start) to `out`. `counter` blocks carry value and bytes.
 void EncodeBlock(const std::vector<TimelineEvent>& events, bool counter, std::string* out);
-// Replaces `events` with the block's; `names` bounds the name ids.
-absl::Status DecodeBlock(std::string_view bytes, bool counter, uint32_t names,
-                         std::vector<TimelineEvent>* events);
+// Replaces `events` with the block's; `names` bounds the name ids. With `stop_start`, the
+// events from the first one starting at or after it on are left out, their bytes not read (nor
+// checked): a window reads a block only up to its end. `declared`: how many events the block
+// says it holds (all of `events` when none is left out).
+absl::Status DecodeBlock(std::string_view bytes, bool counter, uint32_t names, std::vector<TimelineEvent>* events,
+                         int64_t stop_start = std::numeric_limits<int64_t>::max(), uint64_t* declared = nullptr);
 
 }  // namespace fleetprof::timeline

@@ -91,7 +91,7 @@ int64_t Timeline::TicksAtOrAfter(int64_t ns) const {
 }
 
 absl::Status Timeline::ReadBlock(TimelineReader& reader, uint32_t track, int level_index, uint32_t block,
-                                 std::vector<TimelineEvent>* events) const {
+                                 std::vector<TimelineEvent>* events, int64_t stop_start) const {
   const v1::TimelineTrack& t = directory_.tracks(static_cast<int>(track));
   const v1::TimelineLevel& level = t.levels(level_index);
   absl::StatusOr<std::string> bytes = reader.GetBlock(track, level.level(), block);
@@ -99,8 +99,9 @@ absl::Status Timeline::ReadBlock(TimelineReader& reader, uint32_t track, int lev
     return absl::DataLossError(absl::StrCat("event block ", t.id(), "/", level.level(), "/", block,
                                             " is missing: ", bytes.status().message()));
   }
-  absl::Status s = DecodeBlock(*bytes, t.kind() == "counter", names(), events);
-  if (s.ok() && events->size() != level.blocks(static_cast<int>(block)).count()) {
+  uint64_t declared = 0;
+  absl::Status s = DecodeBlock(*bytes, t.kind() == "counter", names(), events, stop_start, &declared);
+  if (s.ok() && declared != level.blocks(static_cast<int>(block)).count()) {
     s = absl::DataLossError("event block count disagrees with the directory");
   }
   return s;

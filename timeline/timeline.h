@@ -67,9 +67,11 @@ class Timeline {
   void FoldBlocks(uint32_t track, int level_index, uint32_t first, uint32_t end, int64_t max_span_ns,
                   int64_t join_gap_ns, Add&& add) const;
 
-  // The events of block `block` of `level_index` (an index into track.levels()).
+  // The events of block `block` of `level_index` (an index into track.levels()); with
+  // `stop_start` (ticks) only those that start before it (DecodeBlock).
   absl::Status ReadBlock(TimelineReader& reader, uint32_t track, int level_index, uint32_t block,
-                         std::vector<TimelineEvent>* events) const;
+                         std::vector<TimelineEvent>* events,
+                         int64_t stop_start = std::numeric_limits<int64_t>::max()) const;
 
  private:
   Timeline() = default;

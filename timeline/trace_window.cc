@@ -251,6 +251,7 @@ absl::Status WindowFiller::ReadLevel(uint32_t ti, int li, TrackState& state) {
   const v1::TimelineLevel& level = state.track.levels(li);
   auto [first, last] = CandidateBlocks(t_, level, spec_.start, spec_.end);
   const int64_t start_ticks = t_.TicksAtOrAfter(spec_.start);
+  const int64_t end_ticks = t_.TicksAtOrAfter(spec_.end);  // an event starting here is past the window
   auto [inside_first, inside_end] = FoldBlocksInside(ti, li, first, last, state.folder);
   for (uint32_t b = first; b < last; ++b) {
     if (b == inside_first && inside_end > inside_first) {  // folded already
@@ -259,12 +260,9 @@ absl::Status WindowFiller::ReadLevel(uint32_t ti, int li, TrackState& state) {
     }
     const v1::TimelineBlock& meta = level.blocks(static_cast<int>(b));
     if (meta.max_end() < start_ticks) continue;  // every event of the block ends before the window
-    if (absl::Status s = t_.ReadBlock(reader_, ti, li, b, &events_); !s.ok()) return s;
-    for (const TimelineEvent& e : events_) {
-      const int64_t es = t_.TimeNs(e.start);
-      if (es >= spec_.end) break;  // sorted by start: the rest of the block is after the window
-      AddEvent(e, es, state);
-    }
+    // Sorted by start: the events from the window's end on are not even decoded.
+    if (absl::Status s = t_.ReadBlock(reader_, ti, li, b, &events_, end_ticks); !s.ok()) return s;
+    for (const TimelineEvent& e : events_) AddEvent(e, t_.TimeNs(e.start), state);
   }
   return absl::OkStatus();
 }
