@@ -10,6 +10,7 @@
 //              "l/" key=value \0 inv_time id   -> ""
 //              "h/" job \0 inv_time id         -> RegressionPoint (regression_store.h)
 //              "r/" job \0 inv_time id/n       -> Regression
+//              "sampling/state"                -> SamplingState (sampling_state_store.h)
 //   uploads    upload_id                       -> UploadRecord (partial or committed)
 //   agents     node                            -> AgentInfo
 //   captures   capture_id                      -> Capture

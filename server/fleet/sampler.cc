@@ -13,8 +13,6 @@ namespace {
 
 constexpr int64_t kNanosPerMs = 1'000'000;
 constexpr int64_t kSecondNs = 1'000'000'000;
-// The state's one record, in the catalog's index table (storage.h lists the layout).
-constexpr std::string_view kStateKey = "sampling/state";
 
 uint64_t RandomSeed() {
   std::random_device device;
@@ -25,7 +23,7 @@ uint64_t RandomSeed() {
 
 Sampler::Sampler(Catalog* catalog, SamplerFleet fleet, Clock* clock, ServerMetrics* metrics,
                  std::function<bool()> leads)
-    : catalog_(catalog), fleet_(std::move(fleet)), clock_(clock), metrics_(metrics), leads_(std::move(leads)) {}
+    : store_(catalog), fleet_(std::move(fleet)), clock_(clock), metrics_(metrics), leads_(std::move(leads)) {}
 
 Sampler::~Sampler() { loop_.reset(); }
 
@@ -68,27 +66,6 @@ absl::Status Sampler::CheckPolicy(const v1::SetSamplingRequest& r) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<std::pair<v1::SamplingState, std::string>>> Sampler::Load() {
-  auto bytes = catalog_->Get(CatalogTable::kIndex, kStateKey);
-  if (!bytes.ok()) return bytes.status();
-  if (!bytes->has_value()) return std::optional<std::pair<v1::SamplingState, std::string>>();
-  v1::SamplingState state;
-  if (!state.ParseFromString(**bytes)) return absl::DataLossError("the stored sampling state does not parse");
-  return std::optional<std::pair<v1::SamplingState, std::string>>(std::pair(std::move(state), **std::move(bytes)));
-}
-
-absl::Status Sampler::StoreIfUnchanged(const v1::SamplingState& state, const std::optional<std::string>& expected) {
-  CatalogWrite write;
-  if (expected.has_value()) {
-    write.RequireValue(CatalogTable::kIndex, std::string(kStateKey), *expected);
-  } else {
-    write.RequireAbsent(CatalogTable::kIndex, std::string(kStateKey));
-  }
-  write.Put(CatalogTable::kIndex, std::string(kStateKey), state.SerializeAsString());
-  write.sync = true;  // a period's picks are on disk before its captures start
-  return catalog_->Commit(write);
-}
-
 v1::SamplingStatus Sampler::StatusOf(const v1::SamplingState& state) const {
   v1::SamplingStatus status;
   const v1::SetSamplingRequest& policy = state.policy();
@@ -124,9 +101,9 @@ absl::StatusOr<v1::SamplingStatus> Sampler::Set(const v1::SetSamplingRequest& re
   {
     absl::MutexLock lock(&mu_);
     // Whatever is stored (a damaged record too) is replaced: the policy being set is the truth.
-    auto stored = catalog_->Get(CatalogTable::kIndex, kStateKey);
+    auto stored = store_.LoadBytes();
     if (!stored.ok()) return stored.status();
-    if (absl::Status s = StoreIfUnchanged(state, *stored); !s.ok()) return s;
+    if (absl::Status s = store_.PutIfUnchanged(state, *stored); !s.ok()) return s;
   }
   spdlog::info("sampling set every_ms={} duration_ms={} max_overhead={} max_concurrent={} by={} (p={})",
                state.policy().every_ms(), state.policy().duration_ms(), state.policy().max_overhead(),
@@ -137,22 +114,22 @@ absl::StatusOr<v1::SamplingStatus> Sampler::Set(const v1::SetSamplingRequest& re
 
 absl::StatusOr<v1::SamplingStatus> Sampler::Get() {
   absl::MutexLock lock(&mu_);
-  auto loaded = Load();
+  auto loaded = store_.Load();
   if (!loaded.ok()) return loaded.status();
   if (!loaded->has_value()) return v1::SamplingStatus();
-  return StatusOf((*loaded)->first);
+  return StatusOf((*loaded)->state);
 }
 
 absl::StatusOr<v1::SamplingStatus> Sampler::Disable() {
   absl::MutexLock lock(&mu_);
-  auto loaded = Load();
+  auto loaded = store_.Load();
   if (!loaded.ok()) return loaded.status();
   if (!loaded->has_value()) return v1::SamplingStatus();
-  v1::SamplingState state = (*loaded)->first;
+  v1::SamplingState state = (*loaded)->state;
   if (state.enabled()) {
     state.set_enabled(false);
     state.clear_pending();  // picks of a policy that is off never start
-    if (absl::Status s = StoreIfUnchanged(state, (*loaded)->second); !s.ok()) return s;
+    if (absl::Status s = store_.PutIfUnchanged(state, (*loaded)->bytes); !s.ok()) return s;
     spdlog::info("sampling off after {} periods, {} captures", state.periods(), state.captures());
   }
   return StatusOf(state);
@@ -160,31 +137,31 @@ absl::StatusOr<v1::SamplingStatus> Sampler::Disable() {
 
 bool Sampler::ReserveTriggered(int64_t device_ns) {
   absl::MutexLock lock(&mu_);
-  auto loaded = Load();
+  auto loaded = store_.Load();
   if (!loaded.ok()) return false;  // cannot tell what the budget has left
-  if (!loaded->has_value() || !(*loaded)->first.enabled()) return true;
-  v1::SamplingState state = (*loaded)->first;
+  if (!loaded->has_value() || !(*loaded)->state.enabled()) return true;
+  v1::SamplingState state = (*loaded)->state;
   if (state.spend().empty() || state.spend().rbegin()->period_start_ns() != state.period_start_ns()) return false;
   v1::SamplingPeriodSpend* spend = state.mutable_spend(state.spend_size() - 1);
   const int64_t budget = static_cast<int64_t>(state.policy().max_overhead() * static_cast<double>(spend->fleet_device_ns()));
   if (device_ns < 0 || spend->captured_device_ns() + device_ns > budget) return false;
   spend->set_captured_device_ns(spend->captured_device_ns() + device_ns);
-  return StoreIfUnchanged(state, (*loaded)->second).ok();
+  return store_.PutIfUnchanged(state, (*loaded)->bytes).ok();
 }
 
 std::vector<v1::SamplingPick> Sampler::PlanTick(int64_t now, int64_t* next, int64_t* duration_ms) {
   *next = now + kSecondNs;
   absl::MutexLock lock(&mu_);
-  auto loaded = Load();
+  auto loaded = store_.Load();
   if (!loaded.ok()) {
     spdlog::warn("sampling: the state cannot be read: {}", std::string(loaded.status().message()));
     return {};
   }
-  if (!loaded->has_value() || !(*loaded)->first.enabled()) {
+  if (!loaded->has_value() || !(*loaded)->state.enabled()) {
     if (metrics_ != nullptr) metrics_->SetSamplingOverheadRatio(0);
     return {};
   }
-  v1::SamplingState state = (*loaded)->first;
+  v1::SamplingState state = (*loaded)->state;
   const int64_t every_ns = state.policy().every_ms() * kNanosPerMs;
   *duration_ms = state.policy().duration_ms();
   const std::vector<SampledTarget> targets = fleet_.live_targets();
@@ -198,7 +175,7 @@ std::vector<v1::SamplingPick> Sampler::PlanTick(int64_t now, int64_t* next, int6
   PlanStep step;
   if (!state.pending().empty()) step = SamplingPlan::Dispatch(&state, targets, fleet_.sampled_in_flight());
   if (changed || !step.start.empty() || step.skipped_busy > 0 || step.dropped > 0) {
-    if (absl::Status s = StoreIfUnchanged(state, (*loaded)->second); !s.ok()) {
+    if (absl::Status s = store_.PutIfUnchanged(state, (*loaded)->bytes); !s.ok()) {
       // Another replica (a leader that has not noticed it is not one) wrote first: its word stands.
       spdlog::warn("sampling: state not stored, no capture started: {}", std::string(s.message()));
       return {};

@@ -9,8 +9,9 @@
 // between the write and the starts loses those picks, it never repeats them).
 // Transport-free: the gRPC SamplingService and the HTTP API both call Set/Get/Disable.
 //
-// Locks: mu_ orders the writers (Tick, Set, Disable, ReserveTriggered) and guards the cached
-// state; it is held across the catalog's compare-and-set but never across a capture start.
+// Locks: mu_ orders the readers and writers of the stored state (Tick, Set, Get, Disable,
+// ReserveTriggered); it is held across the catalog's compare-and-set but never across a capture
+// start.
 
 #include <cstdint>
 #include <functional>
@@ -30,6 +31,7 @@
 #include "fleetprof/v1/sampling.pb.h"
 #include "server/fleet/sampling_plan.h"
 #include "storage/catalog.h"
+#include "storage/sampling_state_store.h"
 
 namespace fleetprof {
 
@@ -82,16 +84,11 @@ class Sampler {
   static absl::Status CheckPolicy(const v1::SetSamplingRequest& request);
 
  private:
-  // The stored state and its bytes (for the compare-and-set); nullopt when none is stored.
-  absl::StatusOr<std::optional<std::pair<v1::SamplingState, std::string>>> Load() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Writes `state` if the stored bytes are still `expected`; ABORTED when another wrote first.
-  absl::Status StoreIfUnchanged(const v1::SamplingState& state, const std::optional<std::string>& expected)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::SamplingStatus StatusOf(const v1::SamplingState& state) const;
   // Plans this tick under mu_: the picks to start, with the state already stored.
   std::vector<v1::SamplingPick> PlanTick(int64_t now, int64_t* next, int64_t* duration_ms) ABSL_LOCKS_EXCLUDED(mu_);
 
-  Catalog* catalog_;
+  SamplingStateStore store_;  // read and written under mu_
   const SamplerFleet fleet_;
   Clock* clock_;
   ServerMetrics* metrics_;
