@@ -298,7 +298,7 @@ void Server::BuildTriggers() {
     rules.push_back(rule.name);
     if (rule.scope == diagnosis::RuleScope::kJob) hooks.job_rules.insert(rule.name);
   }
-  trigger_store_ = std::make_unique<TriggerStore>(&storage_->engine().catalog(), storage_->unreadable(), clock_, rules);
+  trigger_store_ = std::make_unique<TriggerStore>(&storage_->triggers(), clock_, rules);
   hooks.reserve = [this](int64_t device_ns) { return !reserve_triggered_ || reserve_triggered_(device_ns); };
   hooks.diagnose = [this](const v1::DiagnoseRequest& request) { return query_api_->Diagnose(request); };
   triggers_ = std::make_unique<TriggerRunner>(trigger_store_.get(), captures_.get(), registry_.get(),

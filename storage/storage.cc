@@ -25,7 +25,8 @@ Storage::Storage(std::unique_ptr<StorageEngine> engine)
       agents_(&engine_->catalog(), &unreadable_),
       captures_(&engine_->catalog(), &unreadable_),
       schedules_(&engine_->catalog(), &unreadable_),
-      regressions_(&engine_->catalog(), &unreadable_) {}
+      regressions_(&engine_->catalog(), &unreadable_),
+      triggers_(&engine_->catalog(), &unreadable_) {}
 
 namespace {
 

@@ -11,6 +11,7 @@
 //              "h/" job \0 inv_time id         -> RegressionPoint (regression_store.h)
 //              "r/" job \0 inv_time id/n       -> Regression
 //              "sampling/state"                -> SamplingState (sampling_state_store.h)
+//              "trg/" trigger_id               -> Trigger (trigger_table.h)
 //   uploads    upload_id                       -> UploadRecord (partial or committed)
 //   agents     node                            -> AgentInfo
 //   captures   capture_id                      -> Capture
@@ -32,6 +33,7 @@
 #include "storage/regression_store.h"
 #include "storage/rocks_engine.h"
 #include "storage/storage_engine.h"
+#include "storage/trigger_table.h"
 #include "storage/upload_table.h"
 
 namespace fleetprof {
@@ -54,6 +56,7 @@ class Storage {
   CaptureTable& captures() { return captures_; }
   ScheduleTable& schedules() { return schedules_; }
   RegressionStore& regressions() { return regressions_; }
+  TriggerTable& triggers() { return triggers_; }
   StorageEngine& engine() { return *engine_; }
   // Where a table of a layer above counts its records that do not parse (UnreadableRecords).
   UnreadableLog* unreadable() { return &unreadable_; }
@@ -85,6 +88,7 @@ class Storage {
   CaptureTable captures_;
   ScheduleTable schedules_;
   RegressionStore regressions_;
+  TriggerTable triggers_;
 };
 
 }  // namespace fleetprof

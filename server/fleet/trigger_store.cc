@@ -10,8 +10,6 @@
 namespace fleetprof {
 namespace {
 
-constexpr int kUpdateTries = 8;
-
 absl::Status CheckMayDelete(const v1::Trigger& trigger, const Principal& caller) {
   // An empty created_by matches nobody's name: only an admin removes such a trigger.
   if (caller.Has(Scope::kAdmin) || (!trigger.created_by().empty() && trigger.created_by() == caller.name)) {
@@ -63,66 +61,37 @@ absl::StatusOr<v1::Trigger> TriggerStore::Add(const v1::AddTriggerRequest& reque
   } else {
     trigger.set_regression(true);
   }
-  CatalogWrite write;
-  write.RequireAbsent(CatalogTable::kIndex, Key(trigger.trigger_id()));
-  records_.Put(write, Key(trigger.trigger_id()), trigger);
-  write.sync = true;  // a trigger that was acknowledged survives a crash
-  if (absl::Status s = catalog_->Commit(write); !s.ok()) return s;
+  if (absl::Status s = table_->Add(trigger); !s.ok()) return s;
   spdlog::info("trigger added trigger_id={} job={} when='{}' duration_ms={} cooldown_ms={} by={}", trigger.trigger_id(),
                trigger.job(), trigger.when(), trigger.duration_ms(), trigger.cooldown_ms(), trigger.created_by());
   return trigger;
 }
 
 absl::StatusOr<v1::ListTriggersResponse> TriggerStore::List(const v1::ListTriggersRequest& request) {
+  absl::StatusOr<std::vector<v1::Trigger>> all = table_->List();
+  if (!all.ok()) return all.status();
   v1::ListTriggersResponse response;
-  CatalogScan scan;
-  scan.prefix = "trg/";
-  absl::Status s = records_.ForEach(scan, [&](std::string_view, v1::Trigger& trigger) {
+  for (v1::Trigger& trigger : *all) {
     if (request.job().empty() || trigger.job() == request.job()) *response.add_triggers() = std::move(trigger);
-    return true;
-  });
-  if (!s.ok()) return s;
+  }
   return response;
 }
 
 absl::StatusOr<v1::DeleteTriggerResponse> TriggerStore::Delete(const v1::DeleteTriggerRequest& request,
                                                                const Principal& caller) {
   if (request.trigger_id().empty()) return absl::InvalidArgumentError("trigger_id is required");
-  auto found = records_.Find(Key(request.trigger_id()));
+  auto found = table_->Find(request.trigger_id());
   if (!found.ok()) return found.status();
   if (!found->has_value()) {
     return absl::NotFoundError(absl::StrCat("trigger ", request.trigger_id(), ": not found (see fleetprof triggers)"));
   }
   if (absl::Status s = CheckMayDelete(**found, caller); !s.ok()) return s;
-  if (absl::Status s = records_.Delete(Key(request.trigger_id()), /*sync=*/true); !s.ok()) return s;
+  if (absl::Status s = table_->Delete(request.trigger_id()); !s.ok()) return s;
   spdlog::info("trigger removed trigger_id={} by={}", request.trigger_id(), caller.name);
   v1::DeleteTriggerResponse response;
   response.set_trigger_id(request.trigger_id());
   response.set_deleted(true);
   return response;
-}
-
-absl::StatusOr<std::optional<v1::Trigger>> TriggerStore::Update(const std::string& trigger_id,
-                                                                const std::function<bool(v1::Trigger&)>& change) {
-  const std::string key = Key(trigger_id);
-  for (int attempt = 0; attempt < kUpdateTries; ++attempt) {
-    auto bytes = catalog_->Get(CatalogTable::kIndex, key);
-    if (!bytes.ok()) return bytes.status();
-    if (!bytes->has_value()) return std::optional<v1::Trigger>();
-    v1::Trigger trigger;
-    if (!trigger.ParseFromString(**bytes)) {
-      return absl::DataLossError(absl::StrCat("trigger ", trigger_id, ": stored record does not parse"));
-    }
-    if (!change(trigger)) return std::optional<v1::Trigger>();
-    CatalogWrite write;
-    write.RequireValue(CatalogTable::kIndex, key, **bytes);
-    records_.Put(write, key, trigger);
-    absl::Status s = catalog_->Commit(write);
-    if (s.ok()) return std::optional<v1::Trigger>(std::move(trigger));
-    if (!absl::IsAborted(s)) return s;  // ABORTED: another replica wrote it first; read again
-  }
-  return absl::AbortedError(
-      absl::StrCat("trigger ", trigger_id, ": changed by others ", kUpdateTries, " times in a row"));
 }
 
 }  // namespace fleetprof

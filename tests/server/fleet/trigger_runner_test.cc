@@ -49,7 +49,7 @@ class TriggerRunnerTest : public ::testing::Test {
     storage_ = Storage::InMemory();
     registry_ = std::make_unique<AgentRegistry>(&storage_->agents(), &metrics_, AgentLimits(), &clock_);
     captures_ = std::make_unique<CaptureCoordinator>(storage_.get(), registry_.get(), &metrics_, &clock_);
-    store_ = std::make_unique<TriggerStore>(&storage_->engine().catalog(), storage_->unreadable(), &clock_,
+    store_ = std::make_unique<TriggerStore>(&storage_->triggers(), &clock_,
                                             std::vector<std::string>{"idle_device", "late_rank"});
   }
   void StartRunner(TriggerRunner::Hooks hooks = {}) {
