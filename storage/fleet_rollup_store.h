@@ -36,7 +36,8 @@ class FleetRollupStore {
 
   // Reads the records of `id` for each grouping in `by` (an absent one comes empty with its
   // by, hour, job and labels set), lets `change` edit them in that order, and writes them back
-  // in one synced commit that holds only if none changed meanwhile; tries again when one did.
+  // in one commit (not synced) that holds only if none changed meanwhile; tries again when one
+  // did.
   // ABORTED after kMaxAttempts lost races.
   absl::Status Update(const FleetCellId& id, const std::vector<std::string>& by,
                       const std::function<void(std::vector<v1::FleetRollupCell>&)>& change);

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "fleetprof/v1/fleet.pb.h"
 
@@ -134,7 +135,8 @@ class FleetTopBuilder {
   int64_t since_ns_;
   int64_t samples_ = 0;
   FleetEstimate total_, busy_, idle_;
-  std::map<std::string, FleetRowSum> rows_;
+  // Hashed: a window merges millions of rows under a few thousand long kernel names.
+  absl::flat_hash_map<std::string, FleetRowSum> rows_;
 };
 
 // In-memory rollup cells: (hour, job, labels) -> sums. Pure and testable; the simulated-time
