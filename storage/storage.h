@@ -12,6 +12,7 @@
 //              "r/" job \0 inv_time id/n       -> Regression
 //              "sampling/state"                -> SamplingState (sampling_state_store.h)
 //              "trg/" trigger_id               -> Trigger (trigger_table.h)
+//              "f/" by \0 be64(hour) job \0 labels -> FleetRollupCell (fleet_rollup_store.h)
 //   uploads    upload_id                       -> UploadRecord (partial or committed)
 //   agents     node                            -> AgentInfo
 //   captures   capture_id                      -> Capture
