@@ -9,6 +9,7 @@
 # The traces are written under --work (default /tmp/fleetprof-window-scale, never the repo) and
 # reused by later runs: the 10M one is about 2 GB of JSON. The data folders are removed at exit.
 set -euo pipefail
+shopt -s inherit_errexit  # a failed upload or query inside $(measure ...) stops the run
 cd "$(dirname "$0")/.."
 build=build
 if [[ $# -gt 0 && "$1" != --* ]]; then build=$1; shift; fi
@@ -57,6 +58,7 @@ measure() {  # $1: name, $2: trace
   "$bin/fleetprof-server" --grpc_addr=127.0.0.1:0 --http_addr=127.0.0.1:0 --data_dir="$db" \
     --ready_file="$ready" --log_level=warn --max_trace_events=12000000 >&2 &
   server=$!
+  trap 'kill "$server" 2>/dev/null || true' EXIT  # measure runs in $(...): its own trap
   for _ in $(seq 600); do [[ -s $ready ]] && break; sleep 0.05; done
   local grpc http
   grpc=$(sed -E 's/.*"grpc":"([^"]+)".*/\1/' "$ready")
