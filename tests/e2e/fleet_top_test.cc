@@ -3,7 +3,7 @@
 // once they are indexed, `fleetprof fleet top --by kernel|job` (and its HTTP route) answer from
 // the rollups kept at commit with rows whose estimates and shares equal a brute-force sum over
 // the sampled profiles themselves: each profile's exact kernel times over devices x span, times
-// the device-time its capture target stands for.
+// the device-time its capture target stands for; and the same after a restart.
 
 #include <algorithm>
 #include <cmath>
@@ -204,6 +204,14 @@ TEST_F(FleetTopTest, SampledProfilesRowsEqualTheProfilesExactShares) {
   EXPECT_NE(metrics.find("fleetprof_fleet_sampled_profiles_total " + std::to_string(want.samples)), std::string::npos)
       << metrics.substr(metrics.find("fleetprof_fleet_"), 600);
 
+  // The rollups are the catalog's: a restarted server answers the same (since_ns aside, which
+  // moves when an hour turns).
+  ASSERT_EQ(cluster_.StopServer(), 0);
+  ASSERT_TRUE(cluster_.StartServer()) << cluster_.ServerLog();
+  CommandResult again = cluster_.Cli({"fleet", "top", "--by", "job", "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  auto from_samples = [](const std::string& json) { return json.substr(json.find("\"samples\"")); };
+  EXPECT_EQ(from_samples(again.out), from_samples(jobs.out));
   std::cout << table.out;
 }
 
