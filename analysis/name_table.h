@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/string_view.h"
 
 namespace fleetprof::analysis {
 
@@ -46,7 +48,14 @@ class NameTable {
   size_t block_used_ = kArenaBlockBytes;         // forces a first block on first Store
   size_t bytes_ = 0;
   std::vector<std::string_view> names_;
-  absl::flat_hash_map<std::string_view, NameId> ids_;
+  // Debian's absl has a string_view of its own, and hashes std::string_view through std::hash
+  // (a slow byte hash: 3% of a large trace's analysis); its own hash of the same bytes is faster.
+  struct Hash {
+    size_t operator()(std::string_view s) const {
+      return absl::Hash<absl::string_view>()(absl::string_view(s.data(), s.size()));
+    }
+  };
+  absl::flat_hash_map<std::string_view, NameId, Hash> ids_;
 };
 
 }  // namespace fleetprof::analysis

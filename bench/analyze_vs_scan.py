@@ -68,6 +68,7 @@ def load_average():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default=os.path.join(REPO, "build"))
+    parser.add_argument("--baseline", help="another fleetprof binary (an older build) to run in the same rounds")
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--size-mb", type=int, default=54)
     parser.add_argument("--work-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "fleetprof_bench"))
@@ -82,10 +83,15 @@ def main():
         ("analyze (plain)", [fleetprof, "analyze", plain, "--json"]),
         ("analyze (.json.gz)", [fleetprof, "analyze", packed, "--json"]),
     ]
-    # Same answer from both files, and what it counted.
+    if args.baseline:
+        cases += [
+            ("baseline (plain)", [args.baseline, "analyze", plain, "--json"]),
+            ("baseline (.json.gz)", [args.baseline, "analyze", packed, "--json"]),
+        ]
+    # Same answer from every binary and file, and what it counted.
     answers = [subprocess.run(c[1], stdout=subprocess.PIPE, check=True).stdout for c in cases[1:]]
-    if answers[0] != answers[1]:
-        sys.exit("analyze of the plain and the gzipped file differ")
+    if any(answer != answers[0] for answer in answers):
+        sys.exit("the analyses of the plain and the gzipped file (or of the two binaries) differ")
     events = re.search(rb'"events":\s*"?(\d+)', answers[0].split(b'"devices"')[0] + answers[0][-400:])
 
     print(f"file: {plain} ({os.path.getsize(plain) / 1e6:.1f} MB; .gz {os.path.getsize(packed) / 1e6:.1f} MB)"
@@ -102,14 +108,15 @@ def main():
 
     median = {label: statistics.median(values) for label, values in times.items()}
     scan = median["wc -l (plain)"]
-    print(f"\n{'':20} {'median ms':>10} {'min-max ms':>14} {'peak RSS MiB':>13}  ratio")
+    print(f"\n{'':22} {'median ms':>10} {'min-max ms':>14} {'peak RSS MiB':>13}  ratio")
     for label, _ in cases:
         values = times[label]
         ratio = "" if label.startswith("wc") else f"{median[label] / scan:.1f}x wc -l"
-        print(f"{label:20} {median[label]:10.1f} {min(values):6.1f}-{max(values):<7.1f} {rss[label]:13.1f}  {ratio}")
+        print(f"{label:22} {median[label]:10.1f} {min(values):6.1f}-{max(values):<7.1f} {rss[label]:13.1f}  {ratio}")
     gz = median["analyze (.json.gz)"]
-    print(f"{'HTA 0.6.1 (reported)':20} {HTA_MS[0]:,}-{HTA_MS[1]:,} ms: analyze (.json.gz) is "
-          f"{HTA_MS[0] / gz:.1f}-{HTA_MS[1] / gz:.1f}x faster")
+    for label in [label for label, _ in cases if ".json.gz" in label]:
+        print(f"{'HTA 0.6.1 (reported)':22} {HTA_MS[0]:,}-{HTA_MS[1]:,} ms: {label} is "
+              f"{HTA_MS[0] / median[label]:.1f}-{HTA_MS[1] / median[label]:.1f}x faster")
     print(f"\nmedians of {args.runs} alternated rounds; load average after: {load_after}")
     plain_ratio = median["analyze (plain)"] / scan
     print(f"acceptance: .json.gz >= 50x HTA ({HTA_MS[0] / gz:.1f}x): {'holds' if HTA_MS[0] / gz >= 50 else 'does not hold'}; "
