@@ -112,6 +112,7 @@ absl::Status FleetRollupWriter::Observe(const v1::ProfileInfo& info, const v1::P
 absl::Status FleetRollupWriter::Add(const SampledProfile& p) {
   if (absl::Status s = CheckSampledProfile(p); !s.ok()) return s;
   const FleetCellId id{FleetHourOf(p.committed_ns), p.job, p.labels};
+  absl::MutexLock lock(&write_mu_);
   absl::Status s = store_->Update(id, StoredGroupings(), [&](std::vector<v1::FleetRollupCell>& records) {
     for (size_t i = 0; i < records.size(); ++i) {
       const auto d = static_cast<FleetDimension>(i);

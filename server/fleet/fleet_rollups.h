@@ -17,6 +17,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "fleetprof/v1/capture.pb.h"
 #include "fleetprof/v1/profile.pb.h"
@@ -65,6 +66,10 @@ class FleetRollupWriter {
   prometheus::Counter* idle_seconds_ = nullptr;
   prometheus::Counter* profiles_ = nullptr;
   std::atomic<int64_t> expired_at_hour_{INT64_MIN};
+  // Orders this process's read-modify-write of cells, so its upload workers never lose races
+  // to each other; other replicas' are the store's compare-and-set retries. Nothing reads
+  // under it.
+  absl::Mutex write_mu_;
 };
 
 }  // namespace fleetprof

@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/clock.h"
@@ -163,6 +164,23 @@ TEST_F(FleetRollupsTest, CellsPastTheKeptDaysExpire) {
   }
   EXPECT_EQ(records, 5);  // the new profile's cell, one record per grouping
   EXPECT_EQ(Top("job", kFleetMaxSinceMs).samples(), 1);
+}
+
+TEST_F(FleetRollupsTest, ConcurrentCommitsOfOneCellAreAllCounted) {
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 8; ++w) {
+    workers.emplace_back([this, w] {
+      std::mt19937_64 rng(100 + w);
+      for (int i = 0; i < 200; ++i) {
+        SampledProfile p = RandomProfile(rng, clock_.Now());
+        p.job = "one-job";
+        p.labels.clear();
+        EXPECT_TRUE(writer_.Add(p).ok());
+      }
+    });
+  }
+  for (std::thread& t : workers) t.join();
+  EXPECT_EQ(Top("job").samples(), 8 * 200);
 }
 
 TEST_F(FleetRollupsTest, RejectsBadRequestsWithTheReason) {
