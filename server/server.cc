@@ -214,6 +214,7 @@ absl::Status Server::BuildLayers() {
   fleet_rollups_ = std::make_unique<FleetRollupWriter>(
       fleet_rollup_store_.get(), clock_, retention_policy.retention_days,
       [this](const std::string& id) { return captures_->Get(id); }, metrics_.registry().get());
+  fleet_rollups_->set_job_labels(NewestJobLabels(&storage_->profiles()));
   fleet_top_ = std::make_unique<FleetTopQuery>(fleet_rollup_store_.get(), clock_, &metrics_);
   // Another replica's delete reaches this one's caches through the catalog's watch.
   storage_->engine().catalog().Watch(CatalogWatcher{
@@ -243,6 +244,11 @@ absl::Status Server::BuildLayers() {
       &storage_->regressions(), &metrics_, clock_, [webhook = regression_webhook_.get()](const v1::Regression& r) {
         if (webhook != nullptr) webhook->Enqueue(r);
       });
+  // The sampler before the triggers: their loops may ask it for budget (reserve_triggered_) at once.
+  sampler_fleet_ = std::make_unique<SamplerFleetSource>(registry_.get(), captures_.get(), &storage_->profiles(), clock_);
+  sampler_ = std::make_unique<Sampler>(&storage_->engine().catalog(), sampler_fleet_->Fleet(), clock_, &metrics_, leads);
+  sampler_->Start();
+  reserve_triggered_ = [sampler = sampler_.get()](int64_t device_ns) { return sampler->ReserveTriggered(device_ns); };
   BuildTriggers();
   ingestor_ = std::make_unique<Ingestor>(
       storage_.get(), &metrics_, ingest_limits, attach_device_samples,
@@ -269,10 +275,6 @@ absl::Status Server::BuildLayers() {
   upload_workers_ = *std::move(upload_workers);
   ingest_service_ = std::make_unique<IngestServiceImpl>(ingestor_.get(), &grpc_access_, upload_workers_.get());
   scheduler_ = std::make_unique<CaptureScheduler>(&storage_->schedules(), captures_.get(), &metrics_, clock_, leads);
-  sampler_fleet_ = std::make_unique<SamplerFleetSource>(registry_.get(), captures_.get(), &storage_->profiles(), clock_);
-  sampler_ = std::make_unique<Sampler>(&storage_->engine().catalog(), sampler_fleet_->Fleet(), clock_, &metrics_, leads);
-  sampler_->Start();
-  reserve_triggered_ = [sampler = sampler_.get()](int64_t device_ns) { return sampler->ReserveTriggered(device_ns); };
   AddQueryOperations(query_api_.get(), &operations_);
   AddFleetTopOperation(fleet_top_.get(), &operations_);
   AddFleetOperations(captures_.get(), scheduler_.get(), registry_.get(), &operations_);

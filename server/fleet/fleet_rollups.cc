@@ -59,6 +59,12 @@ int64_t SpanOf(const v1::ProfileSummary& summary) {
 
 }  // namespace
 
+std::map<std::string, std::string> JobLabelsOf(const google::protobuf::Map<std::string, std::string>& labels) {
+  std::map<std::string, std::string> out(labels.begin(), labels.end());
+  for (const char* label : kPerUploadLabels) out.erase(label);
+  return out;
+}
+
 std::optional<SampledProfile> SampledProfileOf(const v1::ProfileInfo& info, const v1::ProfileSummary& summary,
                                                const v1::Capture& capture, int64_t committed_ns) {
   if (!capture.has_reason() || capture.reason() != v1::Capture::SAMPLED) return std::nullopt;
@@ -70,8 +76,7 @@ std::optional<SampledProfile> SampledProfileOf(const v1::ProfileInfo& info, cons
   p.job = info.job();
   p.node = info.node();
   p.device_type = DeviceTypeOf(summary);
-  for (const auto& [k, v] : info.labels()) p.labels[k] = v;
-  for (const char* label : kPerUploadLabels) p.labels.erase(label);
+  p.labels = JobLabelsOf(info.labels());
   p.committed_ns = committed_ns;
   p.weight_device_ns = target->weight_device_ns();
   p.inclusion_probability = target->inclusion_probability();
@@ -106,7 +111,9 @@ absl::Status FleetRollupWriter::Observe(const v1::ProfileInfo& info, const v1::P
   absl::StatusOr<v1::Capture> capture = capture_of_(label->second);
   if (!capture.ok()) return absl::IsNotFound(capture.status()) ? absl::OkStatus() : capture.status();
   std::optional<SampledProfile> sampled = SampledProfileOf(info, summary, *capture, clock_->Now());
-  return sampled ? Add(*sampled) : absl::OkStatus();
+  if (!sampled) return absl::OkStatus();
+  if (sampled->labels.empty() && job_labels_) sampled->labels = job_labels_(sampled->job);
+  return Add(*sampled);
 }
 
 absl::Status FleetRollupWriter::Add(const SampledProfile& p) {
@@ -137,6 +144,22 @@ absl::Status FleetRollupWriter::ExpireOnceAnHour(int64_t hour_now) {
   if (hour_now <= last || !expired_at_hour_.compare_exchange_strong(last, hour_now)) return absl::OkStatus();
   absl::StatusOr<int64_t> gone = store_->ExpireBefore(StoredGroupings(), hour_now - keep_hours_);
   return gone.status();
+}
+
+FleetRollupWriter::JobLabelsLookup NewestJobLabels(ProfileTable* profiles) {
+  return [profiles](const std::string& job) {
+    v1::ListProfilesRequest request;
+    request.set_job(job);
+    request.set_page_size(20);
+    absl::StatusOr<ProfilePage> page = profiles->List(request);
+    if (page.ok()) {
+      for (const v1::ProfileInfo& info : page->profiles) {
+        std::map<std::string, std::string> labels = JobLabelsOf(info.labels());
+        if (!labels.empty()) return labels;
+      }
+    }
+    return std::map<std::string, std::string>();
+  };
 }
 
 }  // namespace fleetprof

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -25,6 +26,7 @@
 #include "prometheus/registry.h"
 #include "server/fleet/fleet_accounting.h"
 #include "storage/fleet_rollup_store.h"
+#include "storage/profile_table.h"
 
 namespace fleetprof {
 
@@ -36,19 +38,29 @@ namespace fleetprof {
 std::optional<SampledProfile> SampledProfileOf(const v1::ProfileInfo& info, const v1::ProfileSummary& summary,
                                                const v1::Capture& capture, int64_t committed_ns);
 
+// `labels` less those a capture's upload carries (capture_id, source, pid, clocks, uploaded_by):
+// what is left says something of the job, not of one upload.
+std::map<std::string, std::string> JobLabelsOf(const google::protobuf::Map<std::string, std::string>& labels);
+
 class FleetRollupWriter {
  public:
   // The capture a capture_id names (CaptureCoordinator::Get).
   using CaptureLookup = std::function<absl::StatusOr<v1::Capture>(const std::string& capture_id)>;
+  // A job's labels from its other profiles (e.g. its newest with any JobLabelsOf), for sampled
+  // profiles that carry none of their own; may be empty.
+  using JobLabelsLookup = std::function<std::map<std::string, std::string>(const std::string& job)>;
 
   // `retention_days` 0: profiles are kept forever (cells kFleetMaxKeepDays). `metrics` (may be
   // null) gets fleetprof_fleet_{busy,idle}_device_seconds_total and
   // fleetprof_fleet_sampled_profiles_total. Nothing is owned.
   FleetRollupWriter(FleetRollupStore* store, Clock* clock, double retention_days, CaptureLookup capture_of,
                     prometheus::Registry* metrics);
+  // Sampled profiles without job labels of their own take the job's from `lookup`.
+  void set_job_labels(JobLabelsLookup lookup) { job_labels_ = std::move(lookup); }
 
   // Runs once `info` is committed: a profile of a SAMPLED capture (SampledProfileOf) is added
-  // to its cell, stamped with the clock's time now; any other is left alone.
+  // to its cell, stamped with the clock's time now (labels: its own job labels, else the job's
+// from set_job_labels); any other is left alone.
   absl::Status Observe(const v1::ProfileInfo& info, const v1::ProfileSummary& summary);
   // Adds `p` to its cell (CheckSampledProfile first: INVALID_ARGUMENT saying why it cannot be
   // counted); once per hour of the clock, deletes the cells past the keep.
@@ -61,6 +73,7 @@ class FleetRollupWriter {
   Clock* clock_;
   int64_t keep_hours_;
   CaptureLookup capture_of_;
+  JobLabelsLookup job_labels_;
   // Estimates of the fleet's device-seconds, summed as profiles are counted (never subtracted).
   prometheus::Counter* busy_seconds_ = nullptr;
   prometheus::Counter* idle_seconds_ = nullptr;
@@ -71,5 +84,9 @@ class FleetRollupWriter {
   // under it.
   absl::Mutex write_mu_;
 };
+
+// The labels of a job's newest profile (of its last 20) that has any JobLabelsOf: what a
+// sampled profile of the job is counted under when it has none of its own.
+FleetRollupWriter::JobLabelsLookup NewestJobLabels(ProfileTable* profiles);
 
 }  // namespace fleetprof

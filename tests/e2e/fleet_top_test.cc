@@ -151,6 +151,12 @@ TEST_F(FleetTopTest, SampledProfilesRowsEqualTheProfilesExactShares) {
   ASSERT_EQ(empty.exit_code, 0) << empty.err;
   EXPECT_NE(empty.out.find("\"samples\":0"), std::string::npos) << empty.out;
 
+  // The train job's labels come from an upload of its own; its sampled profiles carry only
+  // their capture's, and are counted under the job's.
+  CommandResult labelled = cluster_.Cli({"upload", CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"), "--job",
+                                         "train", "--label", "team=lm"});
+  ASSERT_EQ(labelled.exit_code, 0) << labelled.err;
+
   ASSERT_EQ(cluster_.Cli({"sampling", "set", "--every", "3s", "--duration_ms", "200", "--max_overhead", "50%"}).exit_code,
             0);
   ASSERT_TRUE(Eventually(90, [&] {
@@ -184,6 +190,14 @@ TEST_F(FleetTopTest, SampledProfilesRowsEqualTheProfilesExactShares) {
   CommandResult jobs = cluster_.Cli({"fleet", "top", "--by", "job", "--json"});
   ASSERT_EQ(jobs.exit_code, 0) << jobs.err;
   ExpectRowsMatch(jobs.out, want.job_ns, want.job_samples, want.total);
+
+  CommandResult team = cluster_.Cli({"fleet", "top", "--by", "job", "--label", "team=lm", "--json"});
+  ASSERT_EQ(team.exit_code, 0) << team.err;
+  simdjson::dom::element team_doc = parser.parse(team.out).value();
+  EXPECT_EQ(team_doc["samples"].get_int64().value(), want.job_samples.at("train")) << team.out;
+  ASSERT_EQ(team_doc["rows"].get_array().value().size(), 1u) << team.out;
+  EXPECT_EQ(std::string_view(team_doc["rows"].at(0)["name"].get_string().value()), "train");
+  EXPECT_NEAR(static_cast<double>(team_doc["rows"].at(0)["device_ns"].get_int64().value()), want.job_ns.at("train"), 1.0);
 
   // HTTP answers the same JSON; the table has the totals and a row per job.
   httplib::Client http("http://" + cluster_.http_addr());

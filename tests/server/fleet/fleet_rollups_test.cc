@@ -274,6 +274,39 @@ TEST_F(FleetRollupsTest, CountsOnlyProfilesOfSampledCaptures) {
   (*gone.mutable_labels())["capture_id"] = "c9";
   ASSERT_TRUE(writer_.Observe(gone, TwoDeviceSummary()).ok());
 
+  // Without job labels of its own, a sampled profile takes the job's.
+  v1::ProfileInfo bare = info;
+  bare.mutable_labels()->erase("team");
+  writer_.set_job_labels([](const std::string& job) {
+    return std::map<std::string, std::string>{{"team", job == "train" ? "llm" : "other"}};
+  });
+  ASSERT_TRUE(writer_.Observe(bare, TwoDeviceSummary()).ok());
+  v1::FleetTopRequest llm;
+  (*llm.mutable_labels())["team"] = "llm";
+  EXPECT_EQ(query_.Top(llm)->samples(), 2);
+  writer_.set_job_labels(nullptr);
+  ASSERT_TRUE(writer_.Observe(bare, TwoDeviceSummary()).ok());  // counted unlabelled
+  EXPECT_EQ(query_.Top(llm)->samples(), 2);
+  EXPECT_EQ(Top("job").samples(), 3);  // the other pid's, the manual capture's and the unknown one's are not
+}
+
+TEST_F(FleetRollupsTest, OneSampledProfileCountsItsExactShares) {
+  v1::Capture sampled;
+  sampled.set_capture_id("c1");
+  sampled.set_reason(v1::Capture::SAMPLED);
+  v1::CaptureTarget* t = sampled.add_targets();
+  t->set_node("n1");
+  t->set_job("train");
+  t->set_weight_device_ns(8 * kFleetHourNs);
+  t->set_inclusion_probability(0.25);
+  t->set_devices(4);
+  captures_ = {{"c1", sampled}};
+  v1::ProfileInfo info;
+  info.set_profile_id("p1");
+  info.set_job("train");
+  info.set_node("n1");
+  (*info.mutable_labels())["capture_id"] = "c1";
+  ASSERT_TRUE(writer_.Observe(info, TwoDeviceSummary()).ok());
   const auto kernels = Top("kernel");
   EXPECT_EQ(kernels.samples(), 1);
   ASSERT_EQ(kernels.rows_size(), 2);
