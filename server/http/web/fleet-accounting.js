@@ -3,7 +3,7 @@
 // row's estimate with its 95% interval, share and samples; busy and idle totals), the sampling
 // policy that feeds it, and the newest regressions.
 
-import {api, apiPath, clear, emptyBlock, enc, fmtAgo, fmtDuration, fmtInt, fmtPct, h, isoDate, loadingBlock, num, stat} from './core.js';
+import {api, apiPath, appendChildren, clear, emptyBlock, enc, fmtAgo, fmtDuration, fmtInt, fmtPct, h, isoDate, loadingBlock, num, stat} from './core.js';
 
 const TOP_ROWS = 10;
 const REGRESSION_ROWS = 8;
@@ -117,15 +117,17 @@ export function fleetAccountingCard(page) {
     .then(([kernels, ops, jobs, sampling, regressions]) => {
       if (!page.alive()) return;
       const part = (r, title, render) => (r.error ? failed(title, r.error) : render(r.value));
-      clear(body).append(
+      const nothing = !kernels.error && !num(kernels.value.samples);
+      appendChildren(clear(body), [
         sampling.error ? failed('Sampling status', sampling.error) : samplingLine(sampling.value),
-        part(kernels, 'Totals', totals),
-        h('div', {class: 'fleet-top-grid'},
-          part(kernels, 'Top kernels', (v) => topTable('Top kernels', v)),
-          part(ops, 'Top ops', (v) => topTable('Top ops', v)),
-          part(jobs, 'Top jobs', (v) => topTable('Top jobs', v))),
+        nothing ? emptyBlock('No sampled profile in the last 24 h: the estimates start with the first one.')
+          : [part(kernels, 'Totals', totals),
+            h('div', {class: 'fleet-top-grid'},
+              part(kernels, 'Top kernels', (v) => topTable('Top kernels', v)),
+              part(ops, 'Top ops', (v) => topTable('Top ops', v)),
+              part(jobs, 'Top jobs', (v) => topTable('Top jobs', v)))],
         h('h3', null, 'Recent regressions'),
-        part(regressions, 'Regressions', regressionsTable));
+        part(regressions, 'Regressions', regressionsTable)]);
     });
   return card;
 }
