@@ -119,12 +119,96 @@ class CompressedInput {
   bool zero_padding_ = false;
 };
 
+// Inflates on the caller's thread, straight into its buffer: a reopened source (a file's far
+// part, kineto_json_reader.h) already has a thread of its own, and a third and fourth thread on
+// two cores cost more in waits for a time slice than the pipeline saves.
+class InlineGunzipSource : public ByteSource {
+ public:
+  InlineGunzipSource(std::unique_ptr<ByteSource> inner, const std::string& prefix)
+      : inner_(std::move(inner)), name_(inner_->name()), input_(prefix, kInBufferBytes) {}
+
+  absl::StatusOr<size_t> Read(char* buf, size_t n) override {
+    if (!sticky_error_.ok()) return sticky_error_;
+    size_t out_len = 0;
+    const size_t room = std::min<size_t>(n, size_t{1} << 30);
+    while (out_len == 0 && !ended_ && room > 0) {
+      if (absl::Status s = Step(buf, &out_len, room); !s.ok()) {
+        sticky_error_ = s;
+        if (out_len == 0) return s;  // else the bytes before it first, the error next
+      }
+      if (!sticky_error_.ok()) break;
+    }
+    return out_len;
+  }
+
+  absl::StatusOr<uint64_t> Skip(uint64_t n) override {
+    if (scratch_ == nullptr) scratch_ = std::make_unique<char[]>(kScratchBytes);
+    uint64_t skipped = 0;
+    while (skipped < n) {
+      absl::StatusOr<size_t> got = Read(scratch_.get(), std::min<uint64_t>(kScratchBytes, n - skipped));
+      if (!got.ok()) return got.status();
+      if (*got == 0) break;
+      skipped += *got;
+    }
+    return skipped;
+  }
+
+  const std::string& name() const override { return name_; }
+
+ private:
+  static constexpr size_t kInBufferBytes = 64 << 10;
+  static constexpr size_t kScratchBytes = 64 << 10;
+
+  // One turn of GunzipSource::Inflate's loop, writing into out[*out_len, room).
+  absl::Status Step(char* out, size_t* out_len, size_t room) {
+    if (input_.NeedsInput()) {
+      if (absl::Status s = input_.Refill(*inner_); !s.ok()) return s;
+    }
+    if (member_done_) {
+      switch (input_.NextAfterMember()) {
+        case AfterMember::kReadMore:
+        case AfterMember::kSkippedPadding:
+          return absl::OkStatus();
+        case AfterMember::kEndOfStream:
+          ended_ = true;
+          return absl::OkStatus();
+        case AfterMember::kTrailingData:
+          return absl::DataLossError(absl::StrCat(
+              name_, ": trailing data after gzip stream at compressed byte ", input_.consumed()));
+        case AfterMember::kNextMember:
+          member_done_ = false;
+          break;
+      }
+    }
+    const int ret = input_.InflateInto(out, out_len, room);
+    if (ret < 0 || ret == ISAL_NEED_DICT) {
+      return absl::DataLossError(absl::StrCat(name_, ": corrupt gzip stream at compressed byte ",
+                                              input_.consumed(), ": ", IsalErrorText(ret)));
+    }
+    if (input_.MemberFinished()) {
+      member_done_ = true;
+    } else if (input_.Truncated()) {
+      return absl::DataLossError(
+          absl::StrCat(name_, ": truncated gzip stream at compressed byte ", input_.read_total()));
+    }
+    return absl::OkStatus();
+  }
+
+  std::unique_ptr<ByteSource> inner_;
+  std::string name_;
+  CompressedInput input_;
+  bool member_done_ = false;
+  bool ended_ = false;
+  absl::Status sticky_error_;
+  std::unique_ptr<char[]> scratch_;
+};
+
 // Defers the sniffing to the first Read, because MaybeGunzip cannot return a Status.
 class SniffingSource : public ByteSource {
  public:
-  // `lean`: a reopened source, whose inflate thread keeps less ahead (GunzipSource).
-  SniffingSource(std::unique_ptr<ByteSource> inner, bool lean)
-      : inner_(std::move(inner)), raw_(inner_.get()), name_(inner_->name()), lean_(lean) {}
+  // `inline_gunzip`: a reopened source, which inflates on its reader's thread.
+  SniffingSource(std::unique_ptr<ByteSource> inner, bool inline_gunzip)
+      : inner_(std::move(inner)), raw_(inner_.get()), name_(inner_->name()), inline_gunzip_(inline_gunzip) {}
 
   absl::StatusOr<size_t> Read(char* buf, size_t n) override {
     if (absl::Status s = Resolve(); !s.ok()) return s;
@@ -144,7 +228,7 @@ class SniffingSource : public ByteSource {
   std::unique_ptr<ByteSource> Reopen() const override {
     std::unique_ptr<ByteSource> again = raw_->Reopen();
     if (again == nullptr) return nullptr;
-    return std::make_unique<SniffingSource>(std::move(again), /*lean=*/true);
+    return std::make_unique<SniffingSource>(std::move(again), /*inline_gunzip=*/true);
   }
 
   // Plain: the inner size. Gzip: the length the last member records (ISIZE, modulo 2^32), read
@@ -180,10 +264,11 @@ class SniffingSource : public ByteSource {
     }
     if (LooksGzipped(prefix)) {
       gzipped_ = true;
-      resolved_ = lean_ ? std::make_unique<GunzipSource>(std::move(inner_), std::move(prefix),
-                                                         GunzipSource::kLeanBuffers, GunzipSource::kLeanBufferBytes,
-                                                         GunzipSource::kLeanInBufferBytes)
-                        : std::make_unique<GunzipSource>(std::move(inner_), std::move(prefix));
+      if (inline_gunzip_) {
+        resolved_ = std::make_unique<InlineGunzipSource>(std::move(inner_), prefix);
+      } else {
+        resolved_ = std::make_unique<GunzipSource>(std::move(inner_), std::move(prefix));
+      }
     } else {
       resolved_ = PrefixedSource(std::move(prefix), std::move(inner_));
     }
@@ -193,7 +278,7 @@ class SniffingSource : public ByteSource {
   std::unique_ptr<ByteSource> inner_;
   ByteSource* raw_;
   std::string name_;
-  bool lean_;
+  bool inline_gunzip_;
   bool gzipped_ = false;
   std::unique_ptr<ByteSource> resolved_;
 };
@@ -201,18 +286,13 @@ class SniffingSource : public ByteSource {
 }  // namespace
 
 std::unique_ptr<ByteSource> MaybeGunzip(std::unique_ptr<ByteSource> inner) {
-  return std::make_unique<SniffingSource>(std::move(inner), /*lean=*/false);
+  return std::make_unique<SniffingSource>(std::move(inner), /*inline_gunzip=*/false);
 }
 
-GunzipSource::GunzipSource(std::unique_ptr<ByteSource> inner, std::string prefix, int buffers,
-                           size_t buffer_bytes, size_t in_buffer_bytes)
-    : inner_(std::move(inner)),
-      name_(inner_->name()),
-      prefix_(std::move(prefix)),
-      out_buffer_bytes_(buffer_bytes),
-      in_buffer_bytes_(in_buffer_bytes) {
-  for (int i = 0; i < buffers; ++i) {
-    out_buffers_.push_back(std::make_unique<char[]>(out_buffer_bytes_));
+GunzipSource::GunzipSource(std::unique_ptr<ByteSource> inner, std::string prefix)
+    : inner_(std::move(inner)), name_(inner_->name()), prefix_(std::move(prefix)) {
+  for (int i = 0; i < kOutBuffers; ++i) {
+    out_buffers_.push_back(std::make_unique<char[]>(kOutBufferBytes));
     free_.push_back(out_buffers_.back().get());
   }
   auto worker = StartThread(absl::StrCat("the inflate thread of ", name_), [this] { RunInflate(); });
@@ -325,7 +405,7 @@ void GunzipSource::RunInflate() { PublishEnd(Inflate()); }
 // Inflates every gzip member of inner_ in turn. Offsets in errors count compressed bytes
 // from the start of the file, the only position a user can check with other tools.
 absl::Status GunzipSource::Inflate() {
-  CompressedInput input(prefix_, in_buffer_bytes_);
+  CompressedInput input(prefix_, kInBufferBytes);
   bool member_done = false;
   char* out = nullptr;
   size_t out_len = 0;
@@ -367,7 +447,7 @@ absl::Status GunzipSource::Inflate() {
           break;
       }
     }
-    const int ret = input.InflateInto(out, &out_len, out_buffer_bytes_);
+    const int ret = input.InflateInto(out, &out_len, kOutBufferBytes);
     if (ret < 0 || ret == ISAL_NEED_DICT) {
       flush();
       return absl::DataLossError(absl::StrCat(name_, ": corrupt gzip stream at compressed byte ",
@@ -380,7 +460,7 @@ absl::Status GunzipSource::Inflate() {
       return absl::DataLossError(
           absl::StrCat(name_, ": truncated gzip stream at compressed byte ", input.read_total()));
     }
-    if (out_len == out_buffer_bytes_) flush();
+    if (out_len == kOutBufferBytes) flush();
   }
 }
 

@@ -20,21 +20,10 @@ namespace fleetprof::analysis {
 
 class GunzipSource : public ByteSource {
  public:
-  static constexpr size_t kOutBufferBytes = 128 << 10;
-  static constexpr int kOutBuffers = 3;
-  // Reopen's: the second reader of a file inflates close behind itself.
-  static constexpr size_t kLeanBufferBytes = 64 << 10;
-  static constexpr int kLeanBuffers = 2;
-  static constexpr size_t kInBufferBytes = 256 << 10;
-  static constexpr size_t kLeanInBufferBytes = 64 << 10;
-
   // `prefix` holds bytes already read from `inner` (the sniffed magic); they are inflated
   // first. Starts the worker thread immediately: `inner` is read from that thread.
   // Destruction stops the worker; it waits for an inner Read in progress to return.
-  // `buffers` of `buffer_bytes` hold what is inflated ahead of the reader: fewer and smaller
-  // for a reader that has a core of its own to share (a file's far part, kineto_json_reader.h).
-  GunzipSource(std::unique_ptr<ByteSource> inner, std::string prefix, int buffers = kOutBuffers,
-               size_t buffer_bytes = kOutBufferBytes, size_t in_buffer_bytes = kInBufferBytes);
+  GunzipSource(std::unique_ptr<ByteSource> inner, std::string prefix);
   ~GunzipSource() override;
 
   absl::StatusOr<size_t> Read(char* buf, size_t n) override;
@@ -44,6 +33,9 @@ class GunzipSource : public ByteSource {
   void StopReading() override;
 
  private:
+  static constexpr size_t kOutBufferBytes = 128 << 10;
+  static constexpr int kOutBuffers = 3;
+  static constexpr size_t kInBufferBytes = 256 << 10;
 
   struct Chunk {
     char* data = nullptr;  // one of out_buffers_, or null for end/error
@@ -62,8 +54,6 @@ class GunzipSource : public ByteSource {
   std::unique_ptr<ByteSource> inner_;
   std::string name_;
   std::string prefix_;
-  size_t out_buffer_bytes_;
-  size_t in_buffer_bytes_;
   std::vector<std::unique_ptr<char[]>> out_buffers_;
 
   absl::Mutex mu_;

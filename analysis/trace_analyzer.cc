@@ -65,24 +65,27 @@ class CappedSource : public ByteSource {
   uint64_t read_ = 0;
 };
 
-// From this many events on, the call tree and the stats reports (read-only, like the other
-// views) are computed on a thread of their own beside the other views.
+// From this many events on, a second thread computes some views beside the others.
 constexpr size_t kParallelSummaryEvents = 50000;
 
 TraceSummary Summarize(const TraceEvents& events, SummaryParts parts, bool spare_thread) {
   TraceSummary summary;
-  std::optional<std::thread> extras;
-  if (parts == SummaryParts::kAll) {
-    auto compute = [&summary, &events] {
-      summary.call_tree = BuildCallTree(events);
-      summary.stats = ComputeStatsReports(events);
-    };
-    if (spare_thread && events.activity.size() + events.host.size() >= kParallelSummaryEvents) {
-      absl::StatusOr<std::thread> thread = StartThread("the call tree of a trace", compute);
-      if (thread.ok()) extras = *std::move(thread);
-    }
-    if (!extras.has_value()) compute();
+  OpViews op_views;
+  // The heaviest views (the call tree and stats reports, or without them the op views) are
+  // computed beside the others on a large trace; they only read the events.
+  const auto tree_and_stats = [&summary, &events] {
+    summary.call_tree = BuildCallTree(events);
+    summary.stats = ComputeStatsReports(events);
+  };
+  const auto ops = [&op_views, &events] { op_views = OpAndScopeBreakdown(events); };
+  const bool all = parts == SummaryParts::kAll;
+  std::optional<std::thread> side;
+  if (spare_thread && events.activity.size() + events.host.size() >= kParallelSummaryEvents) {
+    absl::StatusOr<std::thread> thread =
+        all ? StartThread("the call tree of a trace", tree_and_stats) : StartThread("the op views of a trace", ops);
+    if (thread.ok()) side = *std::move(thread);
   }
+  if (!side.has_value() && all) tree_and_stats();
   summary.format = events.format;
   summary.events = events.events;
   summary.skipped_events = events.skipped_events;
@@ -104,13 +107,13 @@ TraceSummary Summarize(const TraceEvents& events, SummaryParts parts, bool spare
   }
   summary.devices = DeviceBreakdown(events);
   summary.kernels = KernelBreakdown(events);
-  OpViews op_views = OpAndScopeBreakdown(events);
-  summary.ops = std::move(op_views.ops);
-  summary.scopes = std::move(op_views.scopes);
+  if (all || !side.has_value()) ops();
   summary.steps = StepBreakdown(events);
   summary.memory = MemoryBreakdown(events);
   summary.xla_ops = events.xla_ops;
-  if (extras.has_value()) extras->join();
+  if (side.has_value()) side->join();
+  summary.ops = std::move(op_views.ops);
+  summary.scopes = std::move(op_views.scopes);
   MakeStringsValidUtf8(&summary);
   return summary;
 }

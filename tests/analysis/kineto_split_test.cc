@@ -12,6 +12,7 @@
 #include "analysis/kineto_json_reader.h"
 #include "analysis/trace_analyzer.h"
 #include "analysis/trace_events.h"
+#include "common/gzip_member.h"
 #include "gtest/gtest.h"
 #include "proto/proto_json.h"
 #include "proto/summary_codec.h"
@@ -248,6 +249,43 @@ TEST(KinetoSplit, CorpusFilesWholeAndCut) {
   // Whole files (text, .json.gz and plain file through the analysis); never a cut one, whose
   // far part ends in an error and is dropped.
   EXPECT_EQ(KinetoFarPartsTaken() - taken_before, 3 * files);
+}
+
+std::string WriteTemp(const std::string& name, const std::string& bytes) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/split_", name);
+  FILE* f = std::fopen(path.c_str(), "wb");
+  EXPECT_NE(f, nullptr);
+  if (f == nullptr) return path;
+  EXPECT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+  std::fclose(f);
+  return path;
+}
+
+// Gzip files whose far part inflates on its own thread (a reopened source inflates inline):
+// several members, and streams cut or damaged before or after the middle, give one reader's
+// answer or error.
+TEST(KinetoSplit, GzipFilesWholeCutAndDamaged) {
+  const std::string text = Trace(3000, 0, ",\n");
+  const std::string one = GzipMember(text);
+  const std::string two = GzipMember(text.substr(0, text.size() / 3)) + GzipMember(text.substr(text.size() / 3));
+  std::string damaged = one;
+  damaged[damaged.size() * 3 / 4] ^= 0x55;
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"one.json.gz", one},
+      {"two_members.json.gz", two},
+      {"cut_far.json.gz", one.substr(0, one.size() * 3 / 4)},
+      {"cut_near.json.gz", one.substr(0, one.size() / 4)},
+      {"damaged.json.gz", damaged},
+      {"trailing.json.gz", one + "garbage"},
+  };
+  const int64_t taken_before = KinetoFarPartsTaken();
+  for (const auto& [name, bytes] : files) {
+    SCOPED_TRACE(name);
+    const std::string path = WriteTemp(name, bytes);
+    EXPECT_EQ(SummaryJson(path, 0), SummaryJson(path, 1));
+    std::remove(path.c_str());
+  }
+  EXPECT_GE(KinetoFarPartsTaken() - taken_before, 2);  // the two whole files
 }
 
 }  // namespace
