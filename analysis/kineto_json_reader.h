@@ -32,7 +32,8 @@ namespace fleetprof::analysis {
 //
 // A source that can be read twice (a file: ByteSource::Reopen) of at least
 // SetKinetoSplitMinBytes bytes (8 MiB by default, after gunzip) is read by two threads: a second
-// one skips to the middle, guesses where an event starts there and reads from it to the end of
+// one skips to the middle (56% of a gzip stream, which it inflates on its own thread to get
+// there), guesses where an event starts there and reads from it to the end of
 // the event array into events of its own, while this one reads from the start. When this reader
 // reaches an event at the very byte guessed, the second one's events are appended (names
 // re-interned in their order) and reading goes on after the array with its tokenizer; when it
