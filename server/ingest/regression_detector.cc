@@ -37,11 +37,16 @@ std::vector<std::string> Largest(const google::protobuf::Map<std::string, double
   return names;
 }
 
-double Median(std::vector<double> values) {
+// The q-quantile of `values` (not empty), interpolated between the two nearest ranks.
+double Quantile(std::vector<double> values, double q) {
   std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  const double rank = q * static_cast<double>(values.size() - 1);
+  const size_t below = static_cast<size_t>(rank);
+  if (below + 1 >= values.size()) return values.back();
+  return values[below] + (rank - static_cast<double>(below)) * (values[below + 1] - values[below]);
 }
+
+double Median(std::vector<double> values) { return Quantile(std::move(values), 0.5); }
 
 // One value against its baseline: appends a record when it is past the bound.
 struct Judge {
@@ -59,7 +64,12 @@ struct Judge {
     std::vector<double> deviations;
     for (double v : values) deviations.push_back(std::fabs(v - median));
     const double scaled_mad = kRegressionMadScale * Median(deviations);
-    const double bound = std::max(kRegressionMads * scaled_mad, kRegressionMinChange * median);
+    // The 5% floor is counted from the baseline's upper quartile, not its median: the median of
+    // a few noisy profiles is itself off by up to the noise (2% low for 5 draws of +-3%), and
+    // that error must not count toward the 5%. A value must be 5% of the median above what a
+    // quarter of the baseline already reached.
+    const double floor = Quantile(values, 0.75) - median + kRegressionMinChange * median;
+    const double bound = std::max(kRegressionMads * scaled_mad, floor);
     if (value - median <= bound) return;
     v1::Regression r;
     r.set_regression_id(absl::StrCat(now.profile_id(), "/", out->size() + 1));

@@ -2,8 +2,9 @@
 // Regressions (issue 42, item 4): when a profile of a job is committed, its step time and its
 // largest kernels and ops (per step; per second of span without steps) are compared with a
 // robust baseline of the job's previous profiles: the median and the MAD of each value over the
-// job's last 20 profiles (at least 5). A value above median + max(3 scaled MADs (1.4826 x MAD),
-// 5% of the median) makes a regression record. The baseline comes from a compact point per
+// job's last 20 profiles (at least 5). A value above median + 3 scaled MADs (1.4826 x MAD) and
+// at least 5% of the median above the baseline's upper quartile makes a regression record (the
+// quartile, so that a median of a few noisy profiles sitting low cannot lend a value its 5%). The baseline comes from a compact point per
 // profile kept at commit (storage/regression_store.h), never from events. Same inputs (points,
 // clock), same records.
 

@@ -98,17 +98,24 @@ std::vector<v1::Regression> RunSeries(Harness& h, uint32_t seed, int count, int 
 }
 
 // Issue 42's acceptance series. Noise is independent per value (41 judged a profile), uniform
-// in +-3%. The rule is DESIGN.md's, exactly, so this holds for these seeds, not for every one:
-// over seeds 1..200, 42 series made at least one record (false positives); the profiles whose
-// baseline had 5..10 profiles made 45 of those 56 records: the median of a few +-3% draws can
-// sit 2% low, and a +3% draw then clears the 5% floor. With a full baseline of 20 profiles, 9
-// records in 200 x 180 judged profiles.
+// in +-3%, over 200 seeds. With the 5% floor counted from the baseline's median, 42 of the 200
+// series made at least one record (the median of 5..10 draws can sit 2% low and a +3% draw then
+// clears the floor). Counted from the upper quartile, 6 do, each from a baseline of 5 or 6
+// profiles whose values all fell at the low end of the noise: a +3% value is then 5% above
+// all of them, which no rule judging from 5 profiles can tell from a real change. From a
+// baseline of 7 profiles or more no series makes a record.
 TEST(RegressionDetector, TwoHundredProfilesWithThreePercentNoiseMakeNoRecord) {
-  for (uint32_t seed : {1u, 2u, 3u, 4u}) {
+  int series_with_records = 0;
+  for (uint32_t seed = 1; seed <= 200; ++seed) {
     Harness h;
-    EXPECT_TRUE(RunSeries(h, seed, 200, -1, Shape()).empty()) << "seed " << seed;
-    EXPECT_TRUE(h.storage->regressions().List("")->empty());
+    const std::vector<v1::Regression> found = RunSeries(h, seed, 200, -1, Shape());
+    if (!found.empty()) ++series_with_records;
+    for (const v1::Regression& r : found) {
+      EXPECT_LE(r.baseline_profiles_size(), 6) << "seed " << seed << ": " << r.what() << " " << r.name() << " "
+                                               << r.change();
+    }
   }
+  EXPECT_LE(series_with_records, 10) << "of 200 series";
 }
 
 TEST(RegressionDetector, OneKernelTwentyPercentSlowerMakesExactlyOneRecordNamingIt) {
