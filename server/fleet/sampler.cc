@@ -99,6 +99,7 @@ absl::StatusOr<v1::SamplingStatus> Sampler::Set(const v1::SetSamplingRequest& re
   state.set_set_by(caller.name);
   state.set_seed(fleet_.seed ? fleet_.seed() : RandomSeed());
   {
+    absl::MutexLock ticking(&tick_mu_);
     absl::MutexLock lock(&mu_);
     // Whatever is stored (a damaged record too) is replaced: the policy being set is the truth.
     auto stored = store_.LoadBytes();
@@ -121,6 +122,7 @@ absl::StatusOr<v1::SamplingStatus> Sampler::Get() {
 }
 
 absl::StatusOr<v1::SamplingStatus> Sampler::Disable() {
+  absl::MutexLock ticking(&tick_mu_);
   absl::MutexLock lock(&mu_);
   auto loaded = store_.Load();
   if (!loaded.ok()) return loaded.status();
@@ -192,6 +194,7 @@ std::vector<v1::SamplingPick> Sampler::PlanTick(int64_t now, int64_t* next, int6
 
 int64_t Sampler::Tick(int64_t now) {
   if (leads_ && !leads_()) return now + kSecondNs;  // another replica samples
+  absl::MutexLock ticking(&tick_mu_);
   int64_t next = now + kSecondNs, duration_ms = 0;
   for (const v1::SamplingPick& pick : PlanTick(now, &next, &duration_ms)) {
     auto started = fleet_.start(pick, duration_ms);

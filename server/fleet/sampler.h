@@ -11,7 +11,8 @@
 //
 // Locks: mu_ orders the readers and writers of the stored state (Tick, Set, Get, Disable,
 // ReserveTriggered); it is held across the catalog's compare-and-set but never across a capture
-// start.
+// start. tick_mu_, taken before it, spans a tick with its capture starts, and Set and Disable
+// take it too, so that once `sampling off` answers no capture of the policy starts any more.
 
 #include <cstdint>
 #include <functional>
@@ -68,9 +69,10 @@ class Sampler {
   // Starts the loop on the clock (the server); tests call Tick themselves.
   void Start();
 
-  absl::StatusOr<v1::SamplingStatus> Set(const v1::SetSamplingRequest& request, const Principal& caller);
-  absl::StatusOr<v1::SamplingStatus> Get();
-  absl::StatusOr<v1::SamplingStatus> Disable();
+  absl::StatusOr<v1::SamplingStatus> Set(const v1::SetSamplingRequest& request, const Principal& caller)
+      ABSL_LOCKS_EXCLUDED(tick_mu_, mu_);
+  absl::StatusOr<v1::SamplingStatus> Get() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<v1::SamplingStatus> Disable() ABSL_LOCKS_EXCLUDED(tick_mu_, mu_);
 
   // For triggered captures (a trigger's firing): true when sampling is off; else true only when
   // `device_ns` fits in the current period's budget, which it is then charged to.
@@ -78,7 +80,7 @@ class Sampler {
 
   // Begins the period due at `now` (if one is) and starts the picks that fit; returns when to
   // look again. The loop's tick; public for tests and the bench.
-  int64_t Tick(int64_t now) ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t Tick(int64_t now) ABSL_LOCKS_EXCLUDED(tick_mu_, mu_);
 
   // The policy's checks, with a reason a user can act on.
   static absl::Status CheckPolicy(const v1::SetSamplingRequest& request);
@@ -86,13 +88,17 @@ class Sampler {
  private:
   v1::SamplingStatus StatusOf(const v1::SamplingState& state) const;
   // Plans this tick under mu_: the picks to start, with the state already stored.
-  std::vector<v1::SamplingPick> PlanTick(int64_t now, int64_t* next, int64_t* duration_ms) ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<v1::SamplingPick> PlanTick(int64_t now, int64_t* next, int64_t* duration_ms)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(tick_mu_) ABSL_LOCKS_EXCLUDED(mu_);
 
   SamplingStateStore store_;  // read and written under mu_
   const SamplerFleet fleet_;
   Clock* clock_;
   ServerMetrics* metrics_;
   const std::function<bool()> leads_;
+  // Held across a whole tick, its capture starts included, and by Set and Disable: once they
+  // return, no pick of the policy before them is still being started.
+  absl::Mutex tick_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::Mutex mu_;
   std::unique_ptr<PeriodicLoop> loop_;  // last: it stops before the members it uses go
 };
