@@ -1,5 +1,7 @@
 #include "server/fleet/sampler_fleet.h"
 
+#include "server/fleet/fleet_rollups.h"
+
 #include <algorithm>
 #include <set>
 
@@ -90,7 +92,9 @@ SamplerFleetSource::JobFacts SamplerFleetSource::ReadFacts(const std::string& jo
   absl::StatusOr<ProfilePage> page = profiles_->List(request);
   if (!page.ok()) return facts;
   for (const v1::ProfileInfo& info : page->profiles) {
-    if (facts.labels.empty()) facts.labels.insert(info.labels().begin(), info.labels().end());
+    // A captured profile carries only its capture's labels (capture_id, source, pid...): the
+    // job's own are those of its newest profile that has any, as fleet accounting counts them.
+    if (facts.labels.empty()) facts.labels = JobLabelsOf(info.labels());
     if (facts.devices_by_node.contains(info.node())) continue;
     absl::StatusOr<v1::ProfileSummary> summary = profiles_->GetListedSummary(info.profile_id());
     if (summary.ok()) facts.devices_by_node[info.node()] = summary->devices_size();

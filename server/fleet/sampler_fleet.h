@@ -6,7 +6,8 @@
 // A target's devices: what the agent's NVML says of its job on the node (devices whose
 // processes of the job hold memory, shared among the job's targets on that node), else the
 // device count of the job's last profile from that node, else 1. A job's labels are those of
-// its last profile. Both come from the store at most once per job every kJobFactsTtlNs, so a
+// its newest profile that has job labels (JobLabelsOf: a sampled capture's own profiles carry
+// only per-upload ones). Both come from the store at most once per job every kJobFactsTtlNs, so a
 // tick costs memory reads, not a scan of profiles.
 
 #include <cstdint>

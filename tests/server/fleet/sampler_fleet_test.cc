@@ -1,6 +1,6 @@
 // SamplerFleetSource (server/fleet/sampler_fleet.h): a target's devices are NVML's view of its
 // job on the node (shared among the job's targets there), else its job's last profile from that
-// node, else 1; a job's labels are its last profile's; a pick starts a SAMPLED capture of that
+// node, else 1; a job's labels are its newest profile's that has job labels; a pick starts a SAMPLED capture of that
 // one target carrying its weight, and the target is then busy and in flight.
 
 #include "server/fleet/sampler_fleet.h"
@@ -53,6 +53,15 @@ TEST(SamplerFleetSource, DevicesComeFromNvmlThenTheLastProfileThenOne) {
   (*info.mutable_labels())["team"] = "vision";
   v1::ProfileSummary summary;
   for (int d = 0; d < 3; ++d) summary.add_devices()->set_device(std::to_string(d));
+  ASSERT_TRUE(store->profiles().Commit(info, summary).ok());
+  // A newer profile of the job from a (sampled) capture carries only per-upload labels: the
+  // job's labels stay the ones its own uploads gave it, so a labelled policy keeps matching.
+  clock.Advance(1'000'000'000);
+  info.set_profile_id("p2");
+  info.set_ingested_at_ns(clock.Now());
+  info.clear_labels();
+  (*info.mutable_labels())["capture_id"] = "c1";
+  (*info.mutable_labels())["source"] = "xprof";
   ASSERT_TRUE(store->profiles().Commit(info, summary).ok());
 
   CaptureCoordinator captures(store.get(), &registry, &metrics, &clock);
