@@ -6,6 +6,7 @@
 #include "absl/time/time.h"
 #include "client/cli.h"
 #include "client/commands.h"
+#include "client/duration_flag.h"
 #include "client/rpc_helpers.h"
 #include "client/table_printer.h"
 #include "fleetprof/v1/schedule.grpc.pb.h"
@@ -40,8 +41,8 @@ int RunSchedule(const CliOptions& options) {
     return FailUsage("schedule");
   }
   absl::Duration every;
-  if (!absl::ParseDuration(options.every, &every) || every <= absl::ZeroDuration()) {
-    return Fail("--every wants a duration such as 30m, 2h or 45s, not '" + options.every + "'");
+  if (!ParseDurationFlag(options.every, &every)) {
+    return Fail("--every wants a duration such as 45s, 30m, 2h or 7d, not '" + options.every + "'");
   }
   v1::CreateScheduleRequest request;
   request.set_job(options.job);

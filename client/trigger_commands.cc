@@ -3,11 +3,11 @@
 
 #include <iostream>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "client/cli.h"
 #include "client/commands.h"
+#include "client/duration_flag.h"
 #include "client/rpc_helpers.h"
 #include "client/table_printer.h"
 #include "fleetprof/v1/trigger.grpc.pb.h"
@@ -20,17 +20,6 @@ namespace {
 
 std::unique_ptr<v1::TriggerService::Stub> Stub(const CliOptions& options) {
   return v1::TriggerService::NewStub(MakeChannel(options.server, options.security));
-}
-
-// "45s", "5m", "2h", "500ms", and "7d" (which absl does not read).
-bool ParseCooldown(const std::string& text, absl::Duration* out) {
-  if (!text.empty() && text.back() == 'd') {
-    int64_t days = 0;
-    if (!absl::SimpleAtoi(text.substr(0, text.size() - 1), &days) || days <= 0 || days > 7) return false;
-    *out = absl::Hours(24 * days);
-    return true;
-  }
-  return absl::ParseDuration(text, out) && *out > absl::ZeroDuration();
 }
 
 std::string WhenFired(const v1::Trigger& t) {
@@ -57,7 +46,7 @@ int AddTrigger(const CliOptions& options) {
   request.set_duration_ms(options.duration_ms);
   if (!options.cooldown.empty()) {
     absl::Duration cooldown;
-    if (!ParseCooldown(options.cooldown, &cooldown)) {
+    if (!ParseDurationFlag(options.cooldown, &cooldown)) {
       return Fail("--cooldown wants a duration such as 45s, 10m, 2h or 1d, not '" + options.cooldown + "'");
     }
     request.set_cooldown_ms(absl::ToInt64Milliseconds(cooldown));
