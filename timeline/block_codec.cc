@@ -88,8 +88,12 @@ absl::Status DecodeBlock(std::string_view bytes, bool counter, uint32_t names, s
     if (i == 0) {
       e.start = UnZigZag(start);
     } else {
-      if (start > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() - previous)) return damaged;
-      e.start = previous + static_cast<int64_t>(start);
+      // previous may be negative (the first start is zig-zag coded): add with a check, never
+      // subtract from the maximum.
+      if (start > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
+          __builtin_add_overflow(previous, static_cast<int64_t>(start), &e.start)) {
+        return damaged;
+      }
     }
     previous = e.start;
     if (e.start >= stop_start) {  // sorted by start: the rest starts later still

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "simdjson.h"
+#include "tests/e2e/json_array.h"
 #include "tests/e2e/test_cluster.h"
 #include "tests/test_support.h"
 
@@ -22,9 +23,6 @@ std::string Trim(std::string s) {
   return s;
 }
 
-// An array to loop over: a range-for over `x.get_array().value()` would keep a reference into
-// a temporary that dies before the loop runs.
-simdjson::dom::array Array(simdjson::simdjson_result<simdjson::dom::element> e) { return e.get_array().value(); }
 
 std::string Minified(simdjson::dom::element e) { return simdjson::minify(e); }
 

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "simdjson.h"
 #include "tests/e2e/http_get.h"
+#include "tests/e2e/json_array.h"
 #include "tests/e2e/test_cluster.h"
 #include "tests/test_support.h"
 
@@ -38,9 +39,9 @@ std::vector<SampledTarget> SampledTargets(TestCluster& cluster) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (r.exit_code != 0 || parser.parse(r.out).get(doc) != simdjson::SUCCESS) return out;
-  for (simdjson::dom::element c : doc["captures"].get_array().value()) {
+  for (simdjson::dom::element c : Array(doc["captures"])) {
     if (std::string_view(c["reason"].get_string().value()) != "SAMPLED") continue;
-    for (simdjson::dom::element t : c["targets"].get_array().value()) {
+    for (simdjson::dom::element t : Array(c["targets"])) {
       SampledTarget s;
       s.capture_id = std::string(c["capture_id"].get_string().value());
       s.state = std::string(t["state"].get_string().value());
@@ -84,7 +85,7 @@ BruteForce SumOverProfiles(TestCluster& cluster, const std::vector<SampledTarget
     want.job_ns[t.job] += static_cast<double>(t.weight_device_ns);
     ++want.job_samples[t.job];
     std::set<std::string> seen;
-    for (simdjson::dom::element k : summary["kernels"].get_array().value()) {
+    for (simdjson::dom::element k : Array(summary["kernels"])) {
       const std::string name(k["name"].get_string().value());
       want.kernel_ns[name] += per_ns * static_cast<double>(k["total_ns"].get_int64().value());
       if (seen.insert(name).second) ++want.kernel_samples[name];
@@ -98,7 +99,7 @@ void ExpectRowsMatch(const std::string& json, const std::map<std::string, double
   simdjson::dom::parser parser;
   simdjson::dom::element doc = parser.parse(json).value();
   size_t rows = 0;
-  for (simdjson::dom::element row : doc["rows"].get_array().value()) {
+  for (simdjson::dom::element row : Array(doc["rows"])) {
     ++rows;
     const std::string name(row["name"].get_string().value());
     ASSERT_TRUE(want_ns.count(name)) << "a row no profile has: " << name;

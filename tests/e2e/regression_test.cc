@@ -14,15 +14,13 @@
 #include "httplib.h"
 #include "simdjson.h"
 #include "tests/e2e/http_get.h"
+#include "tests/e2e/json_array.h"
 #include "tests/e2e/test_cluster.h"
 #include "tests/test_support.h"
 
 namespace fleetprof::testing {
 namespace {
 
-// An array to loop over: a range-for over `x.get_array().value()` would keep a reference into
-// a temporary that dies before the loop runs.
-simdjson::dom::array Array(simdjson::simdjson_result<simdjson::dom::element> e) { return e.get_array().value(); }
 
 // A 1 s trace without steps: one host op over the whole second, and ten launches of two
 // kernels, gemm_kernel (`gemm_us` each) and copy_kernel (2 ms each).

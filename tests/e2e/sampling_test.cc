@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "simdjson.h"
 #include "tests/e2e/http_get.h"
+#include "tests/e2e/json_array.h"
 #include "tests/e2e/test_cluster.h"
 #include "tests/test_support.h"
 
@@ -26,7 +27,6 @@ const char kPython[] = "/usr/bin/python3";
 constexpr int64_t kEveryNs = 3'000'000'000;
 constexpr int64_t kDurationMs = 200;
 
-simdjson::dom::array Array(simdjson::simdjson_result<simdjson::dom::element> e) { return e.get_array().value(); }
 
 struct Sampled {
   std::string capture_id, state, reason, target, node;

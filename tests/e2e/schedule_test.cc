@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "gtest/gtest.h"
 #include "simdjson.h"
+#include "tests/e2e/json_array.h"
 #include "tests/e2e/test_cluster.h"
 #include "tests/test_support.h"
 
@@ -19,9 +20,6 @@ namespace {
 
 const char kPython[] = "/usr/bin/python3";
 
-// An array to loop over: a range-for over `x.get_array().value()` would keep a reference into
-// a temporary that dies before the loop runs.
-simdjson::dom::array Array(simdjson::simdjson_result<simdjson::dom::element> e) { return e.get_array().value(); }
 
 struct ScheduledRun {
   std::string capture_id, state, error, schedule_id;

@@ -63,7 +63,7 @@ TEST(SamplingPlan, CapturedDeviceTimeNeverExceedsTheBudgetInAnyPeriod) {
   const int64_t budget = static_cast<int64_t>(0.04 * static_cast<double>(SamplingPlan::FleetDeviceNs(state.policy(), targets)));
   int64_t started = 0, periods_with_waiting = 0;
   for (int period = 0; period < 500; ++period) {
-    SamplingPlan::BeginPeriod(&state, targets, kStart + period * 60'000 * kMs);
+    SamplingPlan::BeginPeriod(&state, targets, kStart + int64_t{period} * 60'000 * kMs);
     int64_t spent = 0;
     for (const auto& pick : SamplingPlan::Dispatch(&state, targets, 0).start) {
       spent += SamplingPlan::CostDeviceNs(state.policy(), pick.devices());
@@ -85,7 +85,7 @@ TEST(SamplingPlan, EveryTargetIsDrawnWithTheSameProbability) {
   const int periods = 4000;
   for (int period = 0; period < periods; ++period) {
     state.clear_pending();
-    SamplingPlan::BeginPeriod(&state, targets, kStart + period * 600'000 * kMs);
+    SamplingPlan::BeginPeriod(&state, targets, kStart + int64_t{period} * 600'000 * kMs);
     for (const auto& pick : state.pending()) {
       ++drawn[pick.target()];
       EXPECT_DOUBLE_EQ(pick.inclusion_probability(), 0.1);
