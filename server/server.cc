@@ -253,6 +253,8 @@ absl::Status Server::BuildLayers() {
   ingestor_ = std::make_unique<Ingestor>(
       storage_.get(), &metrics_, ingest_limits, attach_device_samples,
       [this](const v1::ProfileInfo& info, const v1::ProfileSummary& summary) {
+        // Remembered first: the trigger runner's queued diagnosis reads this summary.
+        query_api_->Remember(info.profile_id(), summary);
         job_metrics_->Observe(info.job(), summary);
         if (auto found = regressions_->Observe(info, summary); !found.ok()) {
           spdlog::warn("regressions of profile {} not judged: {}", info.profile_id(), std::string(found.status().message()));
@@ -263,7 +265,6 @@ absl::Status Server::BuildLayers() {
         if (absl::Status counted = fleet_rollups_->Observe(info, summary); !counted.ok()) {
           spdlog::warn("profile {} not counted in the fleet's rollups: {}", info.profile_id(), std::string(counted.message()));
         }
-        query_api_->Remember(info.profile_id(), summary);
         if (retention_) retention_->Nudge();
       },
       clock_);

@@ -93,7 +93,8 @@ void TriggerRunner::Count(const std::string& kind, Outcome outcome) {
   }
 }
 
-TriggerRunner::Outcome TriggerRunner::Fire(const std::string& trigger_id, const std::string& evidence, int devices) {
+TriggerRunner::Outcome TriggerRunner::Fire(const std::string& trigger_id, const std::string& evidence, int devices,
+                                           const std::string& node) {
   const int64_t now = clock_->Now();
   auto held = [&](v1::Trigger& t) {
     t.set_suppressed(t.suppressed() + 1);
@@ -141,6 +142,7 @@ TriggerRunner::Outcome TriggerRunner::Fire(const std::string& trigger_id, const 
   if (outcome != Outcome::kStarted) return outcome;
   v1::StartCaptureRequest request;
   request.set_job(t0.job());
+  request.set_node(node);
   request.set_duration_ms(t0.duration_ms());
   CaptureOrigin origin{v1::Capture::TRIGGERED, "", trigger_id, evidence};
   absl::StatusOr<v1::Capture> capture = captures_->Start(request, origin);
@@ -176,7 +178,11 @@ void TriggerRunner::FireFromAgent(const std::string& node, const v1::TriggerFiri
   const v1::Trigger* trigger = found->has_value() ? &**found : nullptr;
   // A trigger removed since the agent's copy, or a firing for another job: not this trigger's.
   if (trigger == nullptr || !trigger->has_device() || trigger->job() != firing.job()) return;
-  Fire(firing.trigger_id(), absl::StrCat(firing.evidence(), " on node ", node), firing.devices());
+  // The capture is of the firing node's targets only. A node judges its own devices, and the job
+  // it names is only as sure as that node's binding of processes to jobs: where no
+  // --job_owners_file binds the job, a local user can name a process after another user's job
+  // (and hold its devices idle); that must not start captures of the job's ranks elsewhere.
+  Fire(firing.trigger_id(), absl::StrCat(firing.evidence(), " on node ", node), firing.devices(), node);
 }
 
 void TriggerRunner::Queue(const char* what, std::function<void()> work) {

@@ -62,8 +62,9 @@ class TriggerRunner {
   ~TriggerRunner();
 
   // Fires trigger `trigger_id` with `evidence` (see the header comment); `devices`, at least 1,
-  // sizes the device-time asked of the budget (devices x the capture's duration).
-  Outcome Fire(const std::string& trigger_id, const std::string& evidence, int devices);
+  // sizes the device-time asked of the budget (devices x the capture's duration). `node`, when
+  // set, limits the capture to that node's targets (a device firing: see FireFromAgent).
+  Outcome Fire(const std::string& trigger_id, const std::string& evidence, int devices, const std::string& node = "");
 
   // An agent's firing, judged on the runner's thread (at most kMaxQueuedChecks waiting, so a
   // node that floods firings cannot grow the server's memory). Returns at once: safe on gRPC's

@@ -75,8 +75,8 @@ function samplingLine(status) {
   return h('p', {class: 'fleet-sampling'}, h('b', null, 'Sampling on'),
     `: every ${every >= 60 ? `${(every / 60).toFixed(every % 60 ? 1 : 0)} min` : `${every} s`}, ` +
     `${fmtInt(status.duration_ms)} ms captures within ${fmtPct(Number(status.max_overhead) || 0)} of the fleet's ` +
-    `device-time; ${fmtInt(status.periods)} periods, ${fmtInt(status.captures)} captures, ` +
-    `${fmtInt(status.skipped_busy)} skipped (busy); overhead in the last hour ${fmtPct(Number(status.overhead_last_hour) || 0)}.`);
+    `device-time; periods ${fmtInt(status.periods)}, captures ${fmtInt(status.captures)}, ` +
+    `skipped (target busy) ${fmtInt(status.skipped_busy)}; overhead in the last hour ${fmtPct(Number(status.overhead_last_hour) || 0)}.`);
 }
 
 function regressionsTable(list) {

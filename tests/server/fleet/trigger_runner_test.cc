@@ -320,6 +320,7 @@ TEST_F(TriggerRunnerTest, AnAgentsFiringCountsOnlyForItsTriggersJobAndNamesTheNo
   ASSERT_EQ(captures.size(), 1u);
   EXPECT_EQ(captures[0].trigger_id(), device.trigger_id());
   EXPECT_EQ(captures[0].evidence(), "device 0 utilization 10% < 30% for 5.1 s on node gpu-1");
+  EXPECT_EQ(captures[0].request().node(), "gpu-1") << "a node's firing captures that node's targets only";
   EXPECT_EQ(Stored(regression.trigger_id()).fired(), 0);
 }
 
