@@ -102,7 +102,6 @@ void AddCommandLineFlags(FlagSet* flags, CliOptions* options) {
 
 int main(int argc, char** argv) {
   fleetprof::TuneMalloc();
-  grpc_init();  // ours to end: see grpc_shutdown_blocking below
   using fleetprof::cli::CliOptions;
   CliOptions options;
   if (const char* env = std::getenv("FLEETPROF_SERVER"); env != nullptr && *env != '\0') {
@@ -137,10 +136,15 @@ int main(int argc, char** argv) {
       return fleetprof::cli::Fail(std::string(s.message()));
     }
   }
-  if (absl::Status s = fleetprof::CheckTokenStaysPrivate(options.server, options.security);
-      !s.ok() && command != "analyze") {
+  const bool local = known != nullptr && known->local;
+  if (local) {
+    options.args.assign(flags.positional().begin() + 1, flags.positional().end());
+    return fleetprof::cli::RunCommand(command, options);
+  }
+  if (absl::Status s = fleetprof::CheckTokenStaysPrivate(options.server, options.security); !s.ok()) {
     return fleetprof::cli::Fail(std::string(s.message()));
   }
+  grpc_init();  // ours to end: see grpc_shutdown_blocking below
   options.args.assign(flags.positional().begin() + 1, flags.positional().end());
   const int rc = fleetprof::cli::RunCommand(command, options);
   // Every channel is gone by now; wait until gRPC has finished with them (a TLS handshake still

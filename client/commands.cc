@@ -18,7 +18,8 @@ constexpr size_t kUsageColumn = 37;  // where the descriptions start in --help
 
 const std::vector<Command>& Commands() {
   static const auto* commands = new std::vector<Command>{
-      {"analyze", "FILE", "analyse a trace file locally (no server)", RunAnalyze, nullptr, "limit @limits"},
+      {"analyze", "FILE", "analyse a trace file locally (no server)", RunAnalyze, nullptr, "limit @limits",
+       /*local=*/true},
       {"stats", "PROFILE|FILE [--report R[,R…]] [--format csv]",
        "the nsys stats reports (kernels, memory ops by time and size,\nCUDA API, NVTX) of a profile, or of a file analysed here",
        RunStats, nullptr, "report format limit @limits"},

@@ -25,6 +25,9 @@ struct Command {
   // for the trace limits (analysis/trace_limits.h). A declared call takes the flags its
   // request has fields for (DeclaredCallFlags).
   const char* flags = "";
+  // Works on local files only: it starts no gRPC (whose threads cost a short command a
+  // millisecond to start and to join) and sends no credentials anywhere.
+  bool local = false;
 };
 
 // Every command takes these: where the server is, how it answers, and the credentials.
