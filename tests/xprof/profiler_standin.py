@@ -15,9 +15,13 @@ Modes (what Profile does after recording the request):
          written to <repository_root>/<session_id>/<host>.xplane.pb as in file mode
   empty  return empty_trace=true
   busy   fail the first call with ALREADY_EXISTS, then behave like emit
+In every mode, as the real server does (PROTOCOLS.md: one capture per process at a time), a
+Profile that arrives while another one is still capturing fails with ALREADY_EXISTS; it is
+counted in refused_busy. A capture lasts --sleep_ms and, with --release_file, until that file
+exists (the test's word that it may end); Terminate ends it early either way.
 Every event rewrites --record (flat JSON): the last request decoded both ways
-(request.raw.* and request.generated.*), profile_calls, and the session ids Terminate got
-(terminated). Run with Debian's /usr/bin/python3.
+(request.raw.* and request.generated.*), profile_calls, refused_busy, and the session ids
+Terminate got (terminated). Run with Debian's /usr/bin/python3.
 """
 
 import argparse
@@ -158,6 +162,8 @@ class StandIn:
         self.pb2 = pb2
         self.lock = threading.Lock()
         self.profile_calls = 0
+        self.refused_busy = 0
+        self.capturing = None  # the session id of the capture running now, if one is
         self.terminated = []
         self.stop_events = {}  # session_id -> Event set by Terminate
         self.last_request = {}
@@ -167,8 +173,8 @@ class StandIn:
         # Flat, one "dotted.key": scalar per line, so the C++ test can read it without a JSON
         # library; lists are joined with ','.
         record = {}
-        flatten("", {"profile_calls": self.profile_calls, "terminated": self.terminated,
-                     "request": self.last_request}, record)
+        flatten("", {"profile_calls": self.profile_calls, "refused_busy": self.refused_busy,
+                     "terminated": self.terminated, "request": self.last_request}, record)
         tmp = self.args.record + ".tmp"
         with open(tmp, "w") as out:
             json.dump(record, out, indent=1, sort_keys=True)
@@ -194,13 +200,38 @@ class StandIn:
             self.write_record()
             return parsed, self.profile_calls, self.stop_events[parsed.session_id]
 
+    def begin_capture(self, session_id):
+        """Claims the process's one profiler session; False when another capture holds it."""
+        with self.lock:
+            if self.capturing is not None:
+                self.refused_busy += 1
+                self.write_record()
+                return False
+            self.capturing = session_id
+            return True
+
+    def end_capture(self):
+        with self.lock:
+            self.capturing = None
+
     def profile(self, raw, context):
         request, call_number, stopped = self.record_request(raw)
         if self.args.mode == "busy" and call_number == 1:
-            context.abort(self.grpc.StatusCode.ALREADY_EXISTS, "another profiling session is active")
+            context.abort(self.grpc.StatusCode.ALREADY_EXISTS, "Another profiling session active.")
+        if not self.begin_capture(request.session_id):
+            context.abort(self.grpc.StatusCode.ALREADY_EXISTS, "Another profiling session active.")
+        try:
+            return self.capture(request, stopped)
+        finally:
+            self.end_capture()
+
+    def capture(self, request, stopped):
         # A capture lasts opts.duration_ms when --sleep_ms is negative; Terminate ends it early.
         sleep_ms = request.opts.duration_ms if self.args.sleep_ms < 0 else self.args.sleep_ms
         stopped.wait(sleep_ms / 1000.0)
+        if self.args.release_file:
+            while not stopped.is_set() and not os.path.exists(self.args.release_file):
+                stopped.wait(0.05)
         if self.args.mode == "empty":
             return encode_profile_response(empty_trace=True)
         with open(self.args.xspace, "rb") as source:
@@ -238,6 +269,8 @@ def main():
     parser.add_argument("--ready", help="file that receives {\"port\": N} once serving")
     parser.add_argument("--sleep_ms", type=int, default=200,
                         help="time a capture takes; negative = opts.duration_ms")
+    parser.add_argument("--release_file", default="",
+                        help="a capture also lasts until this file exists (Terminate ends it early)")
     parser.add_argument("--written_host", default="", help="file mode: name the file after this")
     parser.add_argument("--write_root", default="", help="file mode: write here, not repository_root")
     parser.add_argument("--link_session", default="",

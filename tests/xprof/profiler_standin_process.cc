@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -46,6 +47,10 @@ absl::Status ProfilerStandIn::Start(const StandInOptions& options, const std::st
                                    "--sleep_ms=" + std::to_string(options.sleep_ms)};
   if (!options.written_host.empty()) argv.push_back("--written_host=" + options.written_host);
   if (!options.write_root.empty()) argv.push_back("--write_root=" + options.write_root);
+  if (!options.release_file.empty()) argv.push_back("--release_file=" + options.release_file);
+  std::error_code made;
+  std::filesystem::create_directories(work_dir, made);
+  if (made) return absl::InternalError(absl::StrCat("cannot make ", work_dir, ": ", made.message()));
 
   pid_ = fork();
   if (pid_ < 0) return absl::InternalError("fork failed");

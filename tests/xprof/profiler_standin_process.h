@@ -12,9 +12,10 @@
 namespace fleetprof::testing {
 
 struct StandInOptions {
-  std::string mode = "emit";  // emit | file | empty | busy
+  std::string mode = "emit";  // emit | file | repo | empty | busy
   std::string xspace_path;    // the trace it serves
   int sleep_ms = 200;         // capture time; negative = the requested duration (Terminate ends it)
+  std::string release_file;   // non-empty: a capture also lasts until this file exists
   std::string written_host;   // file mode: file named after this instead of host_name
   std::string write_root;     // file mode: written under this instead of repository_root
 };
@@ -26,7 +27,8 @@ class ProfilerStandIn {
   ProfilerStandIn(const ProfilerStandIn&) = delete;
   ProfilerStandIn& operator=(const ProfilerStandIn&) = delete;
 
-  // Starts the stand-in with its files under `work_dir` and waits until it serves.
+  // Starts the stand-in with its files under `work_dir` (made if missing; one folder per
+  // stand-in) and waits until it serves.
   absl::Status Start(const StandInOptions& options, const std::string& work_dir);
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   // A scalar of the stand-in's flat JSON record (e.g. "request.raw.opts.duration_ms"), strings
