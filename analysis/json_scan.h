@@ -57,7 +57,7 @@ inline const char* SkipSpaceRun(const char* p, const char* end) {
   return p;
 }
 
-inline bool IsScalarChar(char c) {
+constexpr bool IsScalarChar(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' ||
          c == '-' || c == '+';
 }

@@ -71,6 +71,22 @@ class JsonTokenizer {
     after_open_ = true;
   }
 
+  // For a caller that reads a small value straight from the buffer (kineto_event_scan.h):
+  // makes at least `want` unread bytes available unless the input ends first (false only on
+  // a read error; `want` at most half the buffer), then [cursor(), limit()) are those bytes.
+  // ConsumeTo(q) marks the bytes before q, the end of a whole value, as read.
+  bool Prefetch(size_t want) {
+    while (static_cast<size_t>(end_ - pos_) < want && Refill()) {
+    }
+    return ok();
+  }
+  const char* cursor() const { return pos_; }
+  const char* limit() const { return end_; }
+  void ConsumeTo(const char* q) {
+    pos_ = const_cast<char*>(q);
+    after_open_ = false;
+  }
+
   // Consumes '{' / '['. Then call NextMember / NextElement until *done.
   bool BeginObject();
   bool BeginArray();

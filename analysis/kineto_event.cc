@@ -91,6 +91,7 @@ bool IsCollectiveKernelName(std::string_view name) {
 }
 
 void KinetoRawEvent::Reset() {
+  ph = cat = name = pid = tid = device = dtype = std::string_view();
   has_ph = has_cat = has_name = has_pid = has_tid = false;
   bad_type = false;
   ts = dur = Number::kAbsent;

@@ -5,18 +5,21 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/trace_events.h"
 
 namespace fleetprof::analysis {
 
-// The fields read from one event object. Strings are reused buffers (no allocation per
-// event once warmed up).
+// The fields read from one event object. The texts are views, valid until the reader reads
+// on: into the read buffer (the fast lane, kineto_event_scan.h) or into `copies` (the general
+// reader, whose buffer may move between the fields of an event). Copies are reused buffers:
+// no allocation per event once warmed up.
 struct KinetoRawEvent {
   enum class Number { kAbsent, kOk, kBad, kOutOfRange };
 
-  std::string ph, cat, name, pid, tid;
+  std::string_view ph, cat, name, pid, tid;
   bool has_ph = false, has_cat = false, has_name = false, has_pid = false, has_tid = false;
   bool bad_type = false;  // ph/cat/name/pid/tid of the wrong JSON type
   Number ts = Number::kAbsent;
@@ -26,7 +29,7 @@ struct KinetoRawEvent {
   std::string out_of_range;  // "ts 1e300": the text of a time kOutOfRange, for the error
 
   // args
-  std::string device;  // string form of args.device
+  std::string_view device;  // string form of args.device
   bool has_device = false;
   int64_t correlation = 0;
   bool has_correlation = false;
@@ -40,9 +43,14 @@ struct KinetoRawEvent {
   bool has_copy_bytes = false;
   int64_t msg_nelems = 0;  // collective kernels: "In msg nelems"
   bool has_msg_nelems = false;
-  std::string dtype;       // collective kernels: "dtype" (c10 ScalarType name: "Float", "BFloat16", …)
+  std::string_view dtype;  // collective kernels: "dtype" (c10 ScalarType name: "Float", "BFloat16", …)
   bool has_dtype = false;
 
+  struct Copies {
+    std::string ph, cat, name, pid, tid, device, dtype;
+  } copies;
+
+  // Clears every field, views included (none may point into a buffer that moved).
   void Reset();
 };
 

@@ -3,6 +3,8 @@
 // current and the 2021 schema), torch-neuronx and the legacy autograd profiler: an object
 // with "traceEvents" (plus "distributedInfo", "deviceProperties", …) or a bare array of
 // events. The text is never held whole: memory is one read buffer plus the compact records.
+// Each event is first offered to a fast lane (kineto_event_scan.h) that reads the usual layout
+// straight from the buffer; what it does not take, this reader reads, with the same result.
 //
 // Malformed events are skipped and counted in TraceEvents::skipped_events, never fatal:
 //  - an array element that is not an object, or an event without a string "ph";
@@ -40,6 +42,12 @@ namespace fleetprof::analysis {
 // does not (a wrong guess, an error or a limit in the far part), the far part is dropped and this
 // reader reads on alone. Either way the result, errors included, is that of one reader.
 absl::Status ReadKinetoJson(ByteSource& source, TraceEvents* out);
+
+// Whether events in the usual layout are read by the fast lane (kineto_event_scan.h; on by
+// default). Off only to hold the general reader to the same results in tests.
+void SetKinetoEventScan(bool enabled);
+// How many events this process's readers read by the fast lane (for tests: that it is used).
+int64_t KinetoEventsScanned();
 
 // The smallest stream (bytes, as SizeHint says) that two threads read; 0: never. For tests, and
 // for measuring one thread against two.

@@ -16,15 +16,15 @@
 #include "gtest/gtest.h"
 #include "proto/proto_json.h"
 #include "proto/summary_codec.h"
+#include "tests/analysis/same_trace_events.h"
 #include "tests/test_support.h"
 
 namespace fleetprof::analysis {
 namespace {
 
-struct Read {
-  absl::Status status;
-  TraceEvents events;
-};
+using testing_events::ExpectSame;
+using testing_events::Gunzipped;
+using testing_events::Read;
 
 Read ReadWith(const std::string& text, uint64_t split_min_bytes, size_t chunk, const TraceLimits& limits) {
   SetKinetoSplitMinBytes(split_min_bytes);
@@ -34,44 +34,6 @@ Read ReadWith(const std::string& text, uint64_t split_min_bytes, size_t chunk, c
   read.status = ReadKinetoJson(*source, &read.events);
   SetKinetoSplitMinBytes(uint64_t{8} << 20);
   return read;
-}
-
-void ExpectSame(const Read& one, const Read& two) {
-  ASSERT_EQ(one.status, two.status);
-  if (!one.status.ok()) return;
-  const TraceEvents& a = one.events;
-  const TraceEvents& b = two.events;
-  EXPECT_EQ(a.events, b.events);
-  EXPECT_EQ(a.skipped_events, b.skipped_events);
-  EXPECT_EQ(a.unknown_category_events, b.unknown_category_events);
-  EXPECT_EQ(a.metadata, b.metadata);
-  ASSERT_EQ(a.names.size(), b.names.size());
-  for (NameId i = 0; i < a.names.size(); ++i) ASSERT_EQ(a.names.Get(i), b.names.Get(i)) << i;
-  ASSERT_EQ(a.activity.size(), b.activity.size());
-  for (size_t i = 0; i < a.activity.size(); ++i) {
-    const DeviceActivity& x = a.activity[i];
-    const DeviceActivity& y = b.activity[i];
-    ASSERT_TRUE(x.start == y.start && x.dur == y.dur && x.correlation == y.correlation && x.name == y.name &&
-                x.device == y.device && x.stream == y.stream && x.category == y.category && x.kind == y.kind &&
-                x.has_correlation == y.has_correlation)
-        << "activity " << i;
-  }
-  ASSERT_EQ(a.host.size(), b.host.size());
-  for (size_t i = 0; i < a.host.size(); ++i) {
-    const HostEvent& x = a.host[i];
-    const HostEvent& y = b.host[i];
-    ASSERT_TRUE(x.start == y.start && x.dur == y.dur && x.correlation == y.correlation && x.name == y.name &&
-                x.thread == y.thread && x.category == y.category && x.is_runtime == y.is_runtime &&
-                x.has_correlation == y.has_correlation)
-        << "host " << i;
-  }
-  ASSERT_EQ(a.memory.size(), b.memory.size());
-  for (size_t i = 0; i < a.memory.size(); ++i) {
-    EXPECT_TRUE(a.memory[i].ts == b.memory[i].ts && a.memory[i].bytes == b.memory[i].bytes &&
-                a.memory[i].device == b.memory[i].device && a.memory[i].is_total == b.memory[i].is_total);
-  }
-  EXPECT_EQ(a.copy_bytes, b.copy_bytes);
-  EXPECT_EQ(a.message_bytes, b.message_bytes);
 }
 
 // Event i of a varied trace: kernels, copies, collectives, host ops of two threads, runtime
@@ -196,18 +158,6 @@ TEST(KinetoSplit, LimitsEndWhereOneReaderEnds) {
   exact.max_trace_events = all.events.events;
   exact.max_trace_names = static_cast<int64_t>(all.events.names.size());
   ExpectSame(all, ReadWith(text, 1, SIZE_MAX, exact));
-}
-
-std::string Gunzipped(const std::string& path) {
-  std::unique_ptr<ByteSource> source = MaybeGunzip(*OpenFileSource(path));
-  std::string text;
-  char buf[1 << 16];
-  for (;;) {
-    absl::StatusOr<size_t> got = source->Read(buf, sizeof(buf));
-    if (!got.ok() || *got == 0) break;
-    text.append(buf, *got);
-  }
-  return text;
 }
 
 std::string SummaryJson(const std::string& path, uint64_t split_min_bytes) {
