@@ -13,18 +13,17 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/ascii.h"
+#include "absl/status/status.h"
 #include "gtest/gtest.h"
 #include "simdjson.h"
 #include "tests/e2e/http_get.h"
 #include "tests/e2e/json_array.h"
 #include "tests/e2e/test_cluster.h"
 #include "tests/test_support.h"
+#include "tests/xprof/profiler_standin_process.h"
 
 namespace fleetprof::testing {
 namespace {
-
-const char kPython[] = "/usr/bin/python3";
 
 struct SampledTarget {
   std::string capture_id, state, job, profile_id;
@@ -117,32 +116,34 @@ void ExpectRowsMatch(const std::string& json, const std::map<std::string, double
 
 class FleetTopTest : public ::testing::Test {
  protected:
+  // An XLA profiler stand-in whose captures take 100 ms; its address, "" when it did not start.
   std::string StartStandIn(const std::string& name) {
-    const std::string ready = cluster_.root() + "/" + name + ".ready";
-    standins_.push_back(std::make_unique<ChildProcess>());
-    standins_.back()->Start({kPython, std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py", "--mode",
-                            "emit", "--record", cluster_.root() + "/" + name + ".requests.json", "--ready", ready,
-                            "--sleep_ms", "100", "--xspace", CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")},
-                           cluster_.root() + "/" + name + ".log");
-    const std::string port_json = WaitForFile(ready, 30);
-    if (port_json.empty()) return "";
-    return std::string(absl::StripAsciiWhitespace(
-        port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1)));
+    StandInOptions options;
+    options.xspace_path = CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb");
+    options.sleep_ms = 100;
+    standins_.push_back(std::make_unique<ProfilerStandIn>());
+    const absl::Status started = standins_.back()->Start(options, cluster_.root() + "/" + name);
+    if (!started.ok()) {
+      ADD_FAILURE() << started;
+      return "";
+    }
+    return standins_.back()->address();
   }
 
   TestCluster cluster_;
-  std::vector<std::unique_ptr<ChildProcess>> standins_;
+  std::vector<std::unique_ptr<ProfilerStandIn>> standins_;
 };
 
 TEST_F(FleetTopTest, SampledProfilesRowsEqualTheProfilesExactShares) {
-  FLEETPROF_REQUIRE_PATH(kPython);
+  FLEETPROF_REQUIRE_PATH(XPROF_PYTHON);
+  FLEETPROF_REQUIRE(PythonHasGrpc(), XPROF_PYTHON << " able to import grpc and google.protobuf (Debian python3-grpcio)");
   FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
   ASSERT_TRUE(cluster_.StartServer()) << cluster_.ServerLog();
   const std::string a = StartStandIn("a"), b = StartStandIn("b"), c = StartStandIn("c");
   ASSERT_FALSE(a.empty() || b.empty() || c.empty()) << "profiler stand-ins did not start";
-  ASSERT_GE(cluster_.StartAgent({"--node=node-1", "--target=job=train,xprof=127.0.0.1:" + a,
-                                 "--target=job=serve,xprof=127.0.0.1:" + b}), 0);
-  ASSERT_GE(cluster_.StartAgent({"--node=node-2", "--target=job=train,xprof=127.0.0.1:" + c}), 0);
+  ASSERT_GE(cluster_.StartAgent({"--node=node-1", "--target=job=train,xprof=" + a,
+                                 "--target=job=serve,xprof=" + b}), 0);
+  ASSERT_GE(cluster_.StartAgent({"--node=node-2", "--target=job=train,xprof=" + c}), 0);
   ASSERT_TRUE(Eventually(20, [&] {
     const std::string agents = cluster_.Cli({"agents", "--json"}).out;
     return agents.find("node-1") != std::string::npos && agents.find("node-2") != std::string::npos;

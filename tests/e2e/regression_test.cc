@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "simdjson.h"
+#include "tests/e2e/gemm_trace.h"
 #include "tests/e2e/http_get.h"
 #include "tests/e2e/json_array.h"
 #include "tests/e2e/test_cluster.h"
@@ -21,23 +22,6 @@
 namespace fleetprof::testing {
 namespace {
 
-
-// A 1 s trace without steps: one host op over the whole second, and ten launches of two
-// kernels, gemm_kernel (`gemm_us` each) and copy_kernel (2 ms each).
-std::string WriteTrace(const std::string& path, int gemm_us) {
-  std::ofstream out(path);
-  out << R"({"traceEvents":[)"
-      << R"({"ph":"X","cat":"cpu_op","name":"aten::train_loop","pid":1,"tid":1,"ts":0,"dur":1000000})";
-  for (int i = 0; i < 10; ++i) {
-    const int ts = 1000 + i * 90000;
-    out << R"(,{"ph":"X","cat":"kernel","name":"gemm_kernel","pid":0,"tid":7,"ts":)" << ts << R"(,"dur":)" << gemm_us
-        << "}";
-    out << R"(,{"ph":"X","cat":"kernel","name":"copy_kernel","pid":0,"tid":7,"ts":)" << ts + 60000
-        << R"(,"dur":2000})";
-  }
-  out << "]}";
-  return path;
-}
 
 // The webhook's receiver: keeps every POSTed body.
 class Receiver {

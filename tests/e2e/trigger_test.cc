@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "simdjson.h"
+#include "tests/e2e/gemm_trace.h"
 #include "tests/e2e/test_cluster.h"
 #include "tests/jobtrace/rank_traces.h"
 #include "tests/test_support.h"
@@ -192,21 +193,6 @@ TEST(TriggerTest, RuleLateRankFiresOnceOnAJobWhoseNewProfilesHaveALateRank) {
   EXPECT_NE(HttpGet(cluster.http_addr(), "/metrics").find("fleetprof_trigger_firings_total{kind=\"rule\"} 1"),
             std::string::npos);
   (void)punctual;
-}
-
-// A 1 s trace without steps: ten launches of gemm_kernel (`gemm_us` each) and copy_kernel.
-std::string WriteTrace(const std::string& path, int gemm_us) {
-  std::ofstream out(path);
-  out << R"({"traceEvents":[)"
-      << R"({"ph":"X","cat":"cpu_op","name":"aten::train_loop","pid":1,"tid":1,"ts":0,"dur":1000000})";
-  for (int i = 0; i < 10; ++i) {
-    const int ts = 1000 + i * 90000;
-    out << R"(,{"ph":"X","cat":"kernel","name":"gemm_kernel","pid":0,"tid":7,"ts":)" << ts << R"(,"dur":)" << gemm_us
-        << "}";
-    out << R"(,{"ph":"X","cat":"kernel","name":"copy_kernel","pid":0,"tid":7,"ts":)" << ts + 60000 << R"(,"dur":2000})";
-  }
-  out << "]}";
-  return path;
 }
 
 TEST(TriggerTest, ARegressionRecordFiresTheJobsRegressionTrigger) {

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "absl/strings/ascii.h"
+#include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "auth/token_hash.h"
 #include "gtest/gtest.h"
@@ -14,6 +14,7 @@
 #include "tests/jobtrace/rank_traces.h"
 #include "tests/e2e/test_cluster.h"
 #include "tests/test_support.h"
+#include "tests/xprof/profiler_standin_process.h"
 
 namespace fleetprof::testing {
 namespace {
@@ -145,17 +146,14 @@ TEST_F(WebAppTest, TheJobTraceShowsEveryRankOnOneClockAndHighlightsACollectiveOn
 // rollups; the page shows the top kernel the API answers, the job, idle time and sampling status.
 TEST_F(WebAppTest, TheFleetPageShowsTheSampledDeviceTimeWithIntervals) {
   FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
-  const std::string ready = cluster_.root() + "/xprof.ready";
-  ChildProcess standin;
-  standin.Start({kPython, Source("tests/xprof/profiler_standin.py"), "--mode", "emit", "--record",
-                 cluster_.root() + "/xprof.requests.json", "--ready", ready, "--sleep_ms", "100", "--xspace",
-                 CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")},
-                cluster_.root() + "/xprof.log");
-  const std::string port_json = WaitForFile(ready, 30);
-  ASSERT_FALSE(port_json.empty()) << "the XLA profiler stand-in did not start";
-  const std::string port(absl::StripAsciiWhitespace(
-      port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1)));
-  ASSERT_GE(cluster_.StartAgent({"--node=xla-node", "--target=job=fleet-train,xprof=127.0.0.1:" + port}), 0);
+  FLEETPROF_REQUIRE(PythonHasGrpc(), XPROF_PYTHON << " able to import grpc and google.protobuf (Debian python3-grpcio)");
+  StandInOptions options;
+  options.xspace_path = CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb");
+  options.sleep_ms = 100;
+  ProfilerStandIn standin;
+  const absl::Status started = standin.Start(options, cluster_.root() + "/xprof");
+  ASSERT_TRUE(started.ok()) << "the XLA profiler stand-in did not start: " << started;
+  ASSERT_GE(cluster_.StartAgent({"--node=xla-node", "--target=job=fleet-train,xprof=" + standin.address()}), 0);
   ASSERT_TRUE(Eventually(20, [&] { return cluster_.Cli({"agents", "--json"}).out.find("xla-node") != std::string::npos; }));
   ASSERT_EQ(cluster_.Cli({"sampling", "set", "--every", "2s", "--duration_ms", "200", "--max_overhead", "50%"}).exit_code,
             0);
