@@ -132,9 +132,9 @@ bool KinetoEventSink::AddComplete(const KinetoRawEvent& e) {
     a.start = e.ts_ns;
     a.dur = e.dur_ns;
     a.name = out_->names.Intern(e.name);
-    a.device = out_->names.Intern(e.has_device ? e.device : e.pid);
-    a.stream = out_->names.Intern(e.has_tid ? e.tid : std::string_view());
-    a.category = out_->names.Intern(e.has_cat ? e.cat : std::string_view());
+    a.device = InternRepeated(e.has_device ? e.device : e.pid, &device_);
+    a.stream = InternRepeated(e.has_tid ? e.tid : std::string_view(), &stream_);
+    a.category = InternRepeated(e.has_cat ? e.cat : std::string_view(), &activity_category_);
     if (category == Category::kMemory) {
       a.kind = ActivityKind::kMemory;
       // A size past 2^50 bytes is no copy: a damaged value, counted as none.
@@ -169,13 +169,21 @@ bool KinetoEventSink::AddComplete(const KinetoRawEvent& e) {
   h.start = e.ts_ns;
   h.dur = e.dur_ns;
   h.name = out_->names.Intern(e.name);
-  h.thread = out_->names.Intern(thread_key_);
-  h.category = out_->names.Intern(e.has_cat ? e.cat : std::string_view());
+  h.thread = InternRepeated(thread_key_, &thread_);
+  h.category = InternRepeated(e.has_cat ? e.cat : std::string_view(), &host_category_);
   h.is_runtime = category == Category::kRuntime;
   h.correlation = e.correlation;
   h.has_correlation = e.has_correlation;
   out_->host.push_back(h);
   return true;
+}
+
+NameId KinetoEventSink::InternRepeated(std::string_view text, LastName* last) {
+  if (last->set && last->text == text) return last->id;
+  last->id = out_->names.Intern(text);
+  last->text = out_->names.Get(last->id);
+  last->set = true;
+  return last->id;
 }
 
 bool KinetoEventSink::AddMemory(const KinetoRawEvent& e) {

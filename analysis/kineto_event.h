@@ -66,7 +66,18 @@ class KinetoEventSink {
   bool AddComplete(const KinetoRawEvent& event);
   bool AddMemory(const KinetoRawEvent& event);
 
+  // The text interned last through it, and its id. Runs of events share their category,
+  // thread, device and stream (in a large trace three events in four repeat the previous
+  // one's): comparing with the last text is cheaper than hashing it again.
+  struct LastName {
+    std::string_view text;  // the name table's copy, which never moves
+    NameId id = 0;
+    bool set = false;
+  };
+  NameId InternRepeated(std::string_view text, LastName* last);
+
   TraceEvents* out_;
+  LastName device_, stream_, activity_category_, thread_, host_category_;
   std::string thread_key_;
   std::vector<int8_t> collective_by_name_;  // by NameId: -1 unknown, 0/1
   // The last "Device Id" of a [memory] event and its interned name.
