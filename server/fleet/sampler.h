@@ -9,10 +9,13 @@
 // between the write and the starts loses those picks, it never repeats them).
 // Transport-free: the gRPC SamplingService and the HTTP API both call Set/Get/Disable.
 //
-// Locks: mu_ orders the readers and writers of the stored state (Tick, Set, Get, Disable,
-// ReserveTriggered); it is held across the catalog's compare-and-set but never across a capture
-// start. tick_mu_, taken before it, spans a tick with its capture starts, and Set and Disable
-// take it too, so that once `sampling off` answers no capture of the policy starts any more.
+// Locks: no lock of the sampler is held while a reader waits on the catalog or the fleet. The
+// stored state is the truth and its compare-and-set the conflict check: Get reads it with no lock
+// at all, ReserveTriggered (a trigger's firing) reads and writes it with none, trying again when
+// another writer got there first, as Tick, Set and Disable do. tick_mu_ serializes Tick, Set and
+// Disable only, and is held across a tick's catalog write, fleet listing and capture starts: once
+// `sampling off` (or a new set) answers, no capture of the policy before it starts any more.
+// Neither reader takes it. loop_mu_ guards the loop (Start, Stop, Set's nudge) and nothing else.
 
 #include <cstdint>
 #include <functional>
@@ -66,41 +69,57 @@ class Sampler {
           std::function<bool()> leads = nullptr);
   ~Sampler();
 
-  // Starts the loop on the clock (the server); tests call Tick themselves.
-  void Start();
+  // Starts the loop on the clock (the server), unless Stop ran; tests call Tick themselves.
+  void Start() ABSL_LOCKS_EXCLUDED(loop_mu_);
 
+  // Stops the loop, waiting for a tick in progress (its capture starts included); no tick runs
+  // after. Set, Get, Disable and ReserveTriggered go on working (the server drains: the sampler
+  // stops before storage is flushed). Safe to call from any thread, more than once.
+  void Stop() ABSL_LOCKS_EXCLUDED(loop_mu_, tick_mu_);
+
+  // Waits for a tick in progress (not for the catalog's readers: see Locks above).
   absl::StatusOr<v1::SamplingStatus> Set(const v1::SetSamplingRequest& request, const Principal& caller)
-      ABSL_LOCKS_EXCLUDED(tick_mu_, mu_);
-  absl::StatusOr<v1::SamplingStatus> Get() ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<v1::SamplingStatus> Disable() ABSL_LOCKS_EXCLUDED(tick_mu_, mu_);
+      ABSL_LOCKS_EXCLUDED(tick_mu_, loop_mu_);
+  // Takes no lock: never waits behind a tick, its catalog write or its capture starts.
+  absl::StatusOr<v1::SamplingStatus> Get();
+  absl::StatusOr<v1::SamplingStatus> Disable() ABSL_LOCKS_EXCLUDED(tick_mu_);
 
   // For triggered captures (a trigger's firing): true when sampling is off; else true only when
-  // `device_ns` fits in the current period's budget, which it is then charged to.
-  bool ReserveTriggered(int64_t device_ns) ABSL_LOCKS_EXCLUDED(mu_);
+  // `device_ns` fits in the current period's budget, which it is then charged to. Takes no lock
+  // (see Locks above): a tick's capture starts never hold it back.
+  bool ReserveTriggered(int64_t device_ns);
 
   // Begins the period due at `now` (if one is) and starts the picks that fit; returns when to
   // look again. The loop's tick; public for tests and the bench.
-  int64_t Tick(int64_t now) ABSL_LOCKS_EXCLUDED(tick_mu_, mu_);
+  int64_t Tick(int64_t now) ABSL_LOCKS_EXCLUDED(tick_mu_);
 
   // The policy's checks, with a reason a user can act on.
   static absl::Status CheckPolicy(const v1::SetSamplingRequest& request);
 
  private:
-  v1::SamplingStatus StatusOf(const v1::SamplingState& state) const;
-  // Plans this tick under mu_: the picks to start, with the state already stored.
-  std::vector<v1::SamplingPick> PlanTick(int64_t now, int64_t* next, int64_t* duration_ms)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(tick_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  // Compare-and-set tries of one write of the state before giving up (ABORTED): each lost race
+  // is another writer's word landing first, so a few suffice unless replicas fight.
+  static constexpr int kMaxAttempts = 8;
 
-  SamplingStateStore store_;  // read and written under mu_
+  v1::SamplingStatus StatusOf(const v1::SamplingState& state) const;
+  // Plans this tick on the stored state and stores the plan: the picks to start. A lost
+  // compare-and-set plans again on the state that won.
+  std::vector<v1::SamplingPick> PlanTick(int64_t now, int64_t* next, int64_t* duration_ms)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(tick_mu_);
+
+  // Thread-safe (the catalog is) and guarded by no lock: the compare-and-set orders its writers.
+  SamplingStateStore store_;
   const SamplerFleet fleet_;
   Clock* clock_;
   ServerMetrics* metrics_;
   const std::function<bool()> leads_;
-  // Held across a whole tick, its capture starts included, and by Set and Disable: once they
-  // return, no pick of the policy before them is still being started.
-  absl::Mutex tick_mu_ ABSL_ACQUIRED_BEFORE(mu_);
-  absl::Mutex mu_;
-  std::unique_ptr<PeriodicLoop> loop_;  // last: it stops before the members it uses go
+  // One tick at a time, and Set and Disable between ticks; held across I/O (see Locks above),
+  // so no reader may ever take it. It guards no member: what it orders is in the catalog.
+  absl::Mutex tick_mu_;
+  // Never held across I/O or a tick: Stop moves the loop out under it and joins outside.
+  absl::Mutex loop_mu_;
+  bool stopped_ ABSL_GUARDED_BY(loop_mu_) = false;
+  std::unique_ptr<PeriodicLoop> loop_ ABSL_GUARDED_BY(loop_mu_);  // last: it stops before the members it uses go
 };
 
 }  // namespace fleetprof
