@@ -1,6 +1,8 @@
 #include "server/fleet/fleet_rollups.h"
 
 #include <algorithm>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -119,16 +121,21 @@ absl::Status FleetRollupWriter::Observe(const v1::ProfileInfo& info, const v1::P
 absl::Status FleetRollupWriter::Add(const SampledProfile& p) {
   if (absl::Status s = CheckSampledProfile(p); !s.ok()) return s;
   const FleetCellId id{FleetHourOf(p.committed_ns), p.job, p.labels};
-  absl::MutexLock lock(&write_mu_);
-  absl::Status s = store_->Update(id, StoredGroupings(), [&](std::vector<v1::FleetRollupCell>& records) {
-    for (size_t i = 0; i < records.size(); ++i) {
-      const auto d = static_cast<FleetDimension>(i);
-      FleetCell cell = FleetCellFromRollup(records[i], d);
-      AddToCell(p, &cell, 1u << static_cast<int>(d));
-      CapCellRows(kFleetMaxRowsPerCell, &cell);
-      FleetCellToRollup(cell, d, &records[i]);
-    }
-  });
+  const std::vector<std::string> groupings = StoredGroupings();
+  const size_t stripe = std::hash<std::string>()(FleetRollupStore::Key(groupings.front(), id)) % kWriteStripes;
+  absl::Status s;
+  {
+    absl::MutexLock lock(&write_mu_[stripe]);
+    s = store_->Update(id, groupings, [&](std::vector<v1::FleetRollupCell>& records) {
+      for (size_t i = 0; i < records.size(); ++i) {
+        const auto d = static_cast<FleetDimension>(i);
+        FleetCell cell = FleetCellFromRollup(records[i], d);
+        AddToCell(p, &cell, 1u << static_cast<int>(d));
+        CapCellRows(kFleetMaxRowsPerCell, &cell);
+        FleetCellToRollup(cell, d, &records[i]);
+      }
+    });
+  }
   if (!s.ok()) return s;
   if (profiles_ != nullptr) {
     const double seconds_per_ns = static_cast<double>(p.weight_device_ns) / static_cast<double>(p.span_device_ns) / 1e9;
@@ -143,6 +150,11 @@ absl::Status FleetRollupWriter::ExpireOnceAnHour(int64_t hour_now) {
   int64_t last = expired_at_hour_.load();
   if (hour_now <= last || !expired_at_hour_.compare_exchange_strong(last, hour_now)) return absl::OkStatus();
   absl::StatusOr<int64_t> gone = store_->ExpireBefore(StoredGroupings(), hour_now - keep_hours_);
+  if (!gone.ok()) {
+    // Not this hour's expiry after all: the next commit tries again (unless a later hour's ran).
+    int64_t claimed = hour_now;
+    expired_at_hour_.compare_exchange_strong(claimed, last);
+  }
   return gone.status();
 }
 

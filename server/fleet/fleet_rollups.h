@@ -10,6 +10,7 @@
 // shorter; the first commit of each hour deletes the older ones. Deleting a profile does not
 // subtract it: the rollups count what was sampled, as a counter does.
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -17,6 +18,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
@@ -63,10 +65,16 @@ class FleetRollupWriter {
 // from set_job_labels); any other is left alone.
   absl::Status Observe(const v1::ProfileInfo& info, const v1::ProfileSummary& summary);
   // Adds `p` to its cell (CheckSampledProfile first: INVALID_ARGUMENT saying why it cannot be
-  // counted); once per hour of the clock, deletes the cells past the keep.
+  // counted); once per hour of the clock, deletes the cells past the keep. Commits of other
+  // cells, and the hourly expiry, never hold it back (see the stripes below).
   absl::Status Add(const SampledProfile& p);
 
  private:
+  static constexpr size_t kWriteStripes = 16;
+
+  // The first caller of each hour deletes the cells past the keep, holding no lock: a commit
+  // that comes meanwhile writes a cell of this hour, which the expiry does not touch, and skips
+  // the expiry (it is this hour's already). A failed expiry is tried again by the next commit.
   absl::Status ExpireOnceAnHour(int64_t hour_now);
 
   FleetRollupStore* store_;
@@ -79,10 +87,13 @@ class FleetRollupWriter {
   prometheus::Counter* idle_seconds_ = nullptr;
   prometheus::Counter* profiles_ = nullptr;
   std::atomic<int64_t> expired_at_hour_{INT64_MIN};
-  // Orders this process's read-modify-write of cells, so its upload workers never lose races
-  // to each other; other replicas' are the store's compare-and-set retries. Nothing reads
-  // under it.
-  absl::Mutex write_mu_;
+  // Orders this process's read-modify-writes of one cell (a stripe per cell's hash), so its
+  // upload workers committing profiles of one job never lose compare-and-set races to each
+  // other and use up the store's retries; other replicas' are those retries. Held across the
+  // cell's compare-and-set only, never across the expiry: a worker waits for another's write of
+  // a cell in its stripe, nothing else. No reader takes it, and it guards no member (the cells
+  // are in the catalog).
+  std::array<absl::Mutex, kWriteStripes> write_mu_;
 };
 
 // The labels of a job's newest profile (of its last 20) that has any JobLabelsOf: what a

@@ -2,6 +2,8 @@
 // (server/query/fleet_top_query.h), on an in-memory catalog and a simulated clock: the stored
 // cells answer what the in-memory accumulator answers, capped cells keep their sums, old cells
 // expire, and a profile counts only when its capture was SAMPLED.
+#include <chrono>
+#include <future>
 #include <map>
 #include <random>
 #include <string>
@@ -17,6 +19,7 @@
 #include "server/server_metrics.h"
 #include "storage/fleet_rollup_store.h"
 #include "storage/storage.h"
+#include "tests/server/fleet/gate.h"
 
 namespace fleetprof {
 namespace {
@@ -181,6 +184,52 @@ TEST_F(FleetRollupsTest, ConcurrentCommitsOfOneCellAreAllCounted) {
   }
   for (std::thread& t : workers) t.join();
   EXPECT_EQ(Top("job").samples(), 8 * 200);
+}
+
+// The in-memory catalog, whose scans can be held: the hourly expiry scans, a cell's update only
+// gets and commits.
+class SlowScanCatalog : public Catalog {
+ public:
+  explicit SlowScanCatalog(Catalog* inner) : inner_(inner) {}
+  absl::StatusOr<std::optional<std::string>> Get(CatalogTable table, std::string_view key) override {
+    return inner_->Get(table, key);
+  }
+  absl::Status Scan(CatalogTable table, const CatalogScan& scan, const CatalogVisitor& visit) override {
+    scan_gate.Pass();
+    return inner_->Scan(table, scan, visit);
+  }
+  absl::Status Commit(const CatalogWrite& write) override { return inner_->Commit(write); }
+  Gate scan_gate;
+
+ private:
+  Catalog* inner_;
+};
+
+TEST_F(FleetRollupsTest, ACommitDoesNotWaitForTheHourlyExpiry) {
+  SlowScanCatalog catalog(&storage_->engine().catalog());
+  FleetRollupStore store(&catalog, storage_->unreadable());
+  FleetRollupWriter writer(&store, &clock_, 0, nullptr, nullptr);
+  std::mt19937_64 rng(9);
+  auto of_one_cell = [&] {
+    SampledProfile p = RandomProfile(rng, clock_.Now());
+    p.job = "one-job";
+    p.labels.clear();
+    return p;
+  };
+  ASSERT_TRUE(writer.Add(of_one_cell()).ok());  // this hour's expiry ran
+  clock_.Advance(kHour);
+  catalog.scan_gate.HoldNext();
+  // The hour's first commit runs its expiry, held in the scan (a slow store).
+  std::future<absl::Status> expiring = std::async(std::launch::async, [&, p = of_one_cell()] { return writer.Add(p); });
+  ASSERT_TRUE(catalog.scan_gate.WaitUntilHeld()) << "the hour's first commit ran no expiry";
+  // Another worker's commit of the same cell goes through meanwhile.
+  std::future<absl::Status> other = std::async(std::launch::async, [&, p = of_one_cell()] { return writer.Add(p); });
+  const bool answered = other.wait_for(Gate::kPatience) == std::future_status::ready;
+  catalog.scan_gate.Release();
+  EXPECT_TRUE(answered) << "a commit waited for another worker's hourly expiry";
+  EXPECT_TRUE(other.get().ok());
+  EXPECT_TRUE(expiring.get().ok());
+  EXPECT_EQ(Top("job", kFleetMaxSinceMs).samples(), 3);
 }
 
 TEST_F(FleetRollupsTest, RejectsBadRequestsWithTheReason) {
