@@ -480,6 +480,14 @@ void Server::Drain() {
   serving_ = false;
   const Stopwatch began;
   auto step = [&](const char* what) { spdlog::info("shutdown: {} ({} ms in)", what, began.ElapsedMillis()); };
+  // The sampler and the trigger runner start captures and write the catalog on threads of their
+  // own, which nothing below stops: they stop first, each after the tick or check in progress,
+  // so none of theirs writes after the flush, and none runs while the next leader (after Leave)
+  // runs its own. Starting captures now would be moot anyway: the agents' streams close next.
+  // A firing in progress may still ask the stopped sampler for budget: it answers from the catalog.
+  if (sampler_) sampler_->Stop();
+  if (triggers_) triggers_->Stop();
+  step("sampling and triggers stopped");
   if (membership_) membership_->Leave();  // another replica leads at once, not after the lease
   step("left the cluster");
   if (grpc_server_) grpc_server_->GetHealthCheckService()->SetServingStatus(false);

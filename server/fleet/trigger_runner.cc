@@ -81,8 +81,35 @@ TriggerRunner::TriggerRunner(TriggerStore* store, CaptureCoordinator* captures, 
 }
 
 TriggerRunner::~TriggerRunner() {
-  loop_.reset();
-  checks_.reset();  // runs what is queued, then joins
+  std::unique_ptr<PeriodicLoop> loop;
+  std::unique_ptr<WorkerPool> checks;
+  {
+    absl::MutexLock lock(&stop_mu_);
+    loop = std::move(loop_);
+    checks = std::move(checks_);
+  }
+  loop.reset();
+  checks.reset();  // runs what is queued (unless Stop ran), then joins
+}
+
+void TriggerRunner::Nudge() {
+  absl::MutexLock lock(&stop_mu_);
+  if (loop_ != nullptr) loop_->Nudge();
+}
+
+void TriggerRunner::Stop() {
+  std::unique_ptr<PeriodicLoop> loop;
+  std::unique_ptr<WorkerPool> checks;
+  {
+    absl::MutexLock lock(&stop_mu_);
+    stopping_ = true;
+    loop = std::move(loop_);
+    checks = std::move(checks_);
+  }
+  // Outside stop_mu_: both wait for the work in progress, which may take a while on the
+  // catalog; a Queue or Nudge meanwhile finds nothing and returns at once.
+  loop.reset();
+  checks.reset();  // what is queued returns at once (stopping_), then joins
 }
 
 void TriggerRunner::Count(const std::string& kind, Outcome outcome) {
@@ -186,6 +213,7 @@ void TriggerRunner::FireFromAgent(const std::string& node, const v1::TriggerFiri
 }
 
 void TriggerRunner::Queue(const char* what, std::function<void()> work) {
+  absl::MutexLock lock(&stop_mu_);  // Post only queues: never waits on the work
   if (checks_ == nullptr) return;
   if (queued_.fetch_add(1) >= kMaxQueuedChecks) {
     queued_.fetch_sub(1);
@@ -196,7 +224,7 @@ void TriggerRunner::Queue(const char* what, std::function<void()> work) {
     return;
   }
   checks_->Post([this, work = std::move(work)] {
-    work();
+    if (!stopping_.load()) work();
     queued_.fetch_sub(1);
   });
 }

@@ -78,9 +78,13 @@ class TriggerRunner {
   // An agent's stream said hello: it gets the device triggers now. Never blocks.
   void AgentConnected(const std::string& node);
   // Re-reads the device triggers now (after an add or a remove through this replica).
-  void Nudge() {
-    if (loop_ != nullptr) loop_->Nudge();
-  }
+  void Nudge() ABSL_LOCKS_EXCLUDED(stop_mu_);
+  // Stops firing, for the server's drain (before storage is flushed): the refresh loop ends
+  // (after the refresh in progress), queued checks and firings not yet started are dropped (the
+  // captures they would start reach no agent once the drain closes the streams), and the one in
+  // progress is waited for. Firings and commits after it are ignored. Any thread, more than once.
+  // The destructor, without Stop, still runs what is queued.
+  void Stop() ABSL_LOCKS_EXCLUDED(stop_mu_);
   // The loop's tick: reads the device triggers and sends them to every connected agent when
   // they changed. Public for tests.
   int64_t Refresh(int64_t now) ABSL_LOCKS_EXCLUDED(mu_);
@@ -89,8 +93,8 @@ class TriggerRunner {
   void FireFromAgent(const std::string& node, const v1::TriggerFiring& firing);
   void CheckRules(const v1::ProfileInfo& info);
   void FireRegressions(const std::string& job, const v1::Regression& first);
-  // Queues `work` on the hooks' thread, unless kMaxQueuedChecks are waiting.
-  void Queue(const char* what, std::function<void()> work);
+  // Queues `work` on the hooks' thread, unless kMaxQueuedChecks are waiting or Stop ran.
+  void Queue(const char* what, std::function<void()> work) ABSL_LOCKS_EXCLUDED(stop_mu_);
   void Count(const std::string& kind, Outcome outcome);
 
   TriggerStore* store_;
@@ -105,8 +109,12 @@ class TriggerRunner {
   std::string device_triggers_bytes_ ABSL_GUARDED_BY(mu_);
   std::atomic<int> queued_{0};
   std::atomic<int64_t> dropped_{0};
-  std::unique_ptr<WorkerPool> checks_;  // the commit hooks' thread
-  std::unique_ptr<PeriodicLoop> loop_;  // last: stops first
+  std::atomic<bool> stopping_{false};  // queued work not yet started returns at once
+  // Guards the pool and the loop against Stop (Queue and Nudge run on gRPC's and ingest's
+  // threads meanwhile); held only to post, nudge or take them, never across their work.
+  absl::Mutex stop_mu_;
+  std::unique_ptr<WorkerPool> checks_ ABSL_GUARDED_BY(stop_mu_);  // the commit hooks' thread
+  std::unique_ptr<PeriodicLoop> loop_ ABSL_GUARDED_BY(stop_mu_);  // last: stops first
 };
 
 }  // namespace fleetprof

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "server/fleet/trigger_store.h"
 #include "server/server_metrics.h"
 #include "storage/storage.h"
+#include "tests/server/fleet/gate.h"
 
 namespace fleetprof {
 namespace {
@@ -276,6 +278,46 @@ TEST_F(TriggerRunnerTest, ARuleTriggerFiresWhenItsRuleFindsSomethingInTheNewProf
   EXPECT_NE(Triggered()[0].evidence().find("rank 2 arrives last at 80%"), std::string::npos);
 }
 
+TEST_F(TriggerRunnerTest, StopWaitsForTheCheckInProgressDropsTheQueuedOnesAndIgnoresLaterWork) {
+  Gate diagnosis;
+  std::atomic<int> asked{0};
+  TriggerRunner::Hooks hooks;
+  hooks.diagnose = [&](const v1::DiagnoseRequest&) -> absl::StatusOr<v1::DiagnoseResponse> {
+    ++asked;
+    diagnosis.Pass();
+    return v1::DiagnoseResponse();  // finds nothing: no capture
+  };
+  StartRunner(hooks);
+  Add("rule idle_device", 60'000);
+  v1::ProfileInfo info;
+  info.set_job("train");
+  diagnosis.HoldNext();
+  for (const char* id : {"p1", "p2", "p3"}) {
+    info.set_profile_id(id);
+    runner_->OnProfileCommitted(info);
+  }
+  ASSERT_TRUE(diagnosis.WaitUntilHeld()) << "the first commit's check never ran";
+  std::future<void> stopped = std::async(std::launch::async, [&] { runner_->Stop(); });
+  const bool stop_waited = stopped.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout;
+  diagnosis.Release();
+  stopped.get();
+  EXPECT_TRUE(stop_waited) << "Stop returned while a check was still running";
+  EXPECT_EQ(asked.load(), 1) << "the two checks queued behind it ran after Stop";
+
+  // After Stop: commits, firings and nudges are ignored, and a second Stop is harmless.
+  info.set_profile_id("p4");
+  runner_->OnProfileCommitted(info);
+  v1::TriggerFiring firing;
+  firing.set_trigger_id("any");
+  firing.set_job("train");
+  runner_->OnAgentFiring("node1", firing);
+  runner_->Nudge();
+  runner_->Stop();
+  runner_.reset();
+  EXPECT_EQ(asked.load(), 1);
+  EXPECT_TRUE(Triggered().empty());
+}
+
 TEST_F(TriggerRunnerTest, ARegressionTriggerFiresOnARecordForItsJobOnly) {
   StartRunner();
   const v1::Trigger t = Add("regression", 60'000);
@@ -344,6 +386,9 @@ TEST_F(TriggerRunnerTest, AConnectingAgentGetsTheDeviceTriggers) {
                   .ok());
   runner_->Refresh(clock_.Now());
   runner_->AgentConnected("gpu-1");
+  // The loop's own first refresh may run only now and send to `sent` too: it must be over
+  // before `sent` goes (it did not always: a double free).
+  runner_.reset();
   absl::MutexLock lock(&mu);
   ASSERT_FALSE(sent.empty());
   const v1::ServerMessage& last = sent.back();
