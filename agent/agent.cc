@@ -345,7 +345,9 @@ void Agent::OnDeviceRound(const NvmlSnapshot& round, int64_t monotonic_ns) {
     if (link == nullptr) continue;  // not linked yet: the condition will hold again
     v1::AgentMessage message;
     *message.mutable_trigger_firing() = std::move(firing);
-    link->Send(message);
+    // Queued for the link's writer: this is the NVML sampling thread, which a slow or stalled
+    // server must not hold up (Send waits on the stream).
+    link->Post(message);
   }
 }
 

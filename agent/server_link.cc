@@ -65,6 +65,30 @@ void ServerLink::Send(const v1::AgentMessage& message) {
   }
 }
 
+void ServerLink::Post(const v1::AgentMessage& message) {
+  absl::MutexLock lock(&mu_);
+  posted_.push_back(message);
+  TrimPosted();
+}
+
+void ServerLink::TrimPosted() {
+  while (posted_.size() > kMaxPosted) {
+    posted_.pop_front();
+    // Said on the first drop and once per 100 after: a stalled server must not flood the log.
+    if (dropped_posts_.fetch_add(1) % 100 == 0) {
+      spdlog::warn("the server is slow to take this agent's messages: {} queued, the oldest dropped ({} so far)",
+                   kMaxPosted, dropped_posts_.load());
+    }
+  }
+}
+
+void ServerLink::RequeuePosted(std::deque<v1::AgentMessage> unsent) {
+  absl::MutexLock lock(&mu_);
+  for (v1::AgentMessage& m : posted_) unsent.push_back(std::move(m));
+  posted_.swap(unsent);
+  TrimPosted();
+}
+
 void ServerLink::Probe(Stream* stream) {
   v1::AgentMessage probe;
   probe.mutable_clock_probe()->set_agent_sent_ns(clock_.Now());
@@ -94,10 +118,29 @@ std::optional<ClockSync> ServerLink::clock_sync() const {
   return best;
 }
 
-bool ServerLink::WaitForStopOrBreak(int64_t wait_ns) {
-  absl::MutexLock lock(&mu_);
-  const auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || stream_broken_; };
-  return clock_.WaitUntil(&mu_, absl::Condition(&done), clock_.MonotonicNanos() + wait_ns);
+bool ServerLink::WaitForStopOrBreak(Stream* stream, int64_t wait_ns) {
+  const int64_t deadline = clock_.MonotonicNanos() + wait_ns;
+  while (true) {
+    std::deque<v1::AgentMessage> posted;
+    {
+      absl::MutexLock lock(&mu_);
+      const auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || stream_broken_ || !posted_.empty();
+      };
+      clock_.WaitUntil(&mu_, absl::Condition(&woken), deadline);
+      if (stopping_ || stream_broken_) return true;
+      if (posted_.empty()) return false;  // the wait is over
+      posted.swap(posted_);
+    }
+    // Written without mu_: Post goes on queueing (bounded) while the server is slow to take these.
+    while (!posted.empty()) {
+      if (!Write(stream, posted.front())) {
+        RequeuePosted(std::move(posted));  // the stream is breaking: after the next hello
+        return true;
+      }
+      posted.pop_front();
+    }
+  }
 }
 
 void ServerLink::Loop() {
@@ -142,12 +185,12 @@ void ServerLink::MeasureClock(Stream* stream) {
   }
   for (int i = 0; i < kSessionProbes; ++i) {
     Probe(stream);
-    if (WaitForStopOrBreak(kProbeSpacingNs)) return;
+    if (WaitForStopOrBreak(stream, kProbeSpacingNs)) return;
   }
 }
 
 void ServerLink::BeatUntilBroken(Stream* stream, int64_t interval_ns) {
-  while (!WaitForStopOrBreak(interval_ns)) {
+  while (!WaitForStopOrBreak(stream, interval_ns)) {
     v1::AgentMessage beat;
     *beat.mutable_heartbeat() = heartbeat_();
     beat.mutable_heartbeat()->set_sent_at_ns(clock_.Now());
