@@ -1,7 +1,10 @@
 #include "analysis/decimal_time.h"
 
 #include <cstdint>
+#include <algorithm>
 #include <limits>
+#include <random>
+#include <string>
 
 #include "gtest/gtest.h"
 
@@ -77,6 +80,74 @@ TEST(DecimalTime, ParsesJsonIntegersOnly) {
   EXPECT_FALSE(ParseJsonInt64("1e3", &value));
   EXPECT_FALSE(ParseJsonInt64("9223372036854775808", &value));
   EXPECT_FALSE(ParseJsonInt64("", &value));
+}
+
+}  // namespace
+}  // namespace fleetprof::analysis
+
+namespace fleetprof::analysis {
+namespace {
+
+// The reference: [-]digits[.digits] in nanoseconds with 128-bit integers, one digit at a time.
+DecimalParse Reference(const std::string& text, int64_t* ns) {
+  size_t i = 0;
+  const bool negative = text[0] == '-';
+  if (negative) ++i;
+  __int128 value = 0;
+  for (; i < text.size() && text[i] != '.'; ++i) value = value * 10 + (text[i] - '0');
+  int fraction_digits = 0;
+  if (i < text.size()) {
+    for (++i; i < text.size(); ++i) {
+      if (fraction_digits < 3) {
+        value = value * 10 + (text[i] - '0');
+        ++fraction_digits;
+      }
+    }
+  }
+  for (; fraction_digits < 3; ++fraction_digits) value *= 10;
+  if (value > std::numeric_limits<int64_t>::max()) return DecimalParse::kOutOfRange;
+  *ns = static_cast<int64_t>(negative ? -value : value);
+  return DecimalParse::kOk;
+}
+
+// Every length of integer part (the eight-digit steps and the digit-by-digit rest meet at
+// each), with and without fractions, leading zeros and signs, against the reference.
+TEST(DecimalTime, PlainNumbersOfEveryLengthMatchTheReference) {
+  std::mt19937_64 random(43);
+  const auto digits = [&random](int n, bool leading_zeros) {
+    std::string text;
+    for (int i = 0; i < n; ++i) {
+      text.push_back(static_cast<char>('0' + (leading_zeros && i < n / 2 ? 0 : random() % 10)));
+    }
+    return text;
+  };
+  int compared = 0;
+  for (int int_digits = 1; int_digits <= 24; ++int_digits) {
+    for (int fraction = -1; fraction <= 12; ++fraction) {
+      for (int round = 0; round < 40; ++round) {
+        std::string text = round % 3 == 0 ? "-" : "";
+        text += digits(int_digits, round % 5 == 0);
+        if (fraction >= 0) text += "." + digits(std::max(fraction, 1), false);
+        if (round % 7 == 0) text[text.size() - 1] = '9';
+        int64_t want = 0, got = 0;
+        const DecimalParse expected = Reference(text, &want);
+        ASSERT_EQ(ParseMicrosAsNanos(text, &got), expected) << text;
+        if (expected == DecimalParse::kOk) {
+          ASSERT_EQ(got, want) << text;
+        }
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 24 * 14 * 40);
+  // A byte that is no digit anywhere in an eight-digit step.
+  for (size_t at = 0; at < 16; ++at) {
+    std::string text = "1234567812345678.5";
+    text[at] = ':';  // the byte after '9'
+    EXPECT_EQ(Outcome(text), DecimalParse::kNotANumber) << text;
+    text[at] = '/';  // the byte before '0'
+    EXPECT_EQ(Outcome(text), DecimalParse::kNotANumber) << text;
+  }
 }
 
 }  // namespace
