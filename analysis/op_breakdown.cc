@@ -73,7 +73,9 @@ class OpWalk {
  public:
   explicit OpWalk(const TraceEvents& events)
       : events_(events), ops_(events.names.size()), scopes_(events.names.size()), is_scope_(events) {
-    // One global join: device time launched per correlation id.
+    // One global join: device time launched per correlation id. Sized once: growing it by
+    // rehashing was a sixth of this view's time on a large trace.
+    launched_.reserve(events.activity.size());
     for (const DeviceActivity& a : events.activity) {
       if (a.has_correlation) AddTo(&launched_[a.correlation], a.dur);
     }
