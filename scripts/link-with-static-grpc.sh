@@ -10,8 +10,9 @@
 #
 # Each such library is replaced where CMake placed it, and all libraries are wrapped in one
 # --start-group so the archives' mutual references resolve whatever the order. A library
-# without an archive stays shared; scripts/test.sh checks `ldd bin/fleetprof` lists none of
-# these libraries, so a partial (mixed static and shared) link cannot pass unnoticed.
+# without an archive stays shared; the test cli_links_grpc_protobuf_and_abseil_statically
+# (tests/client) checks that `ldd bin/fleetprof` names none of these libraries, so a partial
+# (mixed static and shared) link cannot pass unnoticed.
 set -euo pipefail
 
 static_archive() {  # prints the .a beside a matching shared object, or nothing
