@@ -12,6 +12,7 @@
 // nest at most max_depth() levels (a deeper value is an error, never a stack overflow:
 // nothing here recurses).
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -73,9 +74,11 @@ class JsonTokenizer {
 
   // For a caller that reads a small value straight from the buffer (kineto_event_scan.h):
   // makes at least `want` unread bytes available unless the input ends first (false only on
-  // a read error; `want` at most half the buffer), then [cursor(), limit()) are those bytes.
+  // a read error; capped at half the buffer, which a token may otherwise fill), then
+  // [cursor(), limit()) are those bytes.
   // ConsumeTo(q) marks the bytes before q, the end of a whole value, as read.
   bool Prefetch(size_t want) {
+    want = std::min(want, capacity_ / 2);
     while (static_cast<size_t>(end_ - pos_) < want && Refill()) {
     }
     return ok();
