@@ -1,6 +1,7 @@
 #include "server/fleet/trigger_runner.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -243,16 +244,24 @@ void TriggerRunner::CheckRules(const v1::ProfileInfo& info) {
     return;
   }
   const int64_t now = clock_->Now();
+  // A diagnosis runs every rule: the job's and the profile's are made once each, whatever the
+  // number of rule triggers that read them.
+  std::optional<absl::StatusOr<v1::DiagnoseResponse>> of_job_ranks, of_profile;
   for (const v1::Trigger& trigger : listed->triggers()) {
     // A trigger cooling down is not diagnosed at all: its firing would be held back anyway.
     if (trigger.rule().empty() || CoolingDown(trigger, now)) continue;
-    v1::DiagnoseRequest request;
-    if (hooks_.job_rules.contains(trigger.rule())) {
-      request.set_job(info.job());  // the job's ranks: the newest capture, else each rank's newest profile
-    } else {
-      request.set_profile_id(info.profile_id());
+    const bool job_rule = hooks_.job_rules.contains(trigger.rule());
+    std::optional<absl::StatusOr<v1::DiagnoseResponse>>& made = job_rule ? of_job_ranks : of_profile;
+    if (!made.has_value()) {
+      v1::DiagnoseRequest request;
+      if (job_rule) {
+        request.set_job(info.job());  // the job's ranks: the newest capture, else each rank's newest profile
+      } else {
+        request.set_profile_id(info.profile_id());
+      }
+      made = hooks_.diagnose(request);
     }
-    absl::StatusOr<v1::DiagnoseResponse> diagnosis = hooks_.diagnose(request);
+    const absl::StatusOr<v1::DiagnoseResponse>& diagnosis = *made;
     if (!diagnosis.ok()) {
       spdlog::warn("trigger {}: rule {} on profile {} of job {} did not run: {}", trigger.trigger_id(), trigger.rule(),
                    info.profile_id(), info.job(), std::string(diagnosis.status().message()));

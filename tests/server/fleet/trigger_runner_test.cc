@@ -278,6 +278,45 @@ TEST_F(TriggerRunnerTest, ARuleTriggerFiresWhenItsRuleFindsSomethingInTheNewProf
   EXPECT_NE(Triggered()[0].evidence().find("rank 2 arrives last at 80%"), std::string::npos);
 }
 
+// A diagnosis runs every rule: however many rule triggers a job has, a commit diagnoses the
+// profile once and the job's ranks once, and each trigger reads its rule's finding from those.
+TEST_F(TriggerRunnerTest, ManyRuleTriggersOfAJobShareOneDiagnosisOfEachKind) {
+  std::vector<v1::DiagnoseRequest> asked;
+  TriggerRunner::Hooks hooks;
+  hooks.job_rules = {"late_rank"};
+  hooks.diagnose = [&](const v1::DiagnoseRequest& request) -> absl::StatusOr<v1::DiagnoseResponse> {
+    asked.push_back(request);
+    v1::DiagnoseResponse response;
+    if (!request.job().empty()) {  // the job's ranks: late_rank finds something, idle_device nothing
+      v1::Finding* f = response.add_findings();
+      f->set_rule("late_rank");
+      f->set_summary("rank 2 arrives last");
+    }
+    return response;
+  };
+  StartRunner(hooks);
+  const v1::Trigger late1 = Add("rule late_rank", 60'000);
+  const v1::Trigger late2 = Add("rule late_rank", 60'000);
+  const v1::Trigger idle1 = Add("rule idle_device", 60'000);
+  const v1::Trigger idle2 = Add("rule idle_device", 60'000);
+  v1::ProfileInfo info;
+  info.set_profile_id("p1");
+  info.set_job("train");
+  runner_->OnProfileCommitted(info);
+  runner_.reset();  // runs what is queued
+  ASSERT_EQ(asked.size(), 2u);  // four triggers, two kinds of diagnosis
+  EXPECT_NE(asked[0].job().empty(), asked[1].job().empty());
+  for (const v1::DiagnoseRequest& request : asked) {
+    if (request.job().empty()) {
+      EXPECT_EQ(request.profile_id(), "p1");
+    }
+  }
+  EXPECT_EQ(Stored(late1.trigger_id()).fired(), 1);
+  EXPECT_EQ(Stored(late2.trigger_id()).fired(), 1);
+  EXPECT_EQ(Stored(idle1.trigger_id()).fired(), 0);
+  EXPECT_EQ(Stored(idle2.trigger_id()).fired(), 0);
+}
+
 TEST_F(TriggerRunnerTest, StopWaitsForTheCheckInProgressDropsTheQueuedOnesAndIgnoresLaterWork) {
   Gate diagnosis;
   std::atomic<int> asked{0};
