@@ -15,7 +15,7 @@
 #include <thread>
 #include <fstream>
 
-#include "absl/strings/ascii.h"
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -27,6 +27,7 @@
 #include "tests/e2e/test_cluster.h"
 #include "tests/e2e/test_pki.h"
 #include "tests/test_support.h"
+#include "tests/xprof/profiler_standin_process.h"
 
 namespace fleetprof::testing {
 namespace {
@@ -64,26 +65,16 @@ class ReplicaTest : public ::testing::Test {
     return JsonStringField(r.out, "profile_id");
   }
 
-  // A JAX job (the profiler stand-in, with `mode_flags`) and an agent on replica `a` reporting
-  // it as target job=jax-train; the job's profiler address once replica `b` lists it, or "" (the
-  // test has failed).
-  std::string StartJaxJobWithAgent(TestCluster& a, TestCluster& b, ChildProcess& job,
-                                   const std::vector<std::string>& mode_flags) {
-    const std::string ready = a.root() + "/standin.ready";
-    std::vector<std::string> argv = {"/usr/bin/python3", std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py"};
-    argv.insert(argv.end(), mode_flags.begin(), mode_flags.end());
-    for (const std::string& arg : {std::string("--record"), a.root() + "/requests.json", std::string("--ready"), ready,
-                                   std::string("--xspace"), CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")}) {
-      argv.push_back(arg);
-    }
-    job.Start(argv, a.root() + "/standin.log");
-    const std::string port_json = WaitForFile(ready, 30);
-    if (port_json.empty()) {
-      ADD_FAILURE() << "profiler stand-in did not start";
+  // A JAX job (the profiler stand-in, with `options` and the corpus's XSpace) and an agent on
+  // replica `a` reporting it as target job=jax-train; the job's profiler address once replica `b`
+  // lists it, or "" (the test has failed).
+  std::string StartJaxJobWithAgent(TestCluster& a, TestCluster& b, ProfilerStandIn& job, StandInOptions options) {
+    options.xspace_path = CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb");
+    if (const absl::Status started = job.Start(options, a.root() + "/standin"); !started.ok()) {
+      ADD_FAILURE() << started;
       return "";
     }
-    const std::string port = port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1);
-    const std::string address = "127.0.0.1:" + std::string(absl::StripAsciiWhitespace(port));
+    const std::string address = job.address();
     if (a.StartAgent({"--node=gpu-a", "--target=job=jax-train,xprof=" + address}) < 0) {
       ADD_FAILURE() << "the agent did not start";
       return "";
@@ -371,13 +362,14 @@ TEST_F(ReplicaTest, WithoutEtcdCaptureStartsAndAgentListsFailNamingEtcd) {
 // A capture started through replica B reaches the agent connected to replica A (the capture
 // record and etcd's watch), and B's `capture --wait` follows it to DONE with A's progress.
 TEST_F(ReplicaTest, ACaptureStartedOnOneReplicaReachesAnAgentOnAnother) {
-  FLEETPROF_REQUIRE_PATH("/usr/bin/python3");
+  FLEETPROF_REQUIRE_PATH(XPROF_PYTHON);
+  FLEETPROF_REQUIRE(PythonHasGrpc(), XPROF_PYTHON << " able to import grpc and google.protobuf (Debian python3-grpcio)");
   FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
   TestCluster a, b;
   ASSERT_TRUE(a.StartServer("127.0.0.1:0", ReplicaFlags())) << a.ServerLog();
   ASSERT_TRUE(b.StartServer("127.0.0.1:0", ReplicaFlags())) << b.ServerLog();
-  ChildProcess job;
-  const std::string address = StartJaxJobWithAgent(a, b, job, {"--mode", "emit"});
+  ProfilerStandIn job;
+  const std::string address = StartJaxJobWithAgent(a, b, job, StandInOptions());
   ASSERT_FALSE(address.empty());
 
   CommandResult capture = b.Cli({"capture", "--job", "jax-train", "--duration_ms", "300", "--wait", "--json"}, 120);
@@ -395,7 +387,8 @@ TEST_F(ReplicaTest, ACaptureStartedOnOneReplicaReachesAnAgentOnAnother) {
 // on replica A through the catalog's watch. Every capture reaches DONE: the replicas' calls and
 // watches leave the silent member (keepalive) and move to another.
 TEST_F(ReplicaTest, WithEachEtcdMemberSilentInTurnACaptureAcrossReplicasIsDone) {
-  FLEETPROF_REQUIRE_PATH("/usr/bin/python3");
+  FLEETPROF_REQUIRE_PATH(XPROF_PYTHON);
+  FLEETPROF_REQUIRE(PythonHasGrpc(), XPROF_PYTHON << " able to import grpc and google.protobuf (Debian python3-grpcio)");
   FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
   EtcdCluster members;
   ASSERT_TRUE(members.Start(3)) << members.Log(0) << members.Log(1) << members.Log(2);
@@ -412,8 +405,8 @@ TEST_F(ReplicaTest, WithEachEtcdMemberSilentInTurnACaptureAcrossReplicasIsDone) 
   TestCluster a, b;
   ASSERT_TRUE(a.StartServer("127.0.0.1:0", flags)) << a.ServerLog();
   ASSERT_TRUE(b.StartServer("127.0.0.1:0", flags)) << b.ServerLog();
-  ChildProcess job;
-  const std::string address = StartJaxJobWithAgent(a, b, job, {"--mode", "emit"});
+  ProfilerStandIn job;
+  const std::string address = StartJaxJobWithAgent(a, b, job, StandInOptions());
   ASSERT_FALSE(address.empty());
   for (size_t silent = 0; silent < links.size(); ++silent) {
     SCOPED_TRACE(silent);
@@ -434,13 +427,16 @@ TEST_F(ReplicaTest, WithEachEtcdMemberSilentInTurnACaptureAcrossReplicasIsDone) 
 // watched through went away, though the capture ended DONE. It reopens its watch on the next
 // replica of --server and reports the end.
 TEST_F(ReplicaTest, CaptureWaitFollowsTheCaptureWhenItsReplicaGoesAway) {
-  FLEETPROF_REQUIRE_PATH("/usr/bin/python3");
+  FLEETPROF_REQUIRE_PATH(XPROF_PYTHON);
+  FLEETPROF_REQUIRE(PythonHasGrpc(), XPROF_PYTHON << " able to import grpc and google.protobuf (Debian python3-grpcio)");
   FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
   TestCluster a, b;
   ASSERT_TRUE(a.StartServer("127.0.0.1:0", ReplicaFlags())) << a.ServerLog();
   ASSERT_TRUE(b.StartServer("127.0.0.1:0", ReplicaFlags())) << b.ServerLog();
-  ChildProcess job;
-  const std::string address = StartJaxJobWithAgent(a, b, job, {"--mode", "emit", "--sleep_ms", "-1"});
+  ProfilerStandIn job;
+  StandInOptions lasts_its_duration;
+  lasts_its_duration.sleep_ms = -1;
+  const std::string address = StartJaxJobWithAgent(a, b, job, lasts_its_duration);
   ASSERT_FALSE(address.empty());
 
   // The CLI watches through B (first in --server); B goes away while the capture runs.
@@ -500,23 +496,20 @@ SeenCapture SeeCapture(TestCluster& server, const std::string& id) {
 // FAILED with a reason, never RUNNING for good. Three rounds in CI (FLEETPROF_CAPTURE_KILLS for
 // a soak); the killed replica comes back on its address each time, so the agent's list stays right.
 TEST_F(ReplicaTest, ACaptureRunningWhenItsAgentsReplicaIsKilledEndsIndexedOrFailedWithAReason) {
-  const std::string python = "/usr/bin/python3";
-  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py";
-  FLEETPROF_REQUIRE_PATH(python);
+  FLEETPROF_REQUIRE_PATH(XPROF_PYTHON);
+  FLEETPROF_REQUIRE(PythonHasGrpc(), XPROF_PYTHON << " able to import grpc and google.protobuf (Debian python3-grpcio)");
   FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
   TestCluster replicas[2];
   for (auto& r : replicas) ASSERT_TRUE(r.StartServer("127.0.0.1:0", ReplicaFlags())) << r.ServerLog();
   const std::string addresses[2] = {replicas[0].grpc_addr(), replicas[1].grpc_addr()};
-  ChildProcess job;
-  const std::string ready = replicas[0].root() + "/standin.ready";
-  // Each capture lasts its duration (--sleep_ms -1), so it is still running when the replica dies.
-  job.Start({python, standin, "--mode", "emit", "--sleep_ms", "-1", "--record", replicas[0].root() + "/requests.json",
-             "--ready", ready, "--xspace", CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")},
-            replicas[0].root() + "/standin.log");
-  const std::string port_json = WaitForFile(ready, 30);
-  ASSERT_FALSE(port_json.empty()) << "profiler stand-in did not start";
-  const std::string port = port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1);
-  const std::string address = "127.0.0.1:" + std::string(absl::StripAsciiWhitespace(port));
+  // Each capture lasts its duration (sleep_ms -1), so it is still running when the replica dies.
+  ProfilerStandIn job;
+  StandInOptions options;
+  options.xspace_path = CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb");
+  options.sleep_ms = -1;
+  const absl::Status standin_started = job.Start(options, replicas[0].root() + "/standin");
+  ASSERT_TRUE(standin_started.ok()) << standin_started;
+  const std::string address = job.address();
   ASSERT_GE(replicas[0].StartAgent({"--server=" + addresses[0] + "," + addresses[1], "--node=gpu-k",
                                     "--target=job=jax-kill,xprof=" + address}),
             0);

@@ -7,19 +7,19 @@
 #include <iostream>
 #include <map>
 
-#include "absl/strings/ascii.h"
-
+#include "absl/status/status.h"
 #include "gtest/gtest.h"
 #include "simdjson.h"
 #include "tests/e2e/reference_compare.h"
 #include "tests/e2e/test_cluster.h"
 #include "tests/test_support.h"
+#include "tests/xprof/profiler_standin_process.h"
 
 namespace fleetprof::testing {
 namespace {
 
 namespace fs = std::filesystem;
-const char kPython[] = "/usr/bin/python3";
+const char kPython[] = "/usr/bin/python3";  // for the Kineto and dyno stand-ins
 
 struct CaptureOutcome {
   int exit_code = -1;
@@ -106,8 +106,8 @@ std::string CompareScaledKernels(const std::string& served, const std::string& r
 }
 
 TEST_P(XlaCaptureTest, XlaJobCaptureIsIndexedAndMatchesReference) {
-  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py";
-  FLEETPROF_REQUIRE_PATH(kPython);
+  FLEETPROF_REQUIRE_PATH(XPROF_PYTHON);
+  FLEETPROF_REQUIRE(PythonHasGrpc(), XPROF_PYTHON << " able to import grpc and google.protobuf (Debian python3-grpcio)");
   FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
   TestCluster cluster;
   ASSERT_TRUE(cluster.StartServer());
@@ -121,15 +121,13 @@ TEST_P(XlaCaptureTest, XlaJobCaptureIsIndexedAndMatchesReference) {
     out.close();
     ASSERT_GT(fs::file_size(xspace), 64u << 20);
   }
-  ChildProcess job;
-  const std::string ready = cluster.root() + "/standin.ready";
-  job.Start({kPython, standin, "--mode", param.mode, "--record", cluster.root() + "/requests.json",
-             "--ready", ready, "--xspace", xspace},
-            cluster.root() + "/standin.log");
-  std::string port_json = WaitForFile(ready, 30);
-  ASSERT_FALSE(port_json.empty()) << "profiler stand-in did not start";
-  const std::string port = port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1);
-  const std::string address = "127.0.0.1:" + std::string(absl::StripAsciiWhitespace(port));
+  ProfilerStandIn job;
+  StandInOptions options;
+  options.mode = param.mode;
+  options.xspace_path = xspace;
+  const absl::Status started = job.Start(options, cluster.root() + "/standin");
+  ASSERT_TRUE(started.ok()) << started;
+  const std::string address = job.address();
   ASSERT_GE(cluster.StartAgent({"--node=gpu-1", "--target=job=jax-train,xprof=" + address,
                                 std::string("--nvml_library=") + FAKE_NVML_PATH, "--sample_interval_ms=100"}),
             0);
@@ -331,29 +329,23 @@ TEST_F(KinetoCaptureTest, AFixedStartABusyJobCannotMeetFailsAtStartLessWarmUp) {
 
 // An XLA target and a Kineto target of one job start together, at the later of their starts.
 TEST_F(KinetoCaptureTest, XlaAndKinetoTargetsOfOneCaptureShareOneStart) {
-  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py";
+  FLEETPROF_REQUIRE(PythonHasGrpc(), XPROF_PYTHON << " able to import grpc and google.protobuf (Debian python3-grpcio)");
   FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
-  ChildProcess xla;
-  const std::string ready = cluster_.root() + "/xla.ready";
-  const std::string record = cluster_.root() + "/xla_requests.json";
-  xla.Start({kPython, standin, "--mode", "emit", "--record", record, "--ready", ready, "--xspace",
-             CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")},
-            cluster_.root() + "/xla.log");
-  const std::string port_json = WaitForFile(ready, 30);
-  ASSERT_FALSE(port_json.empty());
-  const std::string port(absl::StripAsciiWhitespace(
-      port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1)));
-  ASSERT_GE(cluster_.StartAgent({"--node=gpu-3", "--target=job=mixed,xprof=127.0.0.1:" + port}), 0);
+  ProfilerStandIn xla;
+  StandInOptions options;
+  options.xspace_path = CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb");
+  const absl::Status started = xla.Start(options, cluster_.root() + "/xla");
+  ASSERT_TRUE(started.ok()) << started;
+  ASSERT_GE(cluster_.StartAgent({"--node=gpu-3", "--target=job=mixed,xprof=" + xla.address()}), 0);
   StartJob("mixed", {"--trace-file", CorpusPath("kineto/v100_resnet_rank0.pt.trace.json.gz")}, "5000");
-  ASSERT_TRUE(Eventually(10, [&] { return AgentReportsTarget(cluster_, "\"address\":\"127.0.0.1:" + port); }));
+  ASSERT_TRUE(Eventually(10, [&] { return AgentReportsTarget(cluster_, "\"address\":\"" + xla.address()); }));
   CommandResult r = cluster_.Cli({"capture", "--job", "mixed", "--duration_ms", "300", "--wait", "--json"}, 180);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const CaptureStarts starts = StartsOf(r.out);
   ASSERT_EQ(starts.targets.size(), 2u) << r.out;
   EXPECT_EQ(starts.targets, (std::vector<int64_t>{0, 0})) << "no target moved: " << r.out;
   // The XLA profiler was asked for the shared start, and so was the PyTorch job (in ms).
-  EXPECT_NE(ReadSmallFile(record).find("opts.start_timestamp_ns\": " + std::to_string(starts.shared)), std::string::npos)
-      << ReadSmallFile(record) << " shared " << starts.shared;
+  EXPECT_EQ(xla.Recorded("request.raw.opts.start_timestamp_ns"), std::to_string(starts.shared)) << xla.Log();
   EXPECT_NE(ReadSmallFile(cluster_.root() + "/job.log").find("PROFILE_START_TIME=" + std::to_string(starts.shared / 1'000'000)),
             std::string::npos);
 }
@@ -381,27 +373,29 @@ TEST_F(KinetoCaptureTest, DynoProfileMemoryIsAcceptedAndHoldsNoWorker) {
 }
 
 TEST(CaptureTest, CaptureRunningAcrossAServerRestartStillCompletes) {
-  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py";
-  FLEETPROF_REQUIRE_PATH(kPython);
+  FLEETPROF_REQUIRE_PATH(XPROF_PYTHON);
+  FLEETPROF_REQUIRE(PythonHasGrpc(), XPROF_PYTHON << " able to import grpc and google.protobuf (Debian python3-grpcio)");
   FLEETPROF_REQUIRE_PATH(CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb"));
   TestCluster cluster;
   ASSERT_TRUE(cluster.StartServer());
-  ChildProcess job;
-  const std::string ready = cluster.root() + "/standin.ready";
-  // The profiler answers after 3 s, while the server is restarting.
-  job.Start({kPython, standin, "--mode", "emit", "--record", cluster.root() + "/requests.json", "--ready",
-             ready, "--sleep_ms", "3000", "--xspace", CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb")},
-            cluster.root() + "/standin.log");
-  std::string port_json = WaitForFile(ready, 30);
-  ASSERT_FALSE(port_json.empty());
-  const std::string port(absl::StripAsciiWhitespace(
-      port_json.substr(port_json.find(':') + 1, port_json.find('}') - port_json.find(':') - 1)));
-  ASSERT_GE(cluster.StartAgent({"--node=gpu-4", "--target=job=slow,xprof=127.0.0.1:" + port}), 0);
+  // The profiler answers when the test releases it: once the server is down, so the answer
+  // comes while the server is restarting, however long the stop takes.
+  const std::string release = cluster.root() + "/profiler.release";
+  ProfilerStandIn job;
+  StandInOptions options;
+  options.xspace_path = CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb");
+  options.release_file = release;
+  const absl::Status standin_started = job.Start(options, cluster.root() + "/standin");
+  ASSERT_TRUE(standin_started.ok()) << standin_started;
+  ASSERT_GE(cluster.StartAgent({"--node=gpu-4", "--target=job=slow,xprof=" + job.address()}), 0);
   ASSERT_TRUE(Eventually(10, [&] { return AgentReportsTarget(cluster, "\"job\":\"slow\""); }));
   CaptureOutcome started = Capture(cluster, {"--job", "slow", "--duration_ms", "200"});
   ASSERT_EQ(started.state, "RUNNING") << started.raw;
+  ASSERT_TRUE(Eventually(30, [&] { return job.Recorded("profile_calls").value_or("0") != "0"; }))
+      << "the agent never asked the profiler: " << job.Log();
   const std::string addr = cluster.grpc_addr();
   cluster.StopServer();
+  std::ofstream(release).put('\n');
   ASSERT_TRUE(cluster.StartServer(addr)) << cluster.ServerLog();
   std::string list;
   EXPECT_TRUE(Eventually(30, [&] {

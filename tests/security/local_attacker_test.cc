@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -35,6 +36,7 @@
 #include "tests/e2e/test_cluster.h"
 #include "tests/security/local_attacker.h"
 #include "tests/test_support.h"
+#include "tests/xprof/profiler_standin_process.h"
 
 namespace fleetprof::testing {
 namespace {
@@ -459,8 +461,8 @@ TEST(LocalAttacker, ASquatterOfRootsJobNameLosesItWhenRootsJobStarts) {
 // profiler). A job that makes its session folder a link to root's folder gets nothing of root's.
 TEST(LocalAttacker, AnXlaJobWritesItsTraceIntoItsOwnFolderAndALinkThereReadsNothing) {
   REQUIRE_ROOT();
-  const std::string python = "/usr/bin/python3";
-  FLEETPROF_REQUIRE_PATH(python);
+  FLEETPROF_REQUIRE_PATH(XPROF_PYTHON);
+  FLEETPROF_REQUIRE(PythonHasGrpc(), XPROF_PYTHON << " able to import grpc and google.protobuf (Debian python3-grpcio)");
   const std::string xspace = CorpusPath("xspace/tf_8gpu_multi_worker.xplane.pb");
   FLEETPROF_REQUIRE_PATH(xspace);
   TestCluster cluster;
@@ -478,40 +480,44 @@ TEST(LocalAttacker, AnXlaJobWritesItsTraceIntoItsOwnFolderAndALinkThereReadsNoth
   ::chmod(root_dir.c_str(), 0755);
   fs::copy_file(xspace, root_dir + "/xla-node.xplane.pb");
 
-  const std::string standin = std::string(FLEETPROF_SOURCE_DIR) + "/tests/xprof/profiler_standin.py";
-  auto start_job = [&](const std::string& job, const std::vector<std::string>& extra) {
+  // uid 1001's XLA jobs: profiler stand-ins that write their traces themselves (repo mode), the
+  // address they serve on in the environment the agent's discovery reads.
+  auto start_job = [&](const std::string& job, const std::string& link_session) {
     int port = 0;
     const int probe = ListenOnLoopback(&port);
     ::close(probe);
-    const std::string record = absl::StrCat(open_dir, "/", job, ".json");
-    std::vector<std::string> args = {python, standin, "--mode", "repo", "--port", std::to_string(port),
-                                     "--record", record, "--xspace", xspace};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const std::string job_env = "FLEETPROF_JOB=" + job;
-    const std::string addr_env = absl::StrCat("FLEETPROF_XPROF_ADDR=127.0.0.1:", port);
-    return std::make_pair(AttackerProcess(args, {job_env, addr_env, "PATH=/usr/bin:/bin", "HOME=/tmp"}), record);
+    StandInOptions options;
+    options.mode = "repo";
+    options.xspace_path = xspace;
+    options.port = port;
+    options.link_session = link_session;
+    options.env = {"FLEETPROF_JOB=" + job, absl::StrCat("FLEETPROF_XPROF_ADDR=127.0.0.1:", port), "PATH=/usr/bin:/bin",
+                   "HOME=/tmp"};
+    options.run_as_uid = kAttacker;
+    auto standin = std::make_unique<ProfilerStandIn>();
+    const absl::Status started = standin->Start(options, open_dir + "/" + job);
+    if (!started.ok()) ADD_FAILURE() << job << ": " << started;
+    return standin;
   };
-  // (No structured bindings: clang before 16 cannot capture them in the lambdas below.)
-  const std::pair<AttackerProcess, std::string> own_job = start_job("u-xla", {});
-  const std::pair<AttackerProcess, std::string> link_job = start_job("u-xla-link", {"--link_session", root_dir});
-  const std::string& own_record = own_job.second;
-  const std::string& link_record = link_job.second;
+  const std::unique_ptr<ProfilerStandIn> own_job = start_job("u-xla", "");
+  const std::unique_ptr<ProfilerStandIn> link_job = start_job("u-xla-link", root_dir);
+  ASSERT_FALSE(HasFailure()) << "the stand-ins did not start";
   const auto agents = [&] { return cluster.Cli({"agents", "--json"}).out; };
   ASSERT_TRUE(Eventually(30, [&] {
     const std::string listed = agents();
     return listed.find("\"job\":\"u-xla\"") != std::string::npos &&
            listed.find("\"job\":\"u-xla-link\"") != std::string::npos;
   })) << agents();
-  ASSERT_TRUE(Eventually(30, [&] { return fs::exists(own_record) && fs::exists(link_record); }))
-      << "the stand-ins did not start";
 
   CommandResult own = cluster.Cli({"capture", "--job", "u-xla", "--duration_ms", "300", "--wait", "--json"}, 120);
   std::cout << "capture of uid 1001's job:\n" << own.out << std::endl;
   EXPECT_NE(own.out.find("\"state\":\"INDEXED\""), std::string::npos) << own.out << own.err;
-  const std::string request = ReadSmallFile(own_record);
-  std::cout << "its profiler server was asked:\n" << request << std::endl;
-  EXPECT_NE(request.find("emit_xspace\": false"), std::string::npos) << request;
-  EXPECT_NE(request.find("repository_root\": \"" + trace_dir + "/uid1001-"), std::string::npos) << request;
+  const std::string emit_xspace = own_job->Recorded("request.generated.emit_xspace").value_or("(none)");
+  const std::string repository_root = own_job->Recorded("request.raw.repository_root").value_or("(none)");
+  std::cout << "its profiler server was asked: emit_xspace " << emit_xspace << ", repository_root " << repository_root
+            << std::endl;
+  EXPECT_EQ(emit_xspace, "false");
+  EXPECT_TRUE(repository_root.starts_with(trace_dir + "/uid1001-")) << repository_root;
   // The job's file was read and then removed: nothing of it stays on the node.
   int left = 0;
   for (const auto& entry : fs::recursive_directory_iterator(trace_dir)) left += entry.path().string().ends_with(".xplane.pb");

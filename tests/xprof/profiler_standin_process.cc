@@ -1,8 +1,9 @@
 #include "tests/xprof/profiler_standin_process.h"
 
+#include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -48,10 +49,23 @@ absl::Status ProfilerStandIn::Start(const StandInOptions& options, const std::st
   if (!options.written_host.empty()) argv.push_back("--written_host=" + options.written_host);
   if (!options.write_root.empty()) argv.push_back("--write_root=" + options.write_root);
   if (!options.release_file.empty()) argv.push_back("--release_file=" + options.release_file);
+  if (!options.link_session.empty()) argv.push_back("--link_session=" + options.link_session);
+  if (options.port != 0) argv.push_back("--port=" + std::to_string(options.port));
   std::error_code made;
   std::filesystem::create_directories(work_dir, made);
   if (made) return absl::InternalError(absl::StrCat("cannot make ", work_dir, ": ", made.message()));
+  const uid_t uid = static_cast<uid_t>(options.run_as_uid);
+  if (options.run_as_uid >= 0 && chown(work_dir.c_str(), uid, uid) != 0) {
+    return absl::InternalError(absl::StrCat("cannot hand ", work_dir, " to uid ", options.run_as_uid));
+  }
 
+  // Laid out before the fork: the child of a threaded process only switches user and execs.
+  std::vector<std::string> env = options.env;
+  std::vector<char*> args, vars;
+  for (std::string& arg : argv) args.push_back(arg.data());
+  args.push_back(nullptr);
+  for (std::string& var : env) vars.push_back(var.data());
+  vars.push_back(nullptr);
   pid_ = fork();
   if (pid_ < 0) return absl::InternalError("fork failed");
   if (pid_ == 0) {
@@ -60,10 +74,15 @@ absl::Status ProfilerStandIn::Start(const StandInOptions& options, const std::st
       dup2(log, STDOUT_FILENO);
       dup2(log, STDERR_FILENO);
     }
-    std::vector<char*> args;
-    for (std::string& arg : argv) args.push_back(arg.data());
-    args.push_back(nullptr);
-    execv(args[0], args.data());
+    if (options.run_as_uid >= 0 &&
+        (setgroups(0, nullptr) != 0 || setresgid(uid, uid, uid) != 0 || setresuid(uid, uid, uid) != 0)) {
+      _exit(126);
+    }
+    if (options.env.empty()) {
+      execv(args[0], args.data());
+    } else {
+      execve(args[0], args.data(), vars.data());
+    }
     _exit(127);
   }
 

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -18,6 +19,14 @@ struct StandInOptions {
   std::string release_file;   // non-empty: a capture also lasts until this file exists
   std::string written_host;   // file mode: file named after this instead of host_name
   std::string write_root;     // file mode: written under this instead of repository_root
+  std::string link_session;   // file/repo mode: the session folder is made a link to this, nothing written
+  int port = 0;               // the port to serve on; 0: an ephemeral one
+  // Non-empty: the stand-in's whole environment (nothing inherited), e.g. the FLEETPROF_JOB a
+  // node agent's discovery reads.
+  std::vector<std::string> env;
+  // >= 0: the stand-in runs as this uid and gid, with no supplementary groups (the caller is
+  // root); its folder is handed to that user.
+  int run_as_uid = -1;
 };
 
 class ProfilerStandIn {
