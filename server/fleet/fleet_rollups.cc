@@ -158,19 +158,22 @@ absl::Status FleetRollupWriter::ExpireOnceAnHour(int64_t hour_now) {
   return gone.status();
 }
 
+std::map<std::string, std::string> NewestJobLabelsIn(const std::vector<v1::ProfileInfo>& newest_first) {
+  const size_t depth = std::min(newest_first.size(), static_cast<size_t>(kJobLabelsSearchDepth));
+  for (size_t i = 0; i < depth; ++i) {
+    std::map<std::string, std::string> labels = JobLabelsOf(newest_first[i].labels());
+    if (!labels.empty()) return labels;
+  }
+  return {};
+}
+
 FleetRollupWriter::JobLabelsLookup NewestJobLabels(ProfileTable* profiles) {
   return [profiles](const std::string& job) {
     v1::ListProfilesRequest request;
     request.set_job(job);
-    request.set_page_size(20);
+    request.set_page_size(kJobLabelsSearchDepth);
     absl::StatusOr<ProfilePage> page = profiles->List(request);
-    if (page.ok()) {
-      for (const v1::ProfileInfo& info : page->profiles) {
-        std::map<std::string, std::string> labels = JobLabelsOf(info.labels());
-        if (!labels.empty()) return labels;
-      }
-    }
-    return std::map<std::string, std::string>();
+    return page.ok() ? NewestJobLabelsIn(page->profiles) : std::map<std::string, std::string>();
   };
 }
 

@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -96,7 +97,13 @@ class FleetRollupWriter {
   std::array<absl::Mutex, kWriteStripes> write_mu_;
 };
 
-// The labels of a job's newest profile (of its last 20) that has any JobLabelsOf: what a
+// How many of a job's newest profiles are looked through for its labels, by fleet accounting
+// and by the sampler alike.
+inline constexpr int kJobLabelsSearchDepth = 32;
+// The JobLabelsOf of the first of `newest_first` (up to kJobLabelsSearchDepth of them) that has
+// any; empty when none has.
+std::map<std::string, std::string> NewestJobLabelsIn(const std::vector<v1::ProfileInfo>& newest_first);
+// The labels of a job's newest profile that has any JobLabelsOf (NewestJobLabelsIn): what a
 // sampled profile of the job is counted under when it has none of its own.
 FleetRollupWriter::JobLabelsLookup NewestJobLabels(ProfileTable* profiles);
 

@@ -11,8 +11,9 @@
 namespace fleetprof {
 namespace {
 
-// Profiles of a job read to find each node's device count: the last few captures' ranks.
-constexpr int kProfilesPerJob = 32;
+// Profiles of a job read to find each node's device count (the last few captures' ranks) and
+// its labels (as fleet accounting finds them: NewestJobLabelsIn).
+constexpr int kProfilesPerJob = std::max(32, kJobLabelsSearchDepth);
 
 }  // namespace
 
@@ -91,10 +92,10 @@ SamplerFleetSource::JobFacts SamplerFleetSource::ReadFacts(const std::string& jo
   request.set_page_size(kProfilesPerJob);
   absl::StatusOr<ProfilePage> page = profiles_->List(request);
   if (!page.ok()) return facts;
+  // A captured profile carries only its capture's labels (capture_id, source, pid...): the
+  // job's own are those of its newest profile that has any, as fleet accounting counts them.
+  facts.labels = NewestJobLabelsIn(page->profiles);
   for (const v1::ProfileInfo& info : page->profiles) {
-    // A captured profile carries only its capture's labels (capture_id, source, pid...): the
-    // job's own are those of its newest profile that has any, as fleet accounting counts them.
-    if (facts.labels.empty()) facts.labels = JobLabelsOf(info.labels());
     if (facts.devices_by_node.contains(info.node())) continue;
     absl::StatusOr<v1::ProfileSummary> summary = profiles_->GetListedSummary(info.profile_id());
     if (summary.ok()) facts.devices_by_node[info.node()] = summary->devices_size();
