@@ -26,7 +26,7 @@ class ChunkQueue : public analysis::ByteSource {
   // Producer: the stream broke; the consumer's next Read fails with `status`.
   void Fail(absl::Status status);
   // Consumer: it will read no more (it failed or finished early); unblocks Push.
-  void StopReading();
+  void StopReading() override;
   // Producer: a chunk the consumer has read to its end (its length and bytes as they were),
   // or an empty string. Refilling it writes over memory already faulted in, where a new
   // chunk's would be allocated and zeroed first: for an upload's inflated 1 MiB chunks, a
