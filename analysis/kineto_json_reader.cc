@@ -202,9 +202,9 @@ bool KinetoJsonReader::ReadTopObject() {
     } else if (key == "deviceProperties") {
       ok = ReadDeviceProperties();
     } else if (key == "schemaVersion") {
-      bool has;
+      bool has = false;  // left unset when the read fails
       ok = ReadScalarText(&scratch_, &has);
-      if (has) out_->metadata["schema_version"] = scratch_;
+      if (ok && has) out_->metadata["schema_version"] = scratch_;
     } else {
       // baseTimeNanoseconds is deliberately ignored: times stay in the trace's own clock.
       ok = tok_->SkipValue();
@@ -525,7 +525,7 @@ bool KinetoJsonReader::ReadDistributedInfo() {
     if (!tok_->NextMember(&done, &key_view)) return false;
     if (done) return true;
     key.assign(key_view);
-    bool has;
+    bool has = false;
     std::string value;
     if (!ReadScalarText(&value, &has)) return false;
     if (has) out_->metadata[key] = value;  // rank, world_size, backend, …
