@@ -480,14 +480,18 @@ void Server::Drain() {
   serving_ = false;
   const Stopwatch began;
   auto step = [&](const char* what) { spdlog::info("shutdown: {} ({} ms in)", what, began.ElapsedMillis()); };
-  // The sampler and the trigger runner start captures and write the catalog on threads of their
-  // own, which nothing below stops: they stop first, each after the tick or check in progress,
-  // so none of theirs writes after the flush, and none runs while the next leader (after Leave)
-  // runs its own. Starting captures now would be moot anyway: the agents' streams close next.
-  // A firing in progress may still ask the stopped sampler for budget: it answers from the catalog.
+  // The sampler, the trigger runner, the capture scheduler and retention start captures and
+  // write or delete in the catalog on threads of their own, which nothing below stops: they stop
+  // first, each after the tick, check, run or deletion in progress, so none of theirs writes
+  // after the flush, and none runs while the next leader (after Leave) runs its own (all but the
+  // triggers run on the leader only). Starting captures now would be moot anyway: the agents'
+  // streams close next. A firing in progress may still ask the stopped sampler for budget: it
+  // answers from the catalog. Commits during the drain nudge the stopped retention: nothing.
   if (sampler_) sampler_->Stop();
   if (triggers_) triggers_->Stop();
-  step("sampling and triggers stopped");
+  if (scheduler_) scheduler_->Stop();
+  if (retention_) retention_->Stop();
+  step("sampling, triggers, schedules and retention stopped");
   if (membership_) membership_->Leave();  // another replica leads at once, not after the lease
   step("left the cluster");
   if (grpc_server_) grpc_server_->GetHealthCheckService()->SetServingStatus(false);
@@ -503,6 +507,15 @@ void Server::Drain() {
   orphan_loop_.reset();
   if (http_) http_->Stop();
   step("HTTP stopped");
+  // The capture coordinator writes for others (starts, agents' progress, catalog changes) and on
+  // its deadline loop: it stops once gRPC and HTTP calls have ended (the agents' last updates
+  // are in, no client can start a capture), after its write in progress and before the flush;
+  // a catalog change that comes later is not taken (the next start reads the catalog afresh).
+  if (captures_) captures_->Stop();
+  // The webhook POSTs what the last commits (ended with the calls above) found and writes nothing
+  // to storage: it stops last, after the POST in progress; what is still queued is dropped.
+  if (regression_webhook_) regression_webhook_->Stop();
+  step("captures and the regression webhook stopped");
   if (storage_) {
     storage_->engine().catalog().StopWatching();  // its callbacks reach the query layer
     if (absl::Status s = storage_->engine().Flush(); !s.ok()) spdlog::warn("flush failed: {}", std::string(s.message()));

@@ -67,8 +67,10 @@ class Server {
   // uploads, watches, streams that never said hello). A failed reload keeps the previous
   // principals and says so in the log, a metric and /healthz.
   void ReloadTokens();
-  // Stops taking work: NOT_SERVING, agent streams closed, in-flight uploads get 5 s, then the
-  // listeners stop and storage is flushed.
+  // Stops taking work: the background loops that start captures or write (sampling, triggers,
+  // schedules, retention) stop, NOT_SERVING, agent streams closed, in-flight uploads get 5 s,
+  // then the listeners stop, the capture coordinator and the regression webhook stop, and
+  // storage is flushed.
   void Drain();
 
   const std::string& grpc_addr() const { return grpc_addr_; }

@@ -244,9 +244,11 @@ CaptureCoordinator::CaptureCoordinator(Storage* store, AgentRegistry* registry, 
       active_[capture.capture_id()].capture = std::move(capture);
     }
   }
-  expirer_ = PeriodicLoop::StartOrLog(
+  std::unique_ptr<PeriodicLoop> expirer = PeriodicLoop::StartOrLog(
       "the capture deadline loop", clock_, [this](int64_t now) { return ExpireOverdue(now); },
       "captures past their deadline will not be failed");
+  absl::MutexLock stopping(&stop_mu_);
+  expirer_ = std::move(expirer);
 }
 
 void CaptureCoordinator::UseReplicaClocks(Membership* membership, std::string replica_id) {
@@ -298,11 +300,20 @@ int64_t CaptureCoordinator::FrameOffsetOf(const v1::Capture& capture, Membership
   return 0;  // gone from the membership: its times stand as stored
 }
 
-CaptureCoordinator::~CaptureCoordinator() {
+CaptureCoordinator::~CaptureCoordinator() { Stop(); }
+
+void CaptureCoordinator::Stop() {
+  absl::MutexLock stopping(&stop_mu_);  // a second Stop waits here for the first one's waits
   {
+    // Every writer holds write_mu_ across its change and its store write: taking it waits for
+    // the one in progress; the next one finds stopped_.
+    absl::MutexLock writing(&write_mu_);
+    stopped_ = true;
     absl::MutexLock lock(&mu_);
     stopping_ = true;  // watchers return
   }
+  // The deadline loop's pass in progress (if it took write_mu_ after us) returns at once; this
+  // waits for it and joins the thread. stop_mu_ is no lock any of the loop's work takes.
   expirer_.reset();
 }
 
@@ -337,8 +348,12 @@ v1::Capture CaptureCoordinator::RecordSkipped(const v1::StartCaptureRequest& req
   capture.set_error(reason);
   SetOrigin(origin, &capture);
   *capture.mutable_request() = request;
-  if (absl::Status s = store_->captures().Put(capture); !s.ok()) {
-    spdlog::warn("could not store skipped capture {}: {}", capture.capture_id(), std::string(s.message()));
+  {
+    absl::MutexLock writing(&write_mu_);  // ordered with Stop: nothing is stored after it
+    if (stopped_) return capture;
+    if (absl::Status s = store_->captures().Put(capture); !s.ok()) {
+      spdlog::warn("could not store skipped capture {}: {}", capture.capture_id(), std::string(s.message()));
+    }
   }
   metrics_->RecordCapture("SKIPPED");
   spdlog::info("scheduled capture skipped schedule_id={} job={}: {}", origin.schedule_id, request.job(), reason);
@@ -372,6 +387,7 @@ absl::StatusOr<v1::Capture> CaptureCoordinator::Start(const v1::StartCaptureRequ
   v1::Capture capture = NewCapture(request, matched, origin, now, started_by);
   capture.set_state(CaptureStateOf(capture));  // RUNNING (or FAILED without targets) from the start
   absl::MutexLock writing(&write_mu_);
+  if (stopped_) return absl::UnavailableError("the server is shutting down: it starts no captures");
   // A repeat of a start (a client's retry, maybe on another replica): the first one's capture.
   if (!request.request_id().empty()) {
     absl::StatusOr<std::optional<v1::Capture>> earlier = FindByRequestId(request, now);
@@ -523,6 +539,7 @@ void CaptureCoordinator::StoredCaptureChanged(const std::string& capture_id) {
   // A capture new to this replica: how far its starting replica's clock is (no lock held).
   const int64_t frame_offset_ns = known || stored->state() != v1::Capture::RUNNING ? 0 : MeasuredFrameOffset(*stored);
   absl::MutexLock writing(&write_mu_);
+  if (stopped_) return;
   {
     absl::MutexLock lock(&mu_);
     auto it = active_.find(capture_id);
@@ -573,6 +590,7 @@ void CaptureCoordinator::OnUpdate(const std::string& node, const v1::CaptureUpda
     if (auto stored = store_->captures().Get(update.capture_id()); stored.ok()) from_catalog = *std::move(stored);
   }
   absl::MutexLock writing(&write_mu_);
+  if (stopped_) return;  // the agent resends it after it reconnects to the next server
   v1::Capture changed;
   {
     absl::MutexLock lock(&mu_);
@@ -656,6 +674,7 @@ bool CaptureCoordinator::WaitForChange(const std::string& capture_id, int64_t* v
 int64_t CaptureCoordinator::ExpireOverdue(int64_t now) {
   constexpr int64_t kLookEveryNs = 500 * kNanosPerMs;
   absl::MutexLock writing(&write_mu_);
+  if (stopped_) return now + kLookEveryNs;
   std::vector<v1::Capture> changed;
   {
     absl::MutexLock lock(&mu_);

@@ -9,6 +9,7 @@
 // orders the writers (Start, OnUpdate, the deadline loop) among themselves, so the store
 // receives each capture's versions in the order they were made. Order: write_mu_, then mu_,
 // then AgentRegistry's lock (List before write_mu_; Send under write_mu_ only: it just queues).
+// stop_mu_ (Stop's alone) comes before them all.
 
 #include <chrono>
 #include <map>
@@ -55,7 +56,16 @@ class CaptureCoordinator {
   // so replicas that update the same capture never undo each other's progress.
   CaptureCoordinator(Storage* store, AgentRegistry* registry, ServerMetrics* metrics,
                      Clock* clock, bool shared = false);
-  ~CaptureCoordinator();
+  ~CaptureCoordinator();  // Stop()s
+
+  // Stops writing, for the server's drain (after the last call that could start a capture or
+  // report progress, before storage is flushed): the write in progress (a start, an update, a
+  // deadline pass, each with its store write) is waited for and the deadline loop ends. After
+  // it Start answers UNAVAILABLE, updates, catalog changes and skipped runs are neither kept nor
+  // stored, watchers return at once, and no deadline is checked (captures still running fail
+  // at their deadline after the next start). Any thread, any number of times; a second Stop
+  // waits too.
+  void Stop() ABSL_LOCKS_EXCLUDED(stop_mu_, write_mu_, mu_);
 
   // Cluster mode, once the replica has joined: its id (stamped on the captures it starts) and
   // the membership whose published clocks say how far another replica's clock is from this
@@ -143,10 +153,13 @@ class CaptureCoordinator {
   std::map<std::string, Active> active_ ABSL_GUARDED_BY(mu_);  // captures still RUNNING, and recent ones
   // Shared: (capture, node) pairs whose commands went out from this replica.
   std::set<std::pair<std::string, std::string>> sent_ ABSL_GUARDED_BY(write_mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // watchers return (Stop)
+  bool stopped_ ABSL_GUARDED_BY(write_mu_) = false;  // writers return (Stop)
   Membership* membership_ ABSL_GUARDED_BY(mu_) = nullptr;  // shared: set by UseReplicaClocks
   std::string replica_id_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<PeriodicLoop> expirer_;  // last: stops before the members it uses go
+  // Held by Stop alone, across its waits; the loop is only set in the constructor and taken by Stop.
+  absl::Mutex stop_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);
+  std::unique_ptr<PeriodicLoop> expirer_ ABSL_GUARDED_BY(stop_mu_);  // last: stops before the members it uses go
 };
 
 // "xprof:HOST:PORT" or "kineto:pid=N": how users and updates name a target.

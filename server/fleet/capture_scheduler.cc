@@ -42,12 +42,29 @@ CaptureScheduler::CaptureScheduler(ScheduleTable* store, CaptureCoordinator* cap
     }
     metrics_->SetSchedules(static_cast<int64_t>(schedules_.size()));
   }
-  loop_ = PeriodicLoop::StartOrLog(
+  std::unique_ptr<PeriodicLoop> loop = PeriodicLoop::StartOrLog(
       "the capture scheduler", clock_, [this](int64_t now) { return RunDueSchedules(now); },
       "capture schedules will not run");
+  absl::MutexLock lock(&loop_mu_);
+  loop_ = std::move(loop);
 }
 
-CaptureScheduler::~CaptureScheduler() { loop_.reset(); }
+CaptureScheduler::~CaptureScheduler() { Stop(); }
+
+void CaptureScheduler::Stop() {
+  absl::MutexLock stopping(&stop_mu_);  // a second Stop waits here for the first one's waits
+  stopping_.store(true);  // the tick in progress ends after its run in progress
+  std::unique_ptr<PeriodicLoop> loop;
+  {
+    absl::MutexLock lock(&loop_mu_);
+    loop = std::move(loop_);
+  }
+  // Outside loop_mu_ (Create's nudge takes it): waits for the tick in progress, then joins.
+  loop.reset();
+  // A run called by another thread than the loop's (RunDueSchedules is public) holds write_mu_
+  // until it is done, and the next one finds stopping_.
+  absl::MutexLock writing(&write_mu_);
+}
 
 absl::StatusOr<v1::Schedule> CaptureScheduler::Create(const v1::CreateScheduleRequest& request,
                                                       const Principal& caller) {
@@ -91,7 +108,10 @@ absl::StatusOr<v1::Schedule> CaptureScheduler::Create(const v1::CreateScheduleRe
   }
   spdlog::info("schedule created schedule_id={} job={} every_ms={} duration_ms={} by={}", schedule.schedule_id(),
                schedule.job(), schedule.every_ms(), schedule.duration_ms(), schedule.created_by());
-  if (loop_ != nullptr) loop_->Nudge();  // its first run is due now
+  {
+    absl::MutexLock lock(&loop_mu_);
+    if (loop_ != nullptr) loop_->Nudge();  // its first run is due now (none after Stop)
+  }
   return schedule;
 }
 
@@ -187,6 +207,7 @@ void CaptureScheduler::RunDue(v1::Schedule& schedule, int64_t now) {
 
 int64_t CaptureScheduler::RunDueSchedules(int64_t now) {
   absl::MutexLock writing(&write_mu_);
+  if (stopping_.load()) return now + 1'000'000'000;
   if (leads_) {
     if (!leads_()) return now + 1'000'000'000;  // another replica runs them
     // The store is the truth across replicas: schedules created or deleted elsewhere.
@@ -210,6 +231,8 @@ int64_t CaptureScheduler::RunDueSchedules(int64_t now) {
     }
   }
   for (v1::Schedule& schedule : due) {
+    // Stop waits for the run in progress, not for every run due: the rest stay due, unstored.
+    if (stopping_.load()) break;
     RunDue(schedule, now);
     Persist(schedule);
     absl::MutexLock lock(&mu_);

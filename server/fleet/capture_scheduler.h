@@ -13,7 +13,10 @@
 // capture start, so List() never waits on an fsync or an agent. write_mu_ orders the writers
 // (the loop's runs, Create, Delete) among themselves, so a run cannot store a schedule that a
 // Delete has just removed. Order: write_mu_, then mu_; CaptureCoordinator's lock after both.
+// loop_mu_ only guards the loop's pointer (Create's nudge against Stop); stop_mu_ orders Stops.
 
+#include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,8 +26,6 @@
 #include "absl/synchronization/mutex.h"
 #include "auth/scopes.h"
 #include "common/clock.h"
-#include <functional>
-
 #include "common/periodic_loop.h"
 #include "fleetprof/v1/schedule.pb.h"
 #include "server/fleet/capture_coordinator.h"
@@ -48,7 +49,14 @@ class CaptureScheduler {
   // created through another replica runs too.
   CaptureScheduler(ScheduleTable* store, CaptureCoordinator* captures, ServerMetrics* metrics,
                    Clock* clock, std::function<bool()> leads = nullptr);
-  ~CaptureScheduler();
+  ~CaptureScheduler();  // Stop()s
+
+  // Stops running schedules, for the server's drain (before storage is flushed): the run in
+  // progress (its capture start and its stored schedule) is waited for, the runs due after it in
+  // the same tick are left due (the next leader, or the next start, runs or skips them), and no
+  // run starts after. Create and Delete still store and remove schedules. Any thread, any
+  // number of times; a second Stop also waits for the run in progress.
+  void Stop() ABSL_LOCKS_EXCLUDED(stop_mu_, loop_mu_, write_mu_);
 
   // A schedule created by `caller`, who may delete it later (Delete).
   absl::StatusOr<v1::Schedule> Create(const v1::CreateScheduleRequest& request, const Principal& caller);
@@ -60,6 +68,7 @@ class CaptureScheduler {
 
   // Runs (or skips) every schedule due at `now` and returns when the next one is due (at most
   // a second ahead, so a clock set back is noticed). The loop's tick; public for tests.
+  // After Stop it runs nothing.
   int64_t RunDueSchedules(int64_t now) ABSL_LOCKS_EXCLUDED(write_mu_, mu_);
 
  private:
@@ -74,10 +83,15 @@ class CaptureScheduler {
   ServerMetrics* metrics_;
   Clock* clock_;
   const std::function<bool()> leads_;
+  absl::Mutex stop_mu_ ABSL_ACQUIRED_BEFORE(loop_mu_, write_mu_);  // held by Stop alone, across the wait
   absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
   std::map<std::string, v1::Schedule> schedules_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<PeriodicLoop> loop_;  // last: it stops before the members it uses go
+  // Set by Stop, read by a tick between runs: no lock, so Stop needs none a tick holds to set it.
+  std::atomic<bool> stopping_{false};
+  // Never held across a tick or a join: Stop moves the loop out under it and joins outside.
+  absl::Mutex loop_mu_;
+  std::unique_ptr<PeriodicLoop> loop_ ABSL_GUARDED_BY(loop_mu_);  // last: it stops before the members it uses go
 };
 
 }  // namespace fleetprof

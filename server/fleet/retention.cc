@@ -65,22 +65,41 @@ Retention::Retention(RetentionPolicy policy, Storage* store, AgentRegistry* agen
       clock_(clock),
       leads_(std::move(leads)),
       cluster_clock_offset_(std::move(cluster_clock_offset)) {
-  loop_ = PeriodicLoop::StartOrLog(
+  std::unique_ptr<PeriodicLoop> loop = PeriodicLoop::StartOrLog(
       "the retention loop", clock_,
       [this](int64_t now) {
         RunOnce();
         return now + policy_.check_every_s * 1'000'000'000;
       },
       "retention will not run");
+  absl::MutexLock lock(&loop_mu_);
+  loop_ = std::move(loop);
 }
 
-Retention::~Retention() { loop_.reset(); }
+Retention::~Retention() { Stop(); }
+
+void Retention::Stop() {
+  absl::MutexLock stopping(&stop_mu_);  // a second Stop waits here for the first one's waits
+  stopping_.store(true);  // the pass in progress ends after its removal in progress
+  std::unique_ptr<PeriodicLoop> loop;
+  {
+    absl::MutexLock lock(&loop_mu_);
+    loop = std::move(loop_);
+  }
+  // Outside loop_mu_ (a commit's Nudge takes it): waits for the loop's pass, then joins.
+  loop.reset();
+  // A pass another thread runs (RunOnce is public) holds pass_mu_ until it is done.
+  absl::MutexLock passing(&pass_mu_);
+}
 
 void Retention::Nudge() {
+  absl::MutexLock lock(&loop_mu_);
   if (loop_ != nullptr) loop_->Nudge();
 }
 
 void Retention::RunOnce() {
+  absl::MutexLock passing(&pass_mu_);
+  if (stopping_.load()) return;
   if (leads_ && !leads_()) return;
   const int64_t offset = cluster_clock_offset_ ? cluster_clock_offset_() : 0;
   if (offset != last_offset_) {
@@ -93,14 +112,14 @@ void Retention::RunOnce() {
   const int64_t now = clock_->Now() + offset;
   ExpireByAge(now);
   EnforceDiskLimit();
-  if (policy_.capture_retention_days > 0) {
+  if (policy_.capture_retention_days > 0 && !stopping_.load()) {
     auto n = store_->captures().DeleteBefore(now - DaysToNs(policy_.capture_retention_days));
     if (n.ok() && *n > 0) {
       deleted_captures_.Increment(static_cast<double>(*n));
       spdlog::info("retention: removed {} captures older than {} days", *n, policy_.capture_retention_days);
     }
   }
-  if (policy_.agent_expiry_days > 0) {
+  if (policy_.agent_expiry_days > 0 && !stopping_.load()) {
     const int n = agents_->ForgetDeparted(now - DaysToNs(policy_.agent_expiry_days));
     if (n > 0) {
       deleted_agents_.Increment(n);
@@ -110,6 +129,7 @@ void Retention::RunOnce() {
 }
 
 bool Retention::Delete(const std::string& profile_id, prometheus::Counter& counter) {
+  if (stopping_.load()) return false;  // Stop waits for the delete in progress, not the pass
   absl::Status s = delete_profile_(profile_id);
   if (!s.ok() && !absl::IsNotFound(s)) {
     spdlog::warn("retention: could not delete profile {}: {}", profile_id, std::string(s.message()));
@@ -136,7 +156,10 @@ void Retention::ExpireByAge(int64_t now) {
   });
   if (!s.ok()) spdlog::warn("retention: {}", std::string(s.message()));
   int deleted = 0;
-  for (const std::string& id : expired) deleted += Delete(id, deleted_age_) ? 1 : 0;
+  for (const std::string& id : expired) {
+    if (stopping_.load()) break;
+    deleted += Delete(id, deleted_age_) ? 1 : 0;
+  }
   if (deleted > 0) spdlog::info("retention: removed {} profiles past their retention", deleted);
 }
 
@@ -149,7 +172,7 @@ int64_t Retention::SettledDiskBytes() {
 
 void Retention::EnforceDiskLimit() {
   const int64_t limit = policy_.max_disk_bytes;
-  if (limit <= 0 || store_->engine().FolderBytes() <= limit) return;
+  if (limit <= 0 || stopping_.load() || store_->engine().FolderBytes() <= limit) return;
   // Measured on what stays, not on what is passing through: memtables hold write-ahead logs
   // that a flush drops, and a running compaction has its inputs and outputs on disk at once.
   // Each deletion compacts its profile's ranges before the next measure (ProfileTable::Delete),

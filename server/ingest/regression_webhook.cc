@@ -61,16 +61,29 @@ absl::Status RegressionWebhook::CurlPost(const std::string& url, const std::stri
 RegressionWebhook::RegressionWebhook(std::string url, Clock* clock, Post post)
     : url_(std::move(url)), clock_(clock), post_(std::move(post)), thread_([this] { Run(); }) {}
 
-RegressionWebhook::~RegressionWebhook() {
+RegressionWebhook::~RegressionWebhook() { Stop(); }
+
+void RegressionWebhook::Stop() {
+  absl::MutexLock stopping(&stop_mu_);  // a second Stop waits here for the first one's join
+  size_t dropped = 0;
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
+    dropped = queue_.size();
+    given_up_ += static_cast<int64_t>(dropped);
+    queue_.clear();
   }
-  thread_.join();
+  if (dropped > 0) spdlog::warn("regression webhook: stopping with {} records not sent", dropped);
+  // Outside mu_: the sender finishes the POST in progress (it holds no lock meanwhile).
+  if (thread_.joinable()) thread_.join();
 }
 
 bool RegressionWebhook::Enqueue(const v1::Regression& record) {
   absl::MutexLock lock(&mu_);
+  if (stopping_) {
+    ++given_up_;
+    return false;
+  }
   if (queue_.size() >= kMaxQueued) {
     ++given_up_;
     spdlog::warn("regression webhook: {} records queued, dropping {}", queue_.size(), record.regression_id());
@@ -116,7 +129,10 @@ void RegressionWebhook::Run() {
         break;
       }
       spdlog::info("regression webhook: attempt {} failed ({}), again in {} s", attempt, std::string(s.message()), backoff / 1e9);
-      if (clock_->WaitUntil(&mu_, absl::Condition(&stopping), clock_->MonotonicNanos() + backoff)) return;
+      if (clock_->WaitUntil(&mu_, absl::Condition(&stopping), clock_->MonotonicNanos() + backoff)) {
+        ++given_up_;  // stopped before its next attempt
+        return;
+      }
       backoff *= 2;
     }
   }

@@ -33,11 +33,16 @@ class RegressionWebhook {
 
   // Starts the sender thread. `clock` times the retries' backoff.
   RegressionWebhook(std::string url, Clock* clock, Post post = CurlPost);
-  ~RegressionWebhook();  // drops what is still queued and joins the thread
+  ~RegressionWebhook();  // Stop()s
   RegressionWebhook(const RegressionWebhook&) = delete;
   RegressionWebhook& operator=(const RegressionWebhook&) = delete;
 
-  // Queues `record`; never blocks on the network. False when the queue was full (dropped).
+  // Stops sending, for the server's drain: the POST in progress is waited for (at most its
+  // 10 s), a retry it would have made is not, and what is still queued is dropped, counted in
+  // given_up() and logged once. Any thread, any number of times; a second Stop waits too.
+  void Stop() ABSL_LOCKS_EXCLUDED(stop_mu_, mu_);
+  // Queues `record`; never blocks on the network. False when the queue was full or Stop ran
+  // (dropped, counted in given_up()).
   bool Enqueue(const v1::Regression& record);
   // Records POSTed with a 2xx answer, and records given up (after kAttempts, or dropped).
   int64_t delivered() const;
@@ -54,7 +59,9 @@ class RegressionWebhook {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t delivered_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t given_up_ ABSL_GUARDED_BY(mu_) = 0;
-  std::thread thread_;
+  // Held by Stop alone, across the join (no reader or sender takes it).
+  absl::Mutex stop_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::thread thread_ ABSL_GUARDED_BY(stop_mu_);  // last: started once the members it uses are
 };
 
 }  // namespace fleetprof

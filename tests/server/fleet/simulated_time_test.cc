@@ -1,7 +1,8 @@
 // The server's background rules on a simulated clock (common/clock.h): schedules' periods,
 // missed and busy runs, capture deadlines, retention cut-offs and departed agents, checked in
 // milliseconds of test time instead of seconds of sleep. And the lock rule: listing captures,
-// schedules and agents answers while a storage write is held up.
+// schedules and agents answers while a storage write is held up. And the drain's rule: each
+// one's Stop waits for its work in progress, and nothing of theirs runs after it.
 
 #include <unistd.h>
 
@@ -10,8 +11,13 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <future>
+#include <string>
 #include <thread>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/kineto_timing.h"
 #include "gtest/gtest.h"
@@ -24,6 +30,7 @@
 #include "server/fleet/retention.h"
 #include "server/server_metrics.h"
 #include "storage/storage.h"
+#include "tests/server/fleet/gate.h"
 
 namespace fleetprof {
 namespace {
@@ -83,6 +90,36 @@ class StallingFileSystem : public rocksdb::FileSystemWrapper {
     StallingFileSystem* fs_;
   };
 };
+
+// What happened, in the order it happened, from any thread.
+class Events {
+ public:
+  void Note(const std::string& what) {
+    absl::MutexLock lock(&mu_);
+    events_.push_back(what);
+  }
+  std::vector<std::string> Seen() {
+    absl::MutexLock lock(&mu_);
+    return events_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::string> events_ ABSL_GUARDED_BY(mu_);
+};
+
+// Calls `stop` on a thread of its own while `held` holds the work in progress, releases it once
+// Stop has had time to reach its wait (so a Stop that does not wait returns first), and notes
+// "Stop returned" when it does.
+void StopWhileHeld(Gate& held, Events& events, const std::function<void()>& stop) {
+  std::future<void> stopped = std::async(std::launch::async, [&] {
+    stop();
+    events.Note("Stop returned");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  held.Release();
+  stopped.get();
+}
 
 class SimulatedTimeTest : public ::testing::Test {
  protected:
@@ -457,6 +494,172 @@ TEST_F(SimulatedTimeTest, ListingAnswersWhileAStorageWriteIsHeldUp) {
   EXPECT_GT(fs_->delay_ms.load(), 0);
   fs_->delay_ms = 0;
   ASSERT_TRUE(Soon([&] { return ScheduleOf(scheduler).runs() == 2; }));
+}
+
+// The drain (Server::Drain) stops the scheduler before storage is flushed: the run in progress
+// ends, capture started and schedule stored, before Stop returns; the run due behind it in the
+// same tick stays due, and nothing runs after, whatever the clock does.
+TEST_F(SimulatedTimeTest, SchedulerStopWaitsForTheRunInProgressAndRunsNothingAfter) {
+  AgentRegistry registry(&store_->agents(), &metrics_, AgentLimits(), &clock_);
+  CaptureCoordinator captures(store_.get(), &registry, &metrics_, &clock_);
+  Gate agent;
+  Events events;
+  const auto send = [&](const v1::ServerMessage&) {
+    ++commands_;
+    agent.Pass();
+    events.Note("command sent");
+    return true;
+  };
+  ConnectAgent(registry, "n1", "train", send);
+  ConnectAgent(registry, "n2", "eval", send);
+  // Two schedules due at once, stored before the scheduler starts: its first tick runs both.
+  for (const char* job : {"train", "eval"}) {
+    v1::Schedule schedule;
+    schedule.set_schedule_id(std::string("s-") + job);
+    schedule.set_job(job);
+    schedule.set_every_ms(60'000);
+    schedule.set_duration_ms(1000);
+    schedule.set_created_at_ns(clock_.Now());
+    schedule.set_next_run_ns(clock_.Now());
+    ASSERT_TRUE(store_->schedules().Put(schedule).ok());
+  }
+  agent.HoldNext();
+  CaptureScheduler scheduler(&store_->schedules(), &captures, &metrics_, &clock_);
+  ASSERT_TRUE(agent.WaitUntilHeld()) << "the first run never sent its command";
+  StopWhileHeld(agent, events, [&] { scheduler.Stop(); });
+  EXPECT_EQ(events.Seen(), (std::vector<std::string>{"command sent", "Stop returned"}))
+      << "Stop returned before the run in progress, or a run started after it";
+
+  // The held run is whole, in memory and in the store; the other is still due, unrun.
+  auto stored = store_->schedules().List();
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  ASSERT_EQ(stored->size(), 2u);
+  int ran = 0;
+  for (const v1::Schedule& s : *stored) {
+    if (s.runs() == 1) {
+      ++ran;
+      EXPECT_EQ(s.last_outcome(), "started");
+      EXPECT_EQ(s.next_run_ns(), clock_.Now() + 60 * kSecond);
+      EXPECT_TRUE(captures.Get(s.last_capture_id()).ok());
+    } else {
+      EXPECT_EQ(s.runs(), 0);
+      EXPECT_EQ(s.next_run_ns(), clock_.Now()) << "left due for the next leader or start";
+    }
+  }
+  EXPECT_EQ(ran, 1);
+
+  // Nothing after: not the loop as periods pass, not a direct tick, not a new schedule's nudge.
+  clock_.Advance(5 * 60 * kSecond);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(scheduler.RunDueSchedules(clock_.Now()), clock_.Now() + kSecond);
+  v1::CreateScheduleRequest request;
+  request.set_job("train");
+  request.set_every_ms(60'000);
+  ASSERT_TRUE(scheduler.Create(request, AnonymousPrincipal()).ok()) << "still stored for the next leader";
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(commands_.load(), 1);
+  auto listed = scheduler.List(v1::ListSchedulesRequest());
+  ASSERT_TRUE(listed.ok());
+  int runs = 0;
+  for (const v1::Schedule& s : listed->schedules()) runs += static_cast<int>(s.runs() + s.skipped());
+  EXPECT_EQ(runs, 1);
+  scheduler.Stop();  // again: harmless; the destructor after it too
+}
+
+// Retention stops between two deletions, not after its pass: the one in progress ends before
+// Stop returns, the profiles it had left stay, and no pass runs after.
+TEST_F(SimulatedTimeTest, RetentionStopWaitsForTheDeleteInProgressAndRemovesNothingAfter) {
+  for (const char* id : {"p1", "p2", "p3"}) {
+    v1::ProfileInfo info;
+    info.set_profile_id(id);
+    info.set_job("train");
+    info.set_ingested_at_ns(clock_.Now() - 2 * kDay);
+    ASSERT_TRUE(store_->profiles().Commit(info, v1::ProfileSummary()).ok());
+  }
+  RetentionPolicy policy;
+  policy.retention_days = 1;
+  policy.check_every_s = 60;
+  prometheus::Registry registry;
+  AgentRegistry agents(&store_->agents(), &metrics_, AgentLimits(), &clock_);
+  Gate deletion;
+  Events events;
+  std::atomic<int> deletes{0};
+  deletion.HoldNext();
+  Retention retention(
+      policy, store_.get(), &agents,
+      [&](const std::string& id) {
+        ++deletes;
+        deletion.Pass();
+        absl::Status s = store_->profiles().Delete(id);
+        events.Note("deleted");
+        return s;
+      },
+      &registry, &clock_);
+  ASSERT_TRUE(deletion.WaitUntilHeld()) << "the first pass deleted nothing";
+  StopWhileHeld(deletion, events, [&] { retention.Stop(); });
+  EXPECT_EQ(events.Seen(), (std::vector<std::string>{"deleted", "Stop returned"}))
+      << "Stop returned before the delete in progress, or a delete started after it";
+  int left = 0;
+  for (const char* id : {"p1", "p2", "p3"}) left += store_->profiles().Get(id).ok() ? 1 : 0;
+  EXPECT_EQ(left, 2) << "the pass went on past the delete in progress";
+
+  retention.RunOnce();
+  retention.Nudge();
+  clock_.Advance(10 * 60 * kSecond);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(deletes.load(), 1);
+  left = 0;
+  for (const char* id : {"p1", "p2", "p3"}) left += store_->profiles().Get(id).ok() ? 1 : 0;
+  EXPECT_EQ(left, 2);
+  retention.Stop();
+}
+
+// The coordinator stops last before the flush: the deadline pass in progress stores its
+// failure before Stop returns; after it no capture starts, no update or skipped run is kept,
+// and no deadline is checked.
+TEST_F(SimulatedTimeTest, CoordinatorStopWaitsForTheDeadlinePassInProgressAndWritesNothingAfter) {
+  AgentRegistry registry(&store_->agents(), &metrics_, AgentLimits(), &clock_);
+  CaptureCoordinator captures(store_.get(), &registry, &metrics_, &clock_);
+  ConnectAgent(registry, "n1", "train");
+  ConnectAgent(registry, "n2", "eval");
+  v1::StartCaptureRequest short_request;
+  short_request.set_job("train");
+  short_request.set_duration_ms(1000);  // deadline 60 s after the start
+  auto overdue = captures.Start(short_request);
+  ASSERT_TRUE(overdue.ok()) << overdue.status();
+  v1::StartCaptureRequest long_request;
+  long_request.set_job("eval");
+  long_request.set_duration_ms(CaptureCoordinator::kMaxDurationMs);  // deadline 20 min after it
+  auto running = captures.Start(long_request);
+  ASSERT_TRUE(running.ok()) << running.status();
+  ASSERT_EQ(running->state(), v1::Capture::RUNNING);
+
+  // The deadline pass fails the first capture and stores that, on a disk that holds it 1 s.
+  fs_->delay_ms = 1000;
+  clock_.Advance(kKinetoStartLeadMs * 1'000'000 + 71 * kSecond);
+  ASSERT_TRUE(Soon([&] { return fs_->stalled.load() > 0; })) << "the deadline pass stored nothing";
+  captures.Stop();
+  auto stored = store_->captures().Get(overdue->capture_id());
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->state(), v1::Capture::FAILED) << "Stop returned before the pass's store write";
+  fs_->delay_ms = 0;
+
+  auto refused = captures.Start(short_request);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  v1::CaptureUpdate update;
+  update.set_capture_id(running->capture_id());
+  update.set_target(running->targets(0).target());
+  update.set_state(v1::CaptureTarget::RUNNING);
+  captures.OnUpdate("n2", update);
+  EXPECT_EQ(captures.Get(running->capture_id())->targets(0).state(), v1::CaptureTarget::PENDING);
+  const v1::Capture skipped = captures.RecordSkipped(long_request, CaptureCoordinator::Origin::Scheduled("s1"), "skipped");
+  EXPECT_FALSE(store_->captures().Get(skipped.capture_id()).ok()) << "a skipped run stored after Stop";
+  clock_.Advance(30 * 60 * kSecond);  // far past the second capture's deadline
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(captures.Get(running->capture_id())->state(), v1::Capture::RUNNING) << "a deadline pass after Stop";
+  EXPECT_EQ(store_->captures().Get(running->capture_id())->state(), v1::Capture::RUNNING);
+  EXPECT_EQ(commands_.load(), 2);
+  captures.Stop();
 }
 
 // Issue 39: DeleteSchedule needed only the capture scope, so any capture token deleted other

@@ -2,11 +2,15 @@
 // makes no record, one value moved by 20% makes exactly one, naming it, with its evidence.
 
 #include <atomic>
+#include <chrono>
+#include <future>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/clock.h"
 #include "gtest/gtest.h"
@@ -14,6 +18,7 @@
 #include "server/ingest/regression_webhook.h"
 #include "server/server_metrics.h"
 #include "storage/storage.h"
+#include "tests/server/fleet/gate.h"
 
 namespace fleetprof {
 namespace {
@@ -268,6 +273,48 @@ TEST(RegressionWebhook, AFullQueueDropsInsteadOfBlocking) {
   EXPECT_LE(accepted, static_cast<int>(RegressionWebhook::kMaxQueued) + 1);
   EXPECT_GE(hook.given_up(), 1);
   release.Notify();
+}
+
+// The drain stops the webhook: the POST in progress ends before Stop returns, what is queued
+// is given up (not sent), and a record that comes later is refused.
+TEST(RegressionWebhook, StopWaitsForThePostInProgressAndSendsNothingAfter) {
+  Gate receiver;
+  absl::Mutex mu;
+  std::vector<std::string> events;
+  const auto note = [&](const std::string& what) {
+    absl::MutexLock lock(&mu);
+    events.push_back(what);
+  };
+  std::atomic<int> posts{0};
+  RegressionWebhook hook("http://receiver.example/hook", RealClock(), [&](const std::string&, const std::string&) {
+    ++posts;
+    receiver.Pass();
+    note("posted");
+    return absl::OkStatus();
+  });
+  receiver.HoldNext();
+  v1::Regression r;
+  r.set_regression_id("p1/1");
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(hook.Enqueue(r));
+  ASSERT_TRUE(receiver.WaitUntilHeld()) << "nothing was posted";
+  std::future<void> stopped = std::async(std::launch::async, [&] {
+    hook.Stop();
+    note("Stop returned");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // Stop reaches its wait
+  receiver.Release();
+  stopped.get();
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_EQ(events, (std::vector<std::string>{"posted", "Stop returned"}))
+        << "Stop returned before the POST in progress, or a POST started after it";
+  }
+  EXPECT_EQ(hook.delivered(), 1);
+  EXPECT_EQ(hook.given_up(), 2) << "the two queued records are given up";
+  EXPECT_FALSE(hook.Enqueue(r));
+  EXPECT_EQ(hook.given_up(), 3);
+  hook.Stop();
+  EXPECT_EQ(posts.load(), 1);
 }
 
 TEST(RegressionWebhook, OnlyHttpAndHttpsUrls) {
