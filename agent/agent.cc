@@ -37,6 +37,29 @@ std::string WithPort(const std::string& addr, int port) {
 
 }  // namespace
 
+ServerLinkMetrics::ServerLinkMetrics(prometheus::Registry& registry, const std::string& node)
+    : connected_(prometheus::BuildGauge()
+                     .Name("fleetprof_agent_server_connected")
+                     .Help("1 while the link to fleetprof-server is up")
+                     .Register(registry)
+                     .Add({{"node", node}})),
+      dropped_firings_(prometheus::BuildCounter()
+                           .Name("fleetprof_agent_trigger_firings_dropped_total")
+                           .Help(absl::StrCat("device-trigger firings dropped unsent, oldest first, while ",
+                                              ServerLink::kMaxPosted, " waited for a slow or unreachable server"))
+                           .Register(registry)
+                           .Add({{"node", node}})) {}
+
+void ServerLinkMetrics::Follow(const ServerLink& link) {
+  connected_.Set(link.connected() ? 1 : 0);
+  absl::MutexLock lock(&mu_);
+  const int64_t dropped = link.dropped_posts();
+  if (dropped > dropped_counted_) {
+    dropped_firings_.Increment(static_cast<double>(dropped - dropped_counted_));
+    dropped_counted_ = dropped;
+  }
+}
+
 Agent::Agent(AgentConfig config) : config_(std::move(config)) {}
 
 Agent::~Agent() { Stop(); }
@@ -143,11 +166,7 @@ absl::Status Agent::Start() {
 }
 
 absl::Status Agent::StartMetrics() {
-  link_gauge_ = &prometheus::BuildGauge()
-                     .Name("fleetprof_agent_server_connected")
-                     .Help("1 while the link to fleetprof-server is up")
-                     .Register(*registry_)
-                     .Add({{"node", config_.node}});
+  link_metrics_ = std::make_unique<ServerLinkMetrics>(*registry_, config_.node);
   // Any local user can connect here. prometheus-cpp's listener gave each connection one of
   // its 2 threads for up to 30 s, so two idle connections stopped every scrape; this listener
   // holds no thread for a connection that waits (http_server.h) and closes the longest idle
@@ -334,7 +353,7 @@ v1::AgentHeartbeat Agent::Heartbeat() {
       (*out->mutable_job_memory_used_bytes())[job] = static_cast<int64_t>(bytes);
     }
   }
-  link_gauge_->Set(link_->connected() ? 1 : 0);
+  link_metrics_->Follow(*link_);
   return beat;
 }
 
@@ -356,12 +375,13 @@ void Agent::DiscoverLoop() {
   int64_t next_scan = clock.MonotonicNanos();
   while (!stopping_.load()) {
     {
-      // The link gauge follows the link every 100 ms; Stop() wakes the wait (mu_).
+      // The link's metrics follow the link every 100 ms (also while a stalled server holds its
+      // heartbeats); Stop() wakes the wait (mu_).
       absl::MutexLock lock(&mu_);
       const auto stop = [this] { return stopping_.load(); };
       if (clock.WaitUntil(&mu_, absl::Condition(&stop), clock.MonotonicNanos() + kLinkGaugeIntervalNs)) return;
     }
-    link_gauge_->Set(link_->connected() ? 1 : 0);
+    link_metrics_->Follow(*link_);
     if (clock.MonotonicNanos() < next_scan) continue;
     next_scan = clock.MonotonicNanos() + config_.discover_interval_ms * 1'000'000;
     auto found = discovery_->Scan();

@@ -25,6 +25,7 @@
 #include "collectors/kineto_endpoint.h"
 #include "collectors/metrics_sampler.h"
 #include "collectors/target_discovery.h"
+#include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/registry.h"
 #include "server/http/http_server.h"
@@ -60,6 +61,25 @@ struct AgentConfig {
   ClientSecurity security;      // token and TLS towards the server
   std::string dynolog_token;    // required in each dynolog API request when set
   const Clock* clock = RealClock();  // every part's time: a test may run them on a simulated one
+};
+
+// The server link's own metrics on the agent's /metrics, labelled with the node:
+// fleetprof_agent_server_connected (1 while the link is up) and
+// fleetprof_agent_trigger_firings_dropped_total (device-trigger firings the link dropped, oldest
+// first, while the server was slow to take them: ServerLink::dropped_posts). The link keeps the
+// count; Follow brings both metrics up to it (the agent calls it every 100 ms and at each
+// heartbeat), so the counter starts at 0 and only grows.
+class ServerLinkMetrics {
+ public:
+  ServerLinkMetrics(prometheus::Registry& registry, const std::string& node);
+  // Any thread; never waits on the link.
+  void Follow(const ServerLink& link) ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  prometheus::Gauge& connected_;
+  prometheus::Counter& dropped_firings_;
+  absl::Mutex mu_;  // two callers (the heartbeat, the 100 ms loop) add each drop once
+  int64_t dropped_counted_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 class Agent {
@@ -101,7 +121,7 @@ class Agent {
   std::vector<v1::Target> static_targets_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<HttpServer> metrics_http_;  // serves /metrics
-  prometheus::Gauge* link_gauge_ = nullptr;
+  std::unique_ptr<ServerLinkMetrics> link_metrics_;
   std::string metrics_addr_;
   std::unique_ptr<MetricsSampler> sampler_;
   std::unique_ptr<TraceUploader> uploader_;

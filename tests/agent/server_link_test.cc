@@ -2,11 +2,13 @@
 // socket: a message posted (a device trigger's firing, from the NVML sampling thread) never waits
 // on the stream, even while the server takes nothing; the queue stays bounded, dropping the
 // oldest; what was kept goes out in order once the server reads again, and what was posted
-// while the link was down goes out after the hello.
+// while the link was down goes out after the hello. The agent's /metrics counts the dropped
+// ones (ServerLinkMetrics, agent/agent.h).
 
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,10 +17,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "agent/agent.h"
 #include "agent/server_link.h"
 #include "fleetprof/v1/agent.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
 
 namespace fleetprof {
 namespace {
@@ -159,6 +164,50 @@ TEST_F(ServerLinkTest, PostingNeverWaitsForAStalledServerAndKeepsTheNewestWithin
   for (size_t i = 1; i < arrived.size(); ++i) {
     EXPECT_LT(std::stoi(arrived[i - 1]), std::stoi(arrived[i])) << "out of order at " << i;
   }
+}
+
+// The dropped firings reach the agent's /metrics as a counter of the node: 0 before any drop
+// (so rate() has a start), then exactly the link's count, each drop counted once however often
+// the metrics follow the link.
+TEST_F(ServerLinkTest, TheAgentsMetricsCountEveryDroppedFiringOnce) {
+  prometheus::Registry registry;
+  ServerLinkMetrics metrics(registry, "gpu-1");
+  const auto dropped_metric = [&]() -> std::optional<double> {
+    for (const auto& family : registry.Collect()) {
+      if (family.name != "fleetprof_agent_trigger_firings_dropped_total") continue;
+      EXPECT_EQ(family.type, prometheus::MetricType::Counter);
+      if (family.metric.size() != 1 || family.metric[0].label.size() != 1) return std::nullopt;
+      EXPECT_EQ(family.metric[0].label[0].name, "node");
+      EXPECT_EQ(family.metric[0].label[0].value, "gpu-1");
+      return family.metric[0].counter.value;
+    }
+    return std::nullopt;
+  };
+  Serve(/*stalled=*/true);
+  link_->Start();
+  ASSERT_TRUE(service_->WaitUntilWelcomed());
+  metrics.Follow(*link_);
+  EXPECT_EQ(dropped_metric(), 0.0);
+
+  // Far more than the stalled stream and the queue hold (as above): the oldest are dropped.
+  for (int i = 0; i < 1024; ++i) link_->Post(Firing(i, 64 << 10));
+  const int64_t dropped = link_->dropped_posts();
+  ASSERT_GT(dropped, 0);
+  metrics.Follow(*link_);
+  metrics.Follow(*link_);
+  EXPECT_EQ(dropped_metric(), static_cast<double>(dropped));
+  const std::string text = prometheus::TextSerializer().Serialize(registry.Collect());
+  EXPECT_NE(text.find("# TYPE fleetprof_agent_trigger_firings_dropped_total counter"), std::string::npos) << text;
+  EXPECT_NE(text.find("fleetprof_agent_trigger_firings_dropped_total{node=\"gpu-1\"} " + std::to_string(dropped)),
+            std::string::npos)
+      << text;
+
+  // More drops later add to it.
+  for (int i = 1024; i < 1024 + 300; ++i) link_->Post(Firing(i, 16));
+  const int64_t more = link_->dropped_posts();
+  ASSERT_GT(more, dropped);
+  metrics.Follow(*link_);
+  EXPECT_EQ(dropped_metric(), static_cast<double>(more));
 }
 
 TEST_F(ServerLinkTest, MessagesPostedWhileTheLinkIsDownGoOutAfterTheHello) {
