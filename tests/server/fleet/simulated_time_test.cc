@@ -635,9 +635,16 @@ TEST_F(SimulatedTimeTest, CoordinatorStopWaitsForTheDeadlinePassInProgressAndWri
   ASSERT_EQ(running->state(), v1::Capture::RUNNING);
 
   // The deadline pass fails the first capture and stores that, on a disk that holds it 1 s.
+  // Stop is called once the pass has failed the capture in memory: the pass holds its write
+  // lock from before that change until its store write returns, so from then on Stop must wait
+  // for the write. (A stalled write alone could be another writer's, the agent registry's, with
+  // the pass not begun: then Stop would rightly keep it from ever running.)
   fs_->delay_ms = 1000;
   clock_.Advance(kKinetoStartLeadMs * 1'000'000 + 71 * kSecond);
-  ASSERT_TRUE(Soon([&] { return fs_->stalled.load() > 0; })) << "the deadline pass stored nothing";
+  ASSERT_TRUE(Soon([&] {
+    auto seen = captures.Get(overdue->capture_id());
+    return seen.ok() && seen->state() == v1::Capture::FAILED;
+  })) << "the deadline pass did not fail the overdue capture";
   captures.Stop();
   auto stored = store_->captures().Get(overdue->capture_id());
   ASSERT_TRUE(stored.ok()) << stored.status();
