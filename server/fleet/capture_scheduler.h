@@ -57,6 +57,9 @@ class CaptureScheduler {
   // run starts after. Create and Delete still store and remove schedules. Any thread, any
   // number of times; a second Stop also waits for the run in progress.
   void Stop() ABSL_LOCKS_EXCLUDED(stop_mu_, loop_mu_, write_mu_);
+  // Stop has begun: work not yet started is refused from here on. For tests that hold the
+  // work in progress and must know Stop is under way before they let it go.
+  bool stopping() const { return stopping_.load(); }
 
   // A schedule created by `caller`, who may delete it later (Delete).
   absl::StatusOr<v1::Schedule> Create(const v1::CreateScheduleRequest& request, const Principal& caller);

@@ -65,6 +65,9 @@ class Retention {
   // sweep), which Stop waits for; what it had left waits for the next leader or the next start,
   // and no pass runs after. Any thread, any number of times; a second Stop waits too.
   void Stop() ABSL_LOCKS_EXCLUDED(stop_mu_, loop_mu_, pass_mu_);
+  // Stop has begun: work not yet started is refused from here on. For tests that hold the
+  // work in progress and must know Stop is under way before they let it go.
+  bool stopping() const { return stopping_.load(); }
 
  private:
   void ExpireByAge(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(pass_mu_);

@@ -85,6 +85,9 @@ class TriggerRunner {
   // progress is waited for. Firings and commits after it are ignored. Any thread, more than once.
   // The destructor, without Stop, still runs what is queued.
   void Stop() ABSL_LOCKS_EXCLUDED(stop_mu_);
+  // Stop has begun: work not yet started is refused from here on. For tests that hold the
+  // work in progress and must know Stop is under way before they let it go.
+  bool stopping() const { return stopping_.load(); }
   // The loop's tick: reads the device triggers and sends them to every connected agent when
   // they changed. Public for tests.
   int64_t Refresh(int64_t now) ABSL_LOCKS_EXCLUDED(mu_);

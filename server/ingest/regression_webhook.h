@@ -41,6 +41,12 @@ class RegressionWebhook {
   // 10 s), a retry it would have made is not, and what is still queued is dropped, counted in
   // given_up() and logged once. Any thread, any number of times; a second Stop waits too.
   void Stop() ABSL_LOCKS_EXCLUDED(stop_mu_, mu_);
+  // Stop has begun: work not yet started is refused from here on. For tests that hold the
+  // work in progress and must know Stop is under way before they let it go.
+  bool stopping() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return stopping_;
+  }
   // Queues `record`; never blocks on the network. False when the queue was full or Stop ran
   // (dropped, counted in given_up()).
   bool Enqueue(const v1::Regression& record);

@@ -140,17 +140,9 @@ TEST_F(ServerLinkTest, PostingNeverWaitsForAStalledServerAndKeepsTheNewestWithin
   // windows and socket buffers hold, so the link's writer blocks on the stream early on.
   constexpr int kPosted = 1024;
   constexpr size_t kBytes = 64 << 10;
-  const auto began = std::chrono::steady_clock::now();
-  auto slowest = std::chrono::steady_clock::duration::zero();
-  for (int i = 0; i < kPosted; ++i) {
-    const v1::AgentMessage firing = Firing(i, kBytes);
-    const auto before = std::chrono::steady_clock::now();
-    link_->Post(firing);
-    slowest = std::max(slowest, std::chrono::steady_clock::now() - before);
-  }
-  const auto took = std::chrono::steady_clock::now() - began;
-  EXPECT_LT(took, std::chrono::seconds(5)) << "posting waited on the stalled stream";
-  EXPECT_LT(slowest, std::chrono::seconds(1));
+  // Every post returns while the server reads nothing (it resumes only below): a Post that
+  // waited on the stalled stream would hang here until ctest's timeout, with no clock to race.
+  for (int i = 0; i < kPosted; ++i) link_->Post(Firing(i, kBytes));
   const int64_t dropped = link_->dropped_posts();
   EXPECT_GT(dropped, 0) << "the queue is bounded: a stalled server leaves no room";
   EXPECT_LE(dropped, kPosted - static_cast<int64_t>(ServerLink::kMaxPosted));

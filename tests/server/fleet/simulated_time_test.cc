@@ -109,14 +109,15 @@ class Events {
 };
 
 // Calls `stop` on a thread of its own while `held` holds the work in progress, releases it once
-// Stop has had time to reach its wait (so a Stop that does not wait returns first), and notes
-// "Stop returned" when it does.
-void StopWhileHeld(Gate& held, Events& events, const std::function<void()>& stop) {
+// Stop is under way (`begun`: work not yet started is refused from then on, whatever the
+// scheduling), and notes "Stop returned" when it does: a Stop that does not wait for the held
+// work notes it first.
+void StopWhileHeld(Gate& held, Events& events, const std::function<void()>& stop, const std::function<bool()>& begun) {
   std::future<void> stopped = std::async(std::launch::async, [&] {
     stop();
     events.Note("Stop returned");
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(Soon(begun)) << "Stop never began";  // let go either way: Stop waits on it
   held.Release();
   stopped.get();
 }
@@ -526,7 +527,7 @@ TEST_F(SimulatedTimeTest, SchedulerStopWaitsForTheRunInProgressAndRunsNothingAft
   agent.HoldNext();
   CaptureScheduler scheduler(&store_->schedules(), &captures, &metrics_, &clock_);
   ASSERT_TRUE(agent.WaitUntilHeld()) << "the first run never sent its command";
-  StopWhileHeld(agent, events, [&] { scheduler.Stop(); });
+  StopWhileHeld(agent, events, [&] { scheduler.Stop(); }, [&] { return scheduler.stopping(); });
   EXPECT_EQ(events.Seen(), (std::vector<std::string>{"command sent", "Stop returned"}))
       << "Stop returned before the run in progress, or a run started after it";
 
@@ -596,7 +597,7 @@ TEST_F(SimulatedTimeTest, RetentionStopWaitsForTheDeleteInProgressAndRemovesNoth
       },
       &registry, &clock_);
   ASSERT_TRUE(deletion.WaitUntilHeld()) << "the first pass deleted nothing";
-  StopWhileHeld(deletion, events, [&] { retention.Stop(); });
+  StopWhileHeld(deletion, events, [&] { retention.Stop(); }, [&] { return retention.stopping(); });
   EXPECT_EQ(events.Seen(), (std::vector<std::string>{"deleted", "Stop returned"}))
       << "Stop returned before the delete in progress, or a delete started after it";
   int left = 0;

@@ -336,11 +336,18 @@ TEST_F(TriggerRunnerTest, StopWaitsForTheCheckInProgressDropsTheQueuedOnesAndIgn
     runner_->OnProfileCommitted(info);
   }
   ASSERT_TRUE(diagnosis.WaitUntilHeld()) << "the first commit's check never ran";
-  std::future<void> stopped = std::async(std::launch::async, [&] { runner_->Stop(); });
-  const bool stop_waited = stopped.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout;
+  // The check is let go only once Stop is under way (stopping()), so the queued ones must find
+  // it stopped whatever the scheduling; and Stop cannot return while the check is held.
+  std::atomic<bool> stop_returned{false};
+  std::future<void> stopped = std::async(std::launch::async, [&] {
+    runner_->Stop();
+    stop_returned = true;
+  });
+  EXPECT_TRUE(WaitFor([&] { return runner_->stopping(); })) << "Stop never began";  // let go either way
+  const bool returned_while_held = stop_returned.load();
   diagnosis.Release();
   stopped.get();
-  EXPECT_TRUE(stop_waited) << "Stop returned while a check was still running";
+  EXPECT_FALSE(returned_while_held) << "Stop returned while a check was still running";
   EXPECT_EQ(asked.load(), 1) << "the two checks queued behind it ran after Stop";
 
   // After Stop: commits, firings and nudges are ignored, and a second Stop is harmless.

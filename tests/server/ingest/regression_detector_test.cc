@@ -301,7 +301,10 @@ TEST(RegressionWebhook, StopWaitsForThePostInProgressAndSendsNothingAfter) {
     hook.Stop();
     note("Stop returned");
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // Stop reaches its wait
+  // Let go once Stop is under way (the queue is cleared then): records 2 and 3 are never posted,
+  // whatever the scheduling, and Stop cannot return while the POST is held.
+  for (int i = 0; i < 10000 && !hook.stopping(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(hook.stopping()) << "Stop never began";  // let go either way: Stop waits on it
   receiver.Release();
   stopped.get();
   {
