@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/clock_sync_labels.h"
+#include "spdlog/spdlog.h"
 
 namespace fleetprof {
 namespace {
@@ -143,7 +144,13 @@ absl::Status FleetRollupWriter::Add(const SampledProfile& p) {
     idle_seconds_->Increment(seconds_per_ns * static_cast<double>(p.span_device_ns - p.busy_device_ns));
     profiles_->Increment();
   }
-  return ExpireOnceAnHour(FleetHourOf(clock_->Now()));
+  // The profile is counted whatever the expiry does: its failure is said here and the next
+  // commit tries again, and a caller that retried a failed Add would count the profile twice.
+  if (absl::Status expired = ExpireOnceAnHour(FleetHourOf(clock_->Now())); !expired.ok()) {
+    spdlog::warn("fleet rollups: cells past {} h not expired this time (the next commit tries again): {}",
+                 keep_hours_, std::string(expired.message()));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status FleetRollupWriter::ExpireOnceAnHour(int64_t hour_now) {

@@ -2,6 +2,7 @@
 // (server/query/fleet_top_query.h), on an in-memory catalog and a simulated clock: the stored
 // cells answer what the in-memory accumulator answers, capped cells keep their sums, old cells
 // expire, and a profile counts only when its capture was SAMPLED.
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <map>
@@ -196,10 +197,14 @@ class SlowScanCatalog : public Catalog {
   }
   absl::Status Scan(CatalogTable table, const CatalogScan& scan, const CatalogVisitor& visit) override {
     scan_gate.Pass();
+    ++scans;
+    if (fail_scans.load()) return absl::UnavailableError("the catalog is unreachable");
     return inner_->Scan(table, scan, visit);
   }
   absl::Status Commit(const CatalogWrite& write) override { return inner_->Commit(write); }
   Gate scan_gate;
+  std::atomic<int> scans{0};
+  std::atomic<bool> fail_scans{false};
 
  private:
   Catalog* inner_;
@@ -229,6 +234,32 @@ TEST_F(FleetRollupsTest, ACommitDoesNotWaitForTheHourlyExpiry) {
   EXPECT_TRUE(answered) << "a commit waited for another worker's hourly expiry";
   EXPECT_TRUE(other.get().ok());
   EXPECT_TRUE(expiring.get().ok());
+  EXPECT_EQ(Top("job", kFleetMaxSinceMs).samples(), 3);
+}
+
+// The hourly expiry failing does not fail the commit that ran it: the profile is counted (a
+// retried Add would count it twice), and the next commit of the hour tries the expiry again.
+TEST_F(FleetRollupsTest, AFailedExpiryLeavesTheCommitCountedAndTheNextOneTriesAgain) {
+  SlowScanCatalog catalog(&storage_->engine().catalog());
+  FleetRollupStore store(&catalog, storage_->unreadable());
+  FleetRollupWriter writer(&store, &clock_, 0, nullptr, nullptr);
+  std::mt19937_64 rng(11);
+  auto of_one_cell = [&] {
+    SampledProfile p = RandomProfile(rng, clock_.Now());
+    p.job = "one-job";
+    p.labels.clear();
+    return p;
+  };
+  ASSERT_TRUE(writer.Add(of_one_cell()).ok());  // this hour's expiry ran
+  clock_.Advance(kHour);
+  catalog.fail_scans = true;
+  const int scans_before = catalog.scans.load();
+  EXPECT_TRUE(writer.Add(of_one_cell()).ok()) << "the expiry's failure failed the commit";
+  EXPECT_GT(catalog.scans.load(), scans_before) << "the hour's first commit ran no expiry";
+  catalog.fail_scans = false;
+  const int scans_failed = catalog.scans.load();
+  EXPECT_TRUE(writer.Add(of_one_cell()).ok());
+  EXPECT_GT(catalog.scans.load(), scans_failed) << "the next commit did not try the expiry again";
   EXPECT_EQ(Top("job", kFleetMaxSinceMs).samples(), 3);
 }
 
