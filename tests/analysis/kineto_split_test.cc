@@ -174,9 +174,7 @@ TEST(KinetoSplit, CorpusFilesWholeAndCut) {
   FLEETPROF_REQUIRE_PATH(dir);
   const int64_t taken_before = KinetoFarPartsTaken();
   int files = 0;
-  for (const char* name : {"a100_alexnet.json.gz", "a100_nccl_rank0.json.gz", "mi250_rocm62.json.gz",
-                           "mtia_inference_rank0.json.gz", "v100_resnet50_legacy_schema.pt.trace.json.gz",
-                           "v100_resnet_rank0.pt.trace.json.gz"}) {
+  for (const char* name : testing_events::kKinetoCorpusFiles) {
     SCOPED_TRACE(name);
     const std::string gz = absl::StrCat(dir, "/", name);
     FLEETPROF_REQUIRE_PATH(gz);

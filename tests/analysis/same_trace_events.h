@@ -12,6 +12,11 @@
 
 namespace fleetprof::analysis::testing_events {
 
+// The Kineto traces of the corpus (../shared/corpus/kineto), as the reader tests go through them.
+inline constexpr const char* kKinetoCorpusFiles[] = {
+    "a100_alexnet.json.gz", "a100_nccl_rank0.json.gz", "mi250_rocm62.json.gz", "mtia_inference_rank0.json.gz",
+    "v100_resnet50_legacy_schema.pt.trace.json.gz", "v100_resnet_rank0.pt.trace.json.gz"};
+
 struct Read {
   absl::Status status;
   TraceEvents events;

@@ -187,6 +187,14 @@ TEST_F(FleetRollupsTest, ConcurrentCommitsOfOneCellAreAllCounted) {
   EXPECT_EQ(Top("job").samples(), 8 * 200);
 }
 
+// A random sampled profile, always of the same cell (one job, no labels).
+SampledProfile OfOneCell(std::mt19937_64& rng, int64_t now_ns) {
+  SampledProfile p = RandomProfile(rng, now_ns);
+  p.job = "one-job";
+  p.labels.clear();
+  return p;
+}
+
 // The in-memory catalog, whose scans can be held: the hourly expiry scans, a cell's update only
 // gets and commits.
 class SlowScanCatalog : public Catalog {
@@ -215,12 +223,7 @@ TEST_F(FleetRollupsTest, ACommitDoesNotWaitForTheHourlyExpiry) {
   FleetRollupStore store(&catalog, storage_->unreadable());
   FleetRollupWriter writer(&store, &clock_, 0, nullptr, nullptr);
   std::mt19937_64 rng(9);
-  auto of_one_cell = [&] {
-    SampledProfile p = RandomProfile(rng, clock_.Now());
-    p.job = "one-job";
-    p.labels.clear();
-    return p;
-  };
+  auto of_one_cell = [&] { return OfOneCell(rng, clock_.Now()); };
   ASSERT_TRUE(writer.Add(of_one_cell()).ok());  // this hour's expiry ran
   clock_.Advance(kHour);
   catalog.scan_gate.HoldNext();
@@ -244,12 +247,7 @@ TEST_F(FleetRollupsTest, AFailedExpiryLeavesTheCommitCountedAndTheNextOneTriesAg
   FleetRollupStore store(&catalog, storage_->unreadable());
   FleetRollupWriter writer(&store, &clock_, 0, nullptr, nullptr);
   std::mt19937_64 rng(11);
-  auto of_one_cell = [&] {
-    SampledProfile p = RandomProfile(rng, clock_.Now());
-    p.job = "one-job";
-    p.labels.clear();
-    return p;
-  };
+  auto of_one_cell = [&] { return OfOneCell(rng, clock_.Now()); };
   ASSERT_TRUE(writer.Add(of_one_cell()).ok());  // this hour's expiry ran
   clock_.Advance(kHour);
   catalog.fail_scans = true;
